@@ -1,0 +1,51 @@
+// Opcode enum and per-opcode facts, generated from the table in opcodes.h.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "opcodes.h"
+
+namespace toysim {
+
+enum class Op : std::uint8_t {
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SEM) NAME,
+    TOYSIM_OPCODES(X)
+#undef X
+};
+
+inline constexpr int kOpCount = 0
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SEM) +1
+    TOYSIM_OPCODES(X)
+#undef X
+    ;
+
+enum class OpClass : std::uint8_t { Memory, Move, Compute };
+
+enum class OperandKind : std::uint8_t { RegRead, RegWrite, MemRead, MemWrite };
+
+struct OpInfo {
+    Op op;
+    std::string_view mnemonic;
+    std::string_view signature;  // one letter per operand: r R m M
+    std::string_view operands;   // "Ra, Rb, Rd": names for help and errors
+    std::string_view meaning;    // "Rd = Ra + Rb"
+    int cycles;                  // the seed's default cost
+    OpClass klass;
+
+    int operand_count() const { return static_cast<int>(signature.size()); }
+    OperandKind operand(int i) const;
+    // How many registers the instruction reads (sources come first, destination last).
+    int register_sources() const;
+};
+
+const std::array<OpInfo, kOpCount>& all_ops();
+const OpInfo& info(Op op);
+std::optional<Op> find_op(std::string_view mnemonic);  // case-insensitive
+// The mnemonic closest to `word` by edit distance, if any is plausibly meant.
+std::optional<std::string_view> nearest_mnemonic(std::string_view word);
+
+}  // namespace toysim

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what toysim needs to build and test on Debian 12 (run as root).
+set -euo pipefail
+packages=(g++ cmake ninja-build libcli11-dev libfmt-dev nlohmann-json3-dev catch2)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi

@@ -1,0 +1,127 @@
+// The parsed form of a .toy program, before parameters are bound.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "../isa/isa.h"
+#include "diag.h"
+
+namespace toysim::ast {
+
+// Integer expression over numbers, parameters and loop variables: + - * / % and parentheses.
+struct Expr {
+    enum class Kind { Number, Name, Binary, Negate } kind = Kind::Number;
+    std::int64_t value = 0;
+    std::string name;
+    char op = 0;
+    std::unique_ptr<Expr> lhs, rhs;
+    Loc loc;
+};
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct Operand {
+    enum class Kind { Register, IndexedRegister, Memory } kind = Kind::Register;
+    int reg = 0;               // Register: R<reg>
+    ExprPtr reg_index;         // IndexedRegister: R[expr]
+    std::string array;         // Memory: array[sub][sub]...
+    Loc array_loc;
+    std::vector<ExprPtr> subscripts;
+    Loc loc;
+};
+
+struct Instruction {
+    Op op;
+    std::vector<Operand> operands;
+    Loc loc;  // the mnemonic
+};
+
+struct Loop;
+using Statement = std::variant<Instruction, std::unique_ptr<Loop>>;
+
+struct Loop {
+    std::string var;
+    Loc var_loc;
+    ExprPtr lo, hi;  // half-open: lo <= var < hi
+    std::vector<Statement> body;
+    Loc loc;
+};
+
+enum class Role { Input, Output, Scratch };
+
+struct Fill {
+    enum class Kind { Default, Literal, Random } kind = Kind::Default;
+    std::vector<double> values;  // Literal, row-major
+    std::uint64_t seed = 0;      // Random
+    double lo = -1, hi = 1;      // Random: uniform in [lo, hi)
+    Loc loc;
+};
+
+struct Array {
+    Role role = Role::Input;
+    std::string name;
+    std::vector<ExprPtr> dims;
+    Fill fill;
+    Loc loc;  // the name
+};
+
+struct Param {
+    std::string name;
+    ExprPtr value;
+    Loc loc;
+};
+
+// check TARGET = FUNCTION(ARG, ...) [within TOL]; TARGET and the reference may be indexed
+// down to one element: check c[0][0] = matmul(a, b)[0][0]
+struct Check {
+    std::string target;
+    Loc target_loc;
+    std::vector<ExprPtr> target_index;
+    std::string function;
+    Loc function_loc;
+    std::vector<std::pair<std::string, Loc>> args;
+    std::vector<ExprPtr> reference_index;
+    std::optional<double> tolerance;
+    Loc loc;
+};
+
+struct Cost {
+    Op op;
+    ExprPtr cycles;
+    Loc loc;
+};
+
+// expect COUNTER = EXPR, where COUNTER is cycles, instructions, reads, writes, registers,
+// an opcode mnemonic, or reads(ARRAY) / writes(ARRAY).
+struct Expect {
+    std::string counter;
+    std::string array;  // for reads(ARRAY) / writes(ARRAY)
+    ExprPtr value;
+    Loc loc;
+};
+
+// test n = 1000 b = 4: one extra parameter set the program's own test runs it with.
+struct TestCase {
+    std::vector<std::pair<std::string, ExprPtr>> settings;
+    Loc loc;
+};
+
+struct Program {
+    std::shared_ptr<const SourceFile> source;
+    ExprPtr registers;
+    Loc registers_loc;
+    std::vector<Param> params;
+    std::vector<Array> arrays;
+    std::vector<Check> checks;
+    std::vector<Cost> costs;
+    std::vector<Expect> expects;
+    std::vector<TestCase> tests;
+    std::vector<Statement> body;
+};
+
+}  // namespace toysim::ast

@@ -1,0 +1,182 @@
+#include "app.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <memory>
+#include <set>
+
+#include "../parser.h"
+#include "../program.h"
+#include "../reference.h"
+#include "../report.h"
+
+namespace toysim::cli {
+
+namespace {
+
+constexpr int kOk = 0, kCheckFailed = 1, kBadInput = 2;
+
+Format parse_format(const std::string& name) {
+    if (name == "json") return Format::Json;
+    if (name == "markdown") return Format::Markdown;
+    if (name == "csv") return Format::Csv;
+    return Format::Table;
+}
+
+// A program file read, parsed and bound; errors carry the source for their caret line.
+struct Loaded {
+    std::shared_ptr<const SourceFile> source;
+    std::shared_ptr<const ast::Program> tree;
+    Program program;
+};
+
+Loaded load(const std::string& path, const ParamSettings& settings, std::shared_ptr<const SourceFile>& source_for_errors) {
+    Loaded l;
+    l.source = SourceFile::read(path);
+    source_for_errors = l.source;
+    l.tree = std::make_shared<const ast::Program>(parse(l.source));
+    l.program = compile(l.tree, settings);
+    return l;
+}
+
+ParamSettings settings_from(const std::vector<std::string>& sets) {
+    ParamSettings out;
+    for (const auto& s : sets) out.push_back(parse_setting(s));
+    return out;
+}
+
+std::string isa_listing() {
+    std::string out = "instruction set (destination last, as in the seed):\n";
+    for (const auto& row : all_ops())
+        out += fmt::format("  {:<6} {:<16} {:<20} {} cycle{}\n", row.mnemonic, row.operands, row.meaning, row.cycles,
+                           row.cycles == 1 ? "" : "s");
+    out += "\nreference functions for 'check':\n";
+    for (const auto& f : reference_functions()) out += fmt::format("  {:<20} {}\n", f.signature, f.meaning);
+    return out;
+}
+
+}  // namespace
+
+int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    CLI::App app{"toysim: a cycle-accurate toy machine for learning how FlashAttention works.\n"
+                 "Runs .toy instruction programs (LOAD, STORE, MAC, EXP, ...) and counts cycles and DRAM traffic.",
+                 "toysim"};
+    app.set_version_flag("--version", fmt::format("toysim {}", kVersion));
+    app.require_subcommand(1);
+    app.footer("\n" + isa_listing() +
+               "\nexit codes: 0 ok, 1 a check or an expected figure failed, 2 bad input or a run-time fault.\n"
+               "Run 'toysim COMMAND --help' for examples.");
+
+    std::string file, format = "table", values = "symbolic";
+    std::vector<std::string> files, sets;
+    bool stats = false, ditto = false;
+    std::uint64_t max_steps = 0;
+    const std::vector<std::string> formats = {"table", "json", "markdown", "csv"};
+
+    auto* run_cmd = app.add_subcommand("run", "Run a program: its check verdict, expected figures and every counter.");
+    run_cmd->add_option("file", file, "the .toy program")->required();
+    run_cmd->add_option("--set", sets, "override a parameter, e.g. --set n=1024 (repeatable)");
+    run_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
+    run_cmd->add_flag("--stats", stats, "also report simulated instructions per second");
+    run_cmd->add_option("--max-steps", max_steps, "stop with an error after this many instructions (default 10000000000)");
+    run_cmd->footer("\nexamples:\n"
+                    "  toysim run programs/p1_c00.toy\n"
+                    "  toysim run programs/p4_softmax_3pass.toy --set n=1000000\n"
+                    "  toysim run programs/matmul_inner.toy --set n=256 --stats\n"
+                    "  toysim run programs/p3_matmul_outer_6reg.toy --format json");
+
+    auto* trace_cmd = app.add_subcommand("trace", "Print the step table: each instruction and the registers after it.");
+    trace_cmd->add_option("file", file, "the .toy program")->required();
+    trace_cmd->add_option("--set", sets, "override a parameter, e.g. --set n=4 (repeatable)");
+    trace_cmd->add_option("--values", values, "symbolic (a00·b00, the seed's notation) or numeric")
+        ->check(CLI::IsMember({"symbolic", "numeric"}));
+    trace_cmd->add_option("--max-steps", max_steps, "stop with an error after this many instructions (default 10000)");
+    trace_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
+    trace_cmd->add_flag("--ditto", ditto, "print \" where a register is unchanged since the row above, as the seed does");
+    trace_cmd->footer("\nexamples:\n"
+                      "  toysim trace programs/p1_c00.toy\n"
+                      "  toysim trace programs/p3_matmul_outer_6reg.toy --ditto\n"
+                      "  toysim trace programs/p5_online_softmax.toy --set n=4 --values numeric\n"
+                      "  toysim trace programs/p4_softmax_3pass.toy --format markdown");
+
+    auto* compare_cmd = app.add_subcommand("compare", "Side-by-side cost table of several programs.");
+    compare_cmd->add_option("files", files, "the .toy programs")->required();
+    compare_cmd->add_option("--set", sets, "override a parameter in every program that declares it");
+    compare_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
+    compare_cmd->footer("\nexamples:\n"
+                        "  toysim compare programs/p2_matmul_inner_3reg.toy programs/p3_matmul_outer_6reg.toy\n"
+                        "  toysim compare programs/p4_softmax_3pass.toy programs/p5_online_softmax.toy --set n=1000");
+
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    try {
+        app.parse(reversed);
+    } catch (const CLI::ParseError& e) {
+        int code = app.exit(e, out, err);
+        return code == 0 ? kOk : kBadInput;
+    }
+
+    std::shared_ptr<const SourceFile> source;
+    try {
+        ParamSettings settings = settings_from(sets);
+        if (run_cmd->parsed()) {
+            Loaded l = load(file, settings, source);
+            RunOptions options;
+            if (max_steps) options.max_steps = max_steps;
+            RunResult r = run(l.program, options);
+            out << format_run(l.program, r, parse_format(format), stats);
+            return r.checks_ok() && r.expects_ok() ? kOk : kCheckFailed;
+        }
+        if (trace_cmd->parsed()) {
+            Loaded l = load(file, settings, source);
+            RunOptions options;
+            options.max_steps = max_steps ? max_steps : 10'000;
+            Trace t = trace(l.program, values == "symbolic", options);
+            out << format_trace(l.program, t, TraceOptions{parse_format(format), ditto});
+            if (t.error) {
+                err << format_error(*t.error, source.get());
+                return kBadInput;
+            }
+            return kOk;
+        }
+        // compare: --set applies to the programs that declare the parameter.
+        std::set<std::string> used;
+        std::vector<Loaded> loaded;
+        std::vector<RunResult> results;
+        std::vector<std::string> names;
+        for (const auto& f : files) {
+            auto src = SourceFile::read(f);
+            source = src;
+            auto tree = std::make_shared<const ast::Program>(parse(src));
+            ParamSettings mine;
+            for (const auto& s : settings)
+                for (const auto& p : tree->params)
+                    if (p.name == s.first) {
+                        mine.push_back(s);
+                        used.insert(s.first);
+                    }
+            Loaded l{src, tree, compile(tree, mine)};
+            results.push_back(run(l.program));
+            loaded.push_back(std::move(l));
+            std::string name = f.substr(f.find_last_of('/') + 1);
+            names.push_back(name.substr(0, name.rfind(".toy")));
+        }
+        source.reset();
+        for (const auto& s : settings)
+            if (!used.count(s.first)) throw ToyError(fmt::format("--set {}: no program here has a parameter '{}'", s.first, s.first));
+        std::vector<const Program*> programs;
+        std::vector<const RunResult*> result_ptrs;
+        bool ok = true;
+        for (size_t i = 0; i < loaded.size(); ++i) {
+            programs.push_back(&loaded[i].program);
+            result_ptrs.push_back(&results[i]);
+            ok = ok && results[i].checks_ok() && results[i].expects_ok();
+        }
+        out << format_compare(names, programs, result_ptrs, parse_format(format));
+        return ok ? kOk : kCheckFailed;
+    } catch (const ToyError& e) {
+        err << format_error(e, source.get(), "toysim");
+        return kBadInput;
+    }
+}
+
+}  // namespace toysim::cli

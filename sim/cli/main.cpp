@@ -1,0 +1,8 @@
+#include <iostream>
+
+#include "app.h"
+
+int main(int argc, char** argv) {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    return toysim::cli::main(args, std::cout, std::cerr);
+}

@@ -1,0 +1,555 @@
+// Binding parameters and lowering the AST to the flat code of program.h.
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits>
+#include <set>
+
+#include "parser.h"
+#include "program.h"
+#include "reference.h"
+#include "text.h"
+
+namespace toysim {
+
+namespace {
+
+using ast::Expr;
+
+constexpr std::int64_t kMaxDram = std::int64_t{1} << 28;  // 2 GiB of doubles
+constexpr std::int64_t kMaxRegisters = 1 << 20;
+
+std::int64_t mul_checked(std::int64_t a, std::int64_t b, Loc loc) {
+    std::int64_t v;
+    if (__builtin_mul_overflow(a, b, &v)) throw ToyError(loc, "integer overflow in this expression");
+    return v;
+}
+
+std::int64_t add_checked(std::int64_t a, std::int64_t b, Loc loc) {
+    std::int64_t v;
+    if (__builtin_add_overflow(a, b, &v)) throw ToyError(loc, "integer overflow in this expression");
+    return v;
+}
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+    std::int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+    return q;
+}
+
+struct Interval {
+    std::int64_t lo, hi;  // inclusive; lo > hi means empty
+};
+
+class Compiler {
+public:
+    Compiler(std::shared_ptr<const ast::Program> tree, const ParamSettings& settings) : tree_(std::move(tree)) {
+        p_.source = tree_->source;
+        p_.tree = tree_;
+        bind_params(settings);
+        bind_machine();
+        bind_arrays();
+        lower_body(tree_->body);
+        emit_plain(Code::Halt);
+        bind_checks();
+        bind_expects();
+    }
+    Program take() { return std::move(p_); }
+
+private:
+    std::shared_ptr<const ast::Program> tree_;
+    Program p_;
+    std::map<std::string, std::int64_t, std::less<>> params_;
+    std::vector<std::pair<std::string, int>> scope_;  // loop variables in scope, outermost first
+    std::vector<Interval> ranges_;                   // per slot: every value the variable can take
+    std::vector<int> open_loops_;
+
+    // ---- integer expressions ----
+    [[noreturn]] void unknown_name(const Expr& e) {
+        std::vector<std::string_view> names;
+        for (auto& [name, v] : params_) names.push_back(name);
+        for (auto& [name, slot] : scope_) names.push_back(name);
+        auto guess = nearest(e.name, names);
+        std::string hint = guess ? fmt::format("; did you mean '{}'?", *guess) : "";
+        if (p_.find_array(e.name) >= 0)
+            throw ToyError(e.loc, fmt::format("'{}' is an array, not a number: use it with subscripts in an instruction", e.name));
+        throw ToyError(e.loc, fmt::format("unknown name '{}'{}", e.name, hint));
+    }
+
+    Affine affine(const Expr& e) {
+        Affine out;
+        switch (e.kind) {
+            case Expr::Kind::Number: out.constant = e.value; return out;
+            case Expr::Kind::Name: {
+                if (auto it = params_.find(e.name); it != params_.end()) {
+                    out.constant = it->second;
+                    return out;
+                }
+                for (auto it = scope_.rbegin(); it != scope_.rend(); ++it)
+                    if (it->first == e.name) {
+                        out.terms = 1;
+                        out.var[0] = static_cast<std::uint8_t>(it->second);
+                        out.coef[0] = 1;
+                        return out;
+                    }
+                unknown_name(e);
+            }
+            case Expr::Kind::Negate: return scale(affine(*e.lhs), -1, e.loc);
+            case Expr::Kind::Binary: break;
+        }
+        Affine l = affine(*e.lhs), r = affine(*e.rhs);
+        switch (e.op) {
+            case '+': return combine(l, r, 1, e.loc);
+            case '-': return combine(l, r, -1, e.loc);
+            case '*':
+                if (l.is_constant()) return scale(r, l.constant, e.loc);
+                if (r.is_constant()) return scale(l, r.constant, e.loc);
+                throw ToyError(e.loc, "subscripts must be affine: a product of two loop variables is not allowed");
+            default: {
+                if (!l.is_constant() || !r.is_constant())
+                    throw ToyError(e.loc, fmt::format("subscripts must be affine: '{}' cannot take a loop variable", e.op));
+                if (r.constant == 0) throw ToyError(e.rhs->loc, "division by zero");
+                out.constant = e.op == '/' ? floor_div(l.constant, r.constant)
+                                           : l.constant - floor_div(l.constant, r.constant) * r.constant;
+                return out;
+            }
+        }
+    }
+
+    static Affine scale(Affine a, std::int64_t k, Loc loc) {
+        a.constant = mul_checked(a.constant, k, loc);
+        for (int t = 0; t < a.terms; ++t) a.coef[t] = mul_checked(a.coef[t], k, loc);
+        return a;
+    }
+    static Affine combine(Affine a, const Affine& b, std::int64_t sign, Loc loc) {
+        a.constant = add_checked(a.constant, mul_checked(sign, b.constant, loc), loc);
+        for (int t = 0; t < b.terms; ++t) {
+            int found = -1;
+            for (int u = 0; u < a.terms; ++u)
+                if (a.var[u] == b.var[t]) found = u;
+            if (found < 0) {
+                found = a.terms++;
+                a.var[found] = b.var[t];
+                a.coef[found] = 0;
+            }
+            a.coef[found] = add_checked(a.coef[found], mul_checked(sign, b.coef[t], loc), loc);
+        }
+        // Drop terms that cancelled (i - i) so constancy is recognized.
+        int kept = 0;
+        for (int u = 0; u < a.terms; ++u)
+            if (a.coef[u] != 0) {
+                a.var[kept] = a.var[u];
+                a.coef[kept++] = a.coef[u];
+            }
+        a.terms = kept;
+        return a;
+    }
+
+    std::int64_t constant(const Expr& e, std::string_view what) {
+        Affine a = affine(e);
+        if (!a.is_constant()) throw ToyError(e.loc, fmt::format("{} cannot depend on a loop variable", what));
+        return a.constant;
+    }
+
+    Interval range(const Affine& a) const {
+        Interval out{a.constant, a.constant};
+        for (int t = 0; t < a.terms; ++t) {
+            const Interval& r = ranges_[a.var[t]];
+            if (r.lo > r.hi) return {1, 0};  // unreachable: the loop never runs
+            std::int64_t x = a.coef[t] * r.lo, y = a.coef[t] * r.hi;
+            out.lo += std::min(x, y);
+            out.hi += std::max(x, y);
+        }
+        return out;
+    }
+
+    // ---- declarations ----
+    void bind_params(const ParamSettings& settings) {
+        std::set<std::string, std::less<>> given;
+        for (const auto& [name, value] : settings) {
+            auto it = std::find_if(tree_->params.begin(), tree_->params.end(), [&](const ast::Param& p) { return p.name == name; });
+            if (it == tree_->params.end()) {
+                std::vector<std::string_view> names;
+                std::string list;
+                for (const auto& p : tree_->params) {
+                    names.push_back(p.name);
+                    list += (list.empty() ? "" : ", ") + p.name;
+                }
+                auto guess = nearest(name, names);
+                std::string hint = guess ? fmt::format("did you mean '{}'? ", *guess) : "";
+                throw ToyError(fmt::format("--set {}: unknown parameter '{}'; {}(this program's parameters: {})", name,
+                                           name, hint, list.empty() ? "none" : list));
+            }
+            given.insert(name);
+        }
+        for (const auto& p : tree_->params) {
+            if (params_.count(p.name)) throw ToyError(p.loc, fmt::format("parameter '{}' is declared twice", p.name));
+            std::int64_t value = constant(*p.value, "a parameter");
+            for (const auto& [name, v] : settings)
+                if (name == p.name) value = v;
+            params_[p.name] = value;
+            p_.params.emplace_back(p.name, value);
+        }
+    }
+
+    void bind_machine() {
+        if (!tree_->registers)
+            throw ToyError(Loc{1, 1, 1}, "the program does not say how many registers the machine has: add 'registers N'");
+        std::int64_t n = constant(*tree_->registers, "the register count");
+        if (n < 1 || n > kMaxRegisters)
+            throw ToyError(tree_->registers->loc, fmt::format("the register file must have 1 to {} registers, not {}", kMaxRegisters, n));
+        p_.registers = static_cast<int>(n);
+        for (const auto& row : all_ops()) p_.cycles[static_cast<size_t>(row.op)] = row.cycles;
+        for (const auto& cost : tree_->costs) {
+            std::int64_t c = constant(*cost.cycles, "a cycle cost");
+            if (c < 0 || c > 1'000'000) throw ToyError(cost.cycles->loc, fmt::format("cycle cost must be 0 to 1000000, not {}", c));
+            p_.cycles[static_cast<size_t>(cost.op)] = static_cast<int>(c);
+        }
+    }
+
+    void bind_arrays() {
+        std::uint64_t seed_counter = 0;
+        for (const auto& a : tree_->arrays) {
+            ++seed_counter;
+            if (p_.find_array(a.name) >= 0) throw ToyError(a.loc, fmt::format("array '{}' is declared twice", a.name));
+            if (params_.count(a.name)) throw ToyError(a.loc, fmt::format("'{}' is already a parameter", a.name));
+            if (a.dims.size() > 4) throw ToyError(a.loc, "arrays have at most 4 dimensions");
+            ArrayInfo info;
+            info.name = a.name;
+            info.role = a.role;
+            info.loc = a.loc;
+            info.fill = a.fill;
+            if (info.fill.kind == ast::Fill::Kind::Default) {
+                info.fill.kind = ast::Fill::Kind::Random;
+                info.fill.seed = seed_counter;  // each array its own stream, reproducibly
+            }
+            for (const auto& d : a.dims) {
+                std::int64_t extent = constant(*d, "an array dimension");
+                if (extent < 1) throw ToyError(d->loc, fmt::format("array dimension must be at least 1, not {}", extent));
+                if (extent > kMaxDram || info.size * extent > kMaxDram)
+                    throw ToyError(d->loc, fmt::format("array '{}' is too large for the simulator (at most {} elements in all)", a.name, kMaxDram));
+                info.dims.push_back(extent);
+                info.size *= extent;
+            }
+            info.strides.assign(info.dims.size(), 1);
+            for (int i = static_cast<int>(info.dims.size()) - 2; i >= 0; --i)
+                info.strides[static_cast<size_t>(i)] = info.strides[static_cast<size_t>(i) + 1] * info.dims[static_cast<size_t>(i) + 1];
+            info.base = p_.dram_size;
+            if (p_.dram_size + info.size > kMaxDram)
+                throw ToyError(a.loc, fmt::format("the arrays are too large for the simulator (at most {} elements in all)", kMaxDram));
+            p_.dram_size += info.size;
+            if (info.fill.kind == ast::Fill::Kind::Literal && static_cast<std::int64_t>(info.fill.values.size()) != info.size)
+                throw ToyError(info.fill.loc, fmt::format("array '{}' has {} elements but {} values are given", a.name, info.size,
+                                                          info.fill.values.size()));
+            p_.arrays.push_back(std::move(info));
+        }
+    }
+
+    // ---- the body ----
+    int emit_plain(Code code) {
+        p_.code.push_back(Inst{code});
+        p_.origin.push_back(nullptr);
+        p_.enclosing_loops.push_back(open_loops_);
+        return static_cast<int>(p_.code.size()) - 1;
+    }
+
+    void lower_body(const std::vector<ast::Statement>& body) {
+        for (const auto& s : body) {
+            if (auto* in = std::get_if<ast::Instruction>(&s))
+                lower_instruction(*in);
+            else
+                lower_loop(*std::get<std::unique_ptr<ast::Loop>>(s));
+        }
+    }
+
+    void lower_loop(const ast::Loop& l) {
+        if (static_cast<int>(scope_.size()) >= kMaxLoopDepth)
+            throw ToyError(l.loc, fmt::format("loops may nest at most {} deep", kMaxLoopDepth));
+        if (params_.count(l.var)) throw ToyError(l.var_loc, fmt::format("loop variable '{}' hides the parameter of that name", l.var));
+        for (const auto& [name, slot] : scope_)
+            if (name == l.var) throw ToyError(l.var_loc, fmt::format("loop variable '{}' is already used by an enclosing loop", l.var));
+        LoopInfo info{static_cast<int>(scope_.size()), affine(*l.lo), affine(*l.hi), l.var, l.loc};
+        Interval lo = range(info.lo), hi = range(info.hi);
+        int index = static_cast<int>(p_.loops.size());
+        p_.loops.push_back(info);
+        int begin = emit_plain(Code::LoopBegin);
+        p_.code[static_cast<size_t>(begin)].loop = index;
+        scope_.emplace_back(l.var, info.slot);
+        ranges_.resize(scope_.size());
+        ranges_[static_cast<size_t>(info.slot)] = (lo.lo > lo.hi || hi.lo > hi.hi) ? Interval{1, 0} : Interval{lo.lo, hi.hi - 1};
+        open_loops_.push_back(index);
+        lower_body(l.body);
+        open_loops_.pop_back();
+        scope_.pop_back();
+        int end = emit_plain(Code::LoopEnd);
+        p_.code[static_cast<size_t>(end)].loop = index;
+        p_.code[static_cast<size_t>(end)].jump = begin;
+        p_.code[static_cast<size_t>(begin)].jump = end;
+    }
+
+    static std::string_view kind_name(ast::Operand::Kind k) {
+        return k == ast::Operand::Kind::Memory ? "a DRAM element" : "a register";
+    }
+
+    void lower_instruction(const ast::Instruction& in) {
+        const OpInfo& op = info(in.op);
+        if (static_cast<int>(in.operands.size()) != op.operand_count()) {
+            Loc loc = in.operands.size() > static_cast<size_t>(op.operand_count()) ? in.operands[static_cast<size_t>(op.operand_count())].loc : in.loc;
+            throw ToyError(loc, fmt::format("{} takes {} operand{} ({}), got {}", op.mnemonic, op.operand_count(),
+                                            op.operand_count() == 1 ? "" : "s", op.operands, in.operands.size()));
+        }
+        Inst inst{static_cast<Code>(in.op)};
+        for (int i = 0; i < op.operand_count(); ++i) {
+            const ast::Operand& o = in.operands[static_cast<size_t>(i)];
+            OperandKind want = op.operand(i);
+            bool want_mem = want == OperandKind::MemRead || want == OperandKind::MemWrite;
+            bool is_mem = o.kind == ast::Operand::Kind::Memory;
+            if (want_mem != is_mem) {
+                // An unknown bare word where a register belongs is most likely a misspelt register.
+                std::string got = is_mem && o.subscripts.empty() && p_.find_array(o.array) < 0
+                                      ? fmt::format("'{}'", o.array)
+                                      : std::string(kind_name(o.kind));
+                throw ToyError(o.loc, fmt::format("operand {} of {} ({}) must be {}, got {}", i + 1, op.mnemonic,
+                                                  operand_name(op, i), want_mem ? "a DRAM element such as x[i]" : "a register such as R0",
+                                                  got));
+            }
+            if (is_mem)
+                inst.mem = lower_memory(o, want == OperandKind::MemWrite, op);
+            else
+                inst.reg[inst.reg_count++] = lower_register(o, inst);
+        }
+        int at = emit_plain(inst.code);
+        p_.code[static_cast<size_t>(at)] = inst;
+        p_.origin[static_cast<size_t>(at)] = &in;
+    }
+
+    static std::string operand_name(const OpInfo& op, int i) {
+        std::string_view names = op.operands;
+        for (int k = 0; k < i; ++k) names = names.substr(names.find(", ") + 2);
+        return std::string(names.substr(0, names.find(',')));
+    }
+
+    std::int32_t lower_register(const ast::Operand& o, Inst& inst) {
+        if (o.kind == ast::Operand::Kind::Register) {
+            if (o.reg >= p_.registers)
+                throw ToyError(o.loc, fmt::format("register R{} is beyond the register file ({} register{}: R0..R{})", o.reg,
+                                                  p_.registers, p_.registers == 1 ? "" : "s", p_.registers - 1));
+            return o.reg;
+        }
+        DynamicRegister d{affine(*o.reg_index), o.loc};
+        Interval r = range(d.index);
+        if (r.lo <= r.hi && r.lo >= 0 && r.hi < p_.registers && d.index.is_constant()) return static_cast<std::int32_t>(r.lo);
+        inst.dynamic_registers = true;
+        p_.dynamic_registers.push_back(d);
+        return -static_cast<std::int32_t>(p_.dynamic_registers.size());
+    }
+
+    int lower_memory(const ast::Operand& o, bool write, const OpInfo& op) {
+        int array = p_.find_array(o.array);
+        if (array < 0) {
+            std::vector<std::string_view> names;
+            for (const auto& a : p_.arrays) names.push_back(a.name);
+            auto guess = nearest(o.array, names);
+            std::string hint = guess ? fmt::format("; did you mean '{}'?", *guess) : "";
+            throw ToyError(o.array_loc, fmt::format("unknown array '{}'{}", o.array, hint));
+        }
+        const ArrayInfo& a = p_.arrays[static_cast<size_t>(array)];
+        if (o.subscripts.size() != a.dims.size())
+            throw ToyError(o.loc, fmt::format("array '{}' has {} dimension{}, but {} subscript{} given", a.name, a.dims.size(),
+                                              a.dims.size() == 1 ? "" : "s", o.subscripts.size(),
+                                              o.subscripts.size() == 1 ? " is" : "s are"));
+        if (write && a.role == ast::Role::Input)
+            throw ToyError(o.array_loc, fmt::format("{} cannot write to input array '{}'; declare an output or scratch array", op.mnemonic, a.name));
+        MemRef m;
+        m.array = array;
+        m.address.constant = a.base;
+        m.bounds_proven = true;
+        for (size_t d = 0; d < a.dims.size(); ++d) {
+            Affine s = affine(*o.subscripts[d]);
+            Interval r = range(s);
+            if (r.lo <= r.hi && (r.lo < 0 || r.hi >= a.dims[d])) m.bounds_proven = false;
+            m.address = combine(m.address, scale(s, a.strides[d], o.loc), 1, o.loc);
+            m.subscripts.push_back(s);
+        }
+        p_.mems.push_back(std::move(m));
+        return static_cast<int>(p_.mems.size()) - 1;
+    }
+
+    // ---- checks and expectations ----
+    std::vector<std::int64_t> constant_index(const std::vector<ast::ExprPtr>& subs) {
+        std::vector<std::int64_t> out;
+        for (const auto& s : subs) out.push_back(constant(*s, "a check index"));
+        return out;
+    }
+
+    int array_named(const std::string& name, Loc loc) {
+        int a = p_.find_array(name);
+        if (a < 0) {
+            std::vector<std::string_view> names;
+            for (const auto& arr : p_.arrays) names.push_back(arr.name);
+            auto guess = nearest(name, names);
+            throw ToyError(loc, fmt::format("unknown array '{}'{}", name, guess ? fmt::format("; did you mean '{}'?", *guess) : ""));
+        }
+        return a;
+    }
+
+    static std::string index_text(const std::vector<std::int64_t>& index) {
+        std::string out;
+        for (auto i : index) out += fmt::format("[{}]", i);
+        return out;
+    }
+
+    void bind_checks() {
+        for (const auto& c : tree_->checks) {
+            CheckSpec spec;
+            spec.loc = c.loc;
+            spec.target = array_named(c.target, c.target_loc);
+            if (p_.arrays[static_cast<size_t>(spec.target)].role == ast::Role::Input)
+                throw ToyError(c.target_loc, fmt::format("'{}' is an input; a check compares an output with a reference", c.target));
+            spec.target_index = constant_index(c.target_index);
+            spec.function = c.function;
+            std::vector<std::string> arg_names;
+            for (const auto& [name, loc] : c.args) {
+                spec.args.push_back(array_named(name, loc));
+                arg_names.push_back(name);
+            }
+            spec.reference_index = constant_index(c.reference_index);
+            if (c.tolerance) spec.tolerance = *c.tolerance;
+            spec.text = fmt::format("{}{} = {}({}){}", c.target, index_text(spec.target_index), c.function,
+                                    fmt::join(arg_names, ", "), index_text(spec.reference_index));
+            // Shapes are validated now, so a bad check is an error before anything runs.
+            std::vector<std::vector<std::int64_t>> shapes;
+            for (int a : spec.args) shapes.push_back(p_.arrays[static_cast<size_t>(a)].dims);
+            std::vector<std::int64_t> ref_shape = reference_shape(spec.function, shapes, c.function_loc);
+            auto sub = [&](std::vector<std::int64_t> shape, const std::vector<std::int64_t>& index, Loc loc, std::string_view what) {
+                if (index.size() > shape.size())
+                    throw ToyError(loc, fmt::format("{} has {} dimensions; too many indices", what, shape.size()));
+                for (size_t d = 0; d < index.size(); ++d)
+                    if (index[d] < 0 || index[d] >= shape[d])
+                        throw ToyError(loc, fmt::format("index {} is out of range for {} (dimension {} has {} entries)", index[d], what, d, shape[d]));
+                return std::vector<std::int64_t>(shape.begin() + static_cast<long>(index.size()), shape.end());
+            };
+            auto lhs = sub(p_.arrays[static_cast<size_t>(spec.target)].dims, spec.target_index, c.target_loc, c.target);
+            auto rhs = sub(ref_shape, spec.reference_index, c.function_loc, c.function + "(...)");
+            if (lhs != rhs)
+                throw ToyError(c.loc, fmt::format("check compares a {} region with a {} reference", shape_text(lhs), shape_text(rhs)));
+            p_.checks.push_back(std::move(spec));
+        }
+    }
+
+    static std::string shape_text(const std::vector<std::int64_t>& shape) {
+        if (shape.empty()) return "single-element";
+        return fmt::format("{}", fmt::join(shape, "×"));
+    }
+
+    void bind_expects() {
+        for (const auto& e : tree_->expects) {
+            ExpectSpec spec;
+            spec.loc = e.loc;
+            std::string_view c = e.counter;
+            if (c == "cycles") spec.counter = Counter::Cycles;
+            else if (c == "instructions") spec.counter = Counter::Instructions;
+            else if (c == "reads") spec.counter = Counter::Reads;
+            else if (c == "writes") spec.counter = Counter::Writes;
+            else if (c == "registers") spec.counter = Counter::Registers;
+            else if (auto op = find_op(c)) {
+                spec.counter = Counter::Opcode;
+                spec.op = *op;
+            } else {
+                std::vector<std::string_view> names = {"cycles", "instructions", "reads", "writes", "registers"};
+                for (const auto& row : all_ops()) names.push_back(row.mnemonic);
+                auto guess = nearest(c, names);
+                throw ToyError(e.loc, fmt::format("unknown counter '{}'{}", c, guess ? fmt::format("; did you mean '{}'?", *guess) : ""));
+            }
+            if (!e.array.empty()) {
+                if (spec.counter != Counter::Reads && spec.counter != Counter::Writes)
+                    throw ToyError(e.loc, "only reads(ARRAY) and writes(ARRAY) take an array");
+                spec.array = array_named(e.array, e.loc);
+            }
+            spec.value = constant(*e.value, "an expected figure");
+            spec.text = e.array.empty() ? e.counter : fmt::format("{}({})", e.counter, e.array);
+            p_.expects.push_back(std::move(spec));
+        }
+    }
+};
+
+}  // namespace
+
+int Program::find_array(std::string_view name) const {
+    for (size_t i = 0; i < arrays.size(); ++i)
+        if (arrays[i].name == name) return static_cast<int>(i);
+    return -1;
+}
+
+std::vector<std::int64_t> Program::element_index(int array, std::int64_t offset) const {
+    const ArrayInfo& a = arrays[static_cast<size_t>(array)];
+    std::vector<std::int64_t> index;
+    for (size_t d = 0; d < a.dims.size(); ++d) {
+        index.push_back(offset / a.strides[d]);
+        offset %= a.strides[d];
+    }
+    return index;
+}
+
+std::string Program::element_symbol(int array, std::int64_t offset) const {
+    const ArrayInfo& a = arrays[static_cast<size_t>(array)];
+    auto index = element_index(array, offset);
+    bool short_form = index.size() <= 1 || std::all_of(a.dims.begin(), a.dims.end(), [](std::int64_t d) { return d <= 10; });
+    if (!short_form) return element_ref(array, offset);
+    std::string out = a.name;
+    for (auto i : index) out += std::to_string(i);
+    return out;
+}
+
+std::string Program::element_ref(int array, std::int64_t offset) const {
+    std::string out = arrays[static_cast<size_t>(array)].name;
+    for (auto i : element_index(array, offset)) out += fmt::format("[{}]", i);
+    return out;
+}
+
+int Program::array_of_address(std::int64_t address) const {
+    for (size_t i = 0; i < arrays.size(); ++i)
+        if (address >= arrays[i].base && address < arrays[i].base + arrays[i].size) return static_cast<int>(i);
+    return -1;
+}
+
+ast::Program parse_file(const std::string& path) { return parse(SourceFile::read(path)); }
+
+Program compile(std::shared_ptr<const ast::Program> tree, const ParamSettings& settings) {
+    return Compiler(std::move(tree), settings).take();
+}
+
+std::pair<std::string, std::int64_t> parse_setting(std::string_view text) {
+    auto eq = text.find('=');
+    std::string name(text.substr(0, eq));
+    while (!name.empty() && name.back() == ' ') name.pop_back();
+    if (eq == std::string_view::npos || name.empty())
+        throw ToyError(fmt::format("--set {}: expected NAME=INTEGER, e.g. --set n=1024", text));
+    std::string value(text.substr(eq + 1));
+    std::int64_t v = 0;
+    size_t used = 0;
+    try {
+        v = std::stoll(value, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    while (used < value.size() && value[used] == ' ') ++used;
+    if (used == 0 || used != value.size())
+        throw ToyError(fmt::format("--set {}: '{}' is not an integer", text, value));
+    return {name, v};
+}
+
+std::vector<ParamSettings> test_settings(const ast::Program& tree) {
+    std::vector<ParamSettings> out{{}};
+    for (const auto& t : tree.tests) {
+        ParamSettings s;
+        for (const auto& [name, e] : t.settings) {
+            if (e->kind != ast::Expr::Kind::Number && !(e->kind == ast::Expr::Kind::Negate && e->lhs->kind == ast::Expr::Kind::Number))
+                throw ToyError(e->loc, "a test setting is a plain integer");
+            s.emplace_back(name, e->kind == ast::Expr::Kind::Number ? e->value : -e->lhs->value);
+        }
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+}  // namespace toysim

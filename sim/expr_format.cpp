@@ -1,0 +1,148 @@
+#include "expr_format.h"
+
+#include <algorithm>
+#include <set>
+
+#include "text.h"
+
+namespace toysim {
+
+namespace {
+using K = ExprNode::Kind;
+
+bool associative(K k) { return k == K::Add || k == K::Mul || k == K::Max; }
+bool atomic(const ExprNode& n) { return n.kind == K::Leaf || n.kind == K::Const; }
+
+char prefix(K k) {
+    switch (k) {
+        case K::Max: return 'm';
+        case K::Add: return 's';
+        case K::Mul: return 'p';
+        case K::Div: return 'q';
+        case K::Sub: return 'd';
+        default: return 'e';
+    }
+}
+
+struct Uses {
+    bool root = false, nested = false, spliced = false;
+};
+}  // namespace
+
+ExprFormatter::ExprFormatter(const ExprArena& arena, const Program& program, const std::vector<std::uint32_t>& shown)
+    : arena_(arena) {
+    // Which nodes are reachable, and how they are used: as a cell, nested in another
+    // operation, or spliced into a chain of the same associative operation (max(x0, x1, x2)).
+    std::map<std::uint32_t, Uses> uses;
+    std::vector<std::uint32_t> work;
+    for (auto id : shown) {
+        uses[id].root = true;
+        work.push_back(id);
+    }
+    std::set<std::uint32_t> seen;
+    while (!work.empty()) {
+        std::uint32_t id = work.back();
+        work.pop_back();
+        if (!seen.insert(id).second) continue;
+        const ExprNode& n = arena[id];
+        if (atomic(n)) continue;
+        int arity = n.kind == K::Exp ? 1 : 2;
+        for (int i = 0; i < arity; ++i) {
+            std::uint32_t child = i ? n.b : n.a;
+            bool splice = associative(n.kind) && arena[child].kind == n.kind;
+            (splice ? uses[child].spliced : uses[child].nested) = true;
+            work.push_back(child);
+        }
+    }
+    std::set<std::string> taken(arena.leaf_names().begin(), arena.leaf_names().end());
+    std::vector<std::uint32_t> abbreviated;
+    // Pass 1, in id order (children before parents): decide which nodes get a name.
+    // Abbreviations get a two-character placeholder until every name is known.
+    for (auto id : seen) {
+        const ExprNode& n = arena[id];
+        text_[id] = expand(id);
+        if (atomic(n)) continue;
+        const Uses& u = uses[id];
+        int width = display_width(text_[id]);
+        if (n.stored_at >= 0) {
+            int array = program.array_of_address(n.stored_at);
+            name_[id] = program.element_symbol(array, n.stored_at - program.arrays[static_cast<size_t>(array)].base);
+            taken.insert(name_[id]);
+        } else if ((u.nested && width > kNestedWidth) || ((u.root || u.spliced) && width > kCellWidth)) {
+            abbreviated.push_back(id);
+            name_[id] = std::string(1, prefix(n.kind)) + "?";
+        }
+    }
+    // Short names by operation, numbered in order of creation when a letter is used twice.
+    std::map<char, int> per_prefix, counter;
+    for (auto id : abbreviated) ++per_prefix[prefix(arena[id].kind)];
+    for (auto id : abbreviated) {
+        char p = prefix(arena[id].kind);
+        std::string candidate(1, p);
+        if (per_prefix[p] > 1 || taken.count(candidate)) {
+            do candidate = p + std::to_string(++counter[p]);
+            while (taken.count(candidate));
+        }
+        taken.insert(candidate);
+        name_[id] = candidate;
+    }
+    // Pass 2: every expansion in its final form.
+    for (auto id : seen) text_[id] = expand(id);
+}
+
+std::string ExprFormatter::expand(std::uint32_t id) const {
+    const ExprNode& n = arena_[id];
+    if (n.kind == K::Leaf) return arena_.leaf_name(id);
+    if (n.kind == K::Const) return format_number(n.value);
+    auto operand = [&](std::uint32_t child, bool parens_for_sums, bool parens_for_products) {
+        std::string t = ref(child);
+        const ExprNode& c = arena_[child];
+        if (name_.count(child) || atomic(c)) return t;
+        bool sum = c.kind == K::Add || c.kind == K::Sub;
+        bool product = c.kind == K::Mul || c.kind == K::Div;
+        if ((parens_for_sums && sum) || (parens_for_products && product)) return "(" + t + ")";
+        return t;
+    };
+    // Associative chains print flat: unnamed operands of the same operation splice in.
+    std::vector<std::string> parts;
+    auto chain = [&](auto&& self, std::uint32_t child) -> void {
+        if (arena_[child].kind == n.kind && !name_.count(child)) {
+            self(self, arena_[child].a);
+            self(self, arena_[child].b);
+        } else {
+            parts.push_back(n.kind == K::Mul ? operand(child, true, false) : ref(child));
+        }
+    };
+    switch (n.kind) {
+        case K::Add:
+        case K::Mul:
+        case K::Max: {
+            chain(chain, n.a);
+            chain(chain, n.b);
+            std::string sep = n.kind == K::Add ? " + " : n.kind == K::Mul ? "·" : ", ";
+            std::string t;
+            for (size_t i = 0; i < parts.size(); ++i) t += (i ? sep : "") + parts[i];
+            return n.kind == K::Max ? "max(" + t + ")" : t;
+        }
+        case K::Sub: return ref(n.a) + " − " + operand(n.b, true, false);
+        case K::Div: return operand(n.a, true, false) + "/" + operand(n.b, true, true);
+        case K::Exp: return atomic(arena_[n.a]) || name_.count(n.a) ? "e^" + ref(n.a) : "e^(" + ref(n.a) + ")";
+        default: return "?";
+    }
+}
+
+std::string ExprFormatter::ref(std::uint32_t id) const {
+    if (auto it = name_.find(id); it != name_.end()) return it->second;
+    if (auto t = text_.find(id); t != text_.end()) return t->second;
+    return expand(id);
+}
+
+std::string ExprFormatter::cell(std::uint32_t id) const { return ref(id); }
+
+std::vector<std::pair<std::string, std::string>> ExprFormatter::legend() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& [id, name] : name_) out.emplace_back(name, text_.at(id));
+    return out;
+}
+
+}  // namespace toysim

@@ -1,0 +1,76 @@
+#include "lexer.h"
+
+#include <cctype>
+#include <fmt/format.h>
+
+namespace toysim {
+
+namespace {
+bool ident_start(char ch) { return std::isalpha(static_cast<unsigned char>(ch)) || ch == '_'; }
+bool ident_char(char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; }
+bool digit(char ch) { return std::isdigit(static_cast<unsigned char>(ch)) != 0; }
+}  // namespace
+
+std::vector<Token> lex(const SourceFile& source) {
+    std::vector<Token> tokens;
+    int depth = 0;  // ( [ nesting: newlines inside do not end a statement
+    for (int line_no = 1; line_no <= static_cast<int>(source.lines.size()); ++line_no) {
+        std::string_view line = source.lines[static_cast<size_t>(line_no - 1)];
+        size_t i = 0;
+        auto at = [&](size_t start, size_t len) {
+            return Loc{line_no, static_cast<int>(start) + 1, static_cast<int>(len)};
+        };
+        while (i < line.size()) {
+            char ch = line[i];
+            if (ch == ' ' || ch == '\t') {
+                ++i;
+            } else if (ch == '#') {
+                break;  // comment to end of line
+            } else if (ident_start(ch)) {
+                size_t start = i;
+                while (i < line.size() && ident_char(line[i])) ++i;
+                tokens.push_back({Tok::Ident, line.substr(start, i - start), at(start, i - start)});
+            } else if (digit(ch) || (ch == '.' && i + 1 < line.size() && digit(line[i + 1]))) {
+                size_t start = i;
+                bool real = false;
+                while (i < line.size() && digit(line[i])) ++i;
+                // "0..n" is a range, not the real number "0."
+                if (i < line.size() && line[i] == '.' && !(i + 1 < line.size() && line[i + 1] == '.')) {
+                    real = true;
+                    ++i;
+                    while (i < line.size() && digit(line[i])) ++i;
+                }
+                if (i < line.size() && (line[i] == 'e' || line[i] == 'E')) {
+                    size_t j = i + 1;
+                    if (j < line.size() && (line[j] == '+' || line[j] == '-')) ++j;
+                    if (j < line.size() && digit(line[j])) {
+                        real = true;
+                        i = j;
+                        while (i < line.size() && digit(line[i])) ++i;
+                    }
+                }
+                // A letter right after a number is left to the parser: "3n" reads as 3 * n.
+                tokens.push_back({real ? Tok::Real : Tok::Integer, line.substr(start, i - start), at(start, i - start)});
+            } else if (ch == '.' && i + 1 < line.size() && line[i + 1] == '.') {
+                tokens.push_back({Tok::Punct, line.substr(i, 2), at(i, 2)});
+                i += 2;
+            } else if (std::string_view("[](){},=+-*/%:").find(ch) != std::string_view::npos) {
+                if (ch == '(' || ch == '[') ++depth;
+                if ((ch == ')' || ch == ']') && depth > 0) --depth;
+                tokens.push_back({Tok::Punct, line.substr(i, 1), at(i, 1)});
+                ++i;
+            } else {
+                size_t len = 1;
+                if (static_cast<unsigned char>(ch) >= 0x80)  // a whole UTF-8 sequence, e.g. "×" or "−"
+                    while (i + len < line.size() && (static_cast<unsigned char>(line[i + len]) & 0xC0) == 0x80) ++len;
+                throw ToyError(at(i, 1), fmt::format("unexpected character '{}'", line.substr(i, len)));
+            }
+        }
+        if (depth == 0) tokens.push_back({Tok::Newline, {}, at(line.size(), 1)});
+    }
+    int last = static_cast<int>(source.lines.size());
+    tokens.push_back({Tok::End, {}, Loc{std::max(1, last), static_cast<int>(source.line(last).size()) + 1, 1}});
+    return tokens;
+}
+
+}  // namespace toysim

@@ -1,0 +1,482 @@
+#include "machine.h"
+
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "reference.h"
+
+namespace toysim {
+
+namespace {
+
+struct NumericDomain {
+    using Value = double;
+    static double add(double a, double b) { return a + b; }
+    static double sub(double a, double b) { return a - b; }
+    static double mul(double a, double b) { return a * b; }
+    static double div(double a, double b) { return a / b; }
+    static double max(double a, double b) { return a >= b ? a : b; }
+    static double exp(double a) { return std::exp(a); }
+    static void stored(double, std::int64_t) {}
+};
+
+constexpr int register_reads(std::string_view signature) {
+    int n = 0;
+    for (char ch : signature) n += ch == 'r';
+    return n;
+}
+
+// Reproducible uniform fill: splitmix64, 53-bit mantissa.
+struct Random {
+    std::uint64_t state;
+    double next(double lo, double hi) {
+        std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        z ^= z >> 31;
+        return lo + (hi - lo) * static_cast<double>(z >> 11) * 0x1.0p-53;
+    }
+};
+
+std::vector<double> initial_values(const ArrayInfo& a) {
+    std::vector<double> values(static_cast<size_t>(a.size));
+    if (a.fill.kind == ast::Fill::Kind::Literal) return a.fill.values;
+    Random rng{a.fill.seed * 0x2545F4914F6CDD1DULL + 1};
+    for (auto& v : values) v = rng.next(a.fill.lo, a.fill.hi);
+    return values;
+}
+
+struct NoTrace {
+    static constexpr bool enabled = false;
+    void step(std::int32_t, std::int32_t, const std::int64_t*, double) {}
+};
+
+template <class Value>
+struct Recorder {
+    static constexpr bool enabled = true;
+    std::vector<TraceStep>* steps;
+    int depth_hint = kMaxLoopDepth;
+    void step(std::int32_t pc, std::int32_t reg, const std::int64_t* vars, Value v) {
+        TraceStep s;
+        s.pc = pc;
+        s.reg = reg;
+        std::copy(vars, vars + kMaxLoopDepth, s.vars.begin());
+        if constexpr (std::is_same_v<Value, double>)
+            s.number = v;
+        else
+            s.symbol = v;
+        steps->push_back(s);
+    }
+};
+
+// " (i = 3, k = 1)": the loop variables in force at an instruction, for run-time errors.
+std::string loop_context(const Program& p, std::int32_t pc, const std::int64_t* vars) {
+    const auto& loops = p.enclosing_loops[static_cast<size_t>(pc)];
+    if (loops.empty()) return "";
+    std::string out = " (at ";
+    for (size_t i = 0; i < loops.size(); ++i) {
+        const LoopInfo& l = p.loops[static_cast<size_t>(loops[i])];
+        out += fmt::format("{}{} = {}", i ? ", " : "", l.var, vars[l.slot]);
+    }
+    return out + ")";
+}
+
+Loc operand_loc(const Program& p, std::int32_t pc, int operand) {
+    const ast::Instruction* in = p.origin[static_cast<size_t>(pc)];
+    return in->operands[static_cast<size_t>(operand)].loc;
+}
+
+// Which source operand holds the idx-th register operand of an instruction.
+int register_operand_position(const Program& p, std::int32_t pc, int reg_index) {
+    const OpInfo& op = info(p.origin[static_cast<size_t>(pc)]->op);
+    int seen = 0;
+    for (int i = 0; i < op.operand_count(); ++i) {
+        OperandKind k = op.operand(i);
+        if (k == OperandKind::RegRead || k == OperandKind::RegWrite) {
+            if (seen == reg_index) return i;
+            ++seen;
+        }
+    }
+    return 0;
+}
+
+int memory_operand_position(const Program& p, std::int32_t pc) {
+    const OpInfo& op = info(p.origin[static_cast<size_t>(pc)]->op);
+    for (int i = 0; i < op.operand_count(); ++i) {
+        OperandKind k = op.operand(i);
+        if (k == OperandKind::MemRead || k == OperandKind::MemWrite) return i;
+    }
+    return 0;
+}
+
+std::string subscript_text(const MemRef& m, const std::int64_t* vars) {
+    std::string out;
+    for (const auto& s : m.subscripts) out += fmt::format("[{}]", s.eval(vars));
+    return out;
+}
+
+[[noreturn]] __attribute__((cold)) void fail_bounds(const Program& p, std::int32_t pc, const MemRef& m, const std::int64_t* vars) {
+    const ArrayInfo& a = p.arrays[static_cast<size_t>(m.array)];
+    std::string shape = a.dims.size() == 1 ? fmt::format("{} element{} (index 0..{})", a.dims[0], a.dims[0] == 1 ? "" : "s", a.dims[0] - 1)
+                                           : fmt::format("{}", fmt::join(a.dims, "×"));
+    throw ToyError(operand_loc(p, pc, memory_operand_position(p, pc)),
+                   fmt::format("{}{} is out of bounds: {} is {}{}", a.name, subscript_text(m, vars), a.name, shape, loop_context(p, pc, vars)));
+}
+
+[[noreturn]] __attribute__((cold)) void fail_unwritten_element(const Program& p, std::int32_t pc, const MemRef& m, const std::int64_t* vars) {
+    const ArrayInfo& a = p.arrays[static_cast<size_t>(m.array)];
+    throw ToyError(operand_loc(p, pc, memory_operand_position(p, pc)),
+                   fmt::format("{}{} is read before anything was stored there ({} is an {} array){}", a.name, subscript_text(m, vars),
+                               a.name, a.role == ast::Role::Output ? "output" : "scratch", loop_context(p, pc, vars)));
+}
+
+[[noreturn]] __attribute__((cold)) void fail_unwritten_register(const Program& p, std::int32_t pc, int reg_index, std::int32_t reg,
+                                                               const std::int64_t* vars) {
+    throw ToyError(operand_loc(p, pc, register_operand_position(p, pc, reg_index)),
+                   fmt::format("R{} is read before it was ever written{}", reg, loop_context(p, pc, vars)));
+}
+
+[[noreturn]] __attribute__((cold)) void fail_step_limit(const Program& p, std::int32_t pc, std::uint64_t limit, const std::int64_t* vars) {
+    throw ToyError(p.origin[static_cast<size_t>(pc)]->loc,
+                   fmt::format("step limit reached: {} instructions ran and the program has not finished{}; raise it with --max-steps",
+                               limit, loop_context(p, pc, vars)));
+}
+
+[[noreturn]] __attribute__((cold)) void fail_register_range(const Program& p, std::int32_t pc, const DynamicRegister& d, std::int64_t r,
+                                                           const std::int64_t* vars) {
+    throw ToyError(d.loc, fmt::format("register R{} is beyond the register file ({} registers: R0..R{}){}", r, p.registers,
+                                      p.registers - 1, loop_context(p, pc, vars)));
+}
+
+template <class Value>
+struct State {
+    std::vector<Value> regs;
+    std::vector<std::uint8_t> written;
+    std::vector<Value> dram;
+    std::vector<std::uint8_t> present;   // element holds a value (inputs, or stored since)
+    std::vector<std::uint64_t> reads;    // per element
+    std::vector<std::uint64_t> executed; // per code index
+};
+
+template <class Domain, class Tracer>
+void execute(const Program& p, Domain& dom, State<typename Domain::Value>& s, Tracer& tracer, std::uint64_t max_steps) {
+    using V = typename Domain::Value;
+    const Inst* code = p.code.data();
+    const MemRef* mems = p.mems.data();
+    V* regs = s.regs.data();
+    std::uint8_t* written = s.written.data();
+    V* dram = s.dram.data();
+    std::uint8_t* present = s.present.data();
+    std::uint64_t* reads = s.reads.data();
+    std::uint64_t* executed = s.executed.data();
+    std::int64_t vars[kMaxLoopDepth] = {};
+    std::int64_t limit[kMaxLoopDepth] = {};
+    std::uint64_t steps = 0;
+    std::int32_t pc = 0;
+    std::int32_t resolved[4];
+
+    auto address = [&](const MemRef& m) {
+        if (!m.bounds_proven) {
+            const ArrayInfo& a = p.arrays[static_cast<size_t>(m.array)];
+            for (size_t d = 0; d < m.subscripts.size(); ++d) {
+                std::int64_t i = m.subscripts[d].eval(vars);
+                if (i < 0 || i >= a.dims[d]) fail_bounds(p, pc, m, vars);
+            }
+        }
+        return m.address.eval(vars);
+    };
+    auto registers_of = [&](const Inst& in) -> const std::int32_t* {
+        if (!in.dynamic_registers) return in.reg.data();
+        for (int k = 0; k < in.reg_count; ++k) {
+            resolved[k] = in.reg[static_cast<size_t>(k)];
+            if (resolved[k] < 0) {
+                const DynamicRegister& d = p.dynamic_registers[static_cast<size_t>(-resolved[k] - 1)];
+                std::int64_t r = d.index.eval(vars);
+                if (r < 0 || r >= p.registers) fail_register_range(p, pc, d, r, vars);
+                resolved[k] = static_cast<std::int32_t>(r);
+            }
+        }
+        return resolved;
+    };
+    auto read = [&](const std::int32_t* R, int k) {
+        if (!written[R[k]]) fail_unwritten_register(p, pc, k, R[k], vars);
+        return regs[R[k]];
+    };
+
+    for (;;) {
+        const Inst& in = code[pc];
+        switch (in.code) {
+            case Code::LoopBegin: {
+                const LoopInfo& l = p.loops[static_cast<size_t>(in.loop)];
+                vars[l.slot] = l.lo.eval(vars);
+                limit[l.slot] = l.hi.eval(vars);
+                pc = vars[l.slot] < limit[l.slot] ? pc + 1 : in.jump + 1;
+                continue;
+            }
+            case Code::LoopEnd: {
+                int slot = p.loops[static_cast<size_t>(in.loop)].slot;
+                pc = ++vars[slot] < limit[slot] ? in.jump + 1 : pc + 1;
+                continue;
+            }
+            case Code::Halt: return;
+            default: break;
+        }
+        if (steps == max_steps) fail_step_limit(p, pc, max_steps, vars);
+        ++steps;
+        ++executed[pc];
+        const std::int32_t* R = registers_of(in);
+        switch (in.code) {
+            case Code::LOAD: {
+                const MemRef& m = mems[in.mem];
+                std::int64_t at = address(m);
+                if (!present[at]) fail_unwritten_element(p, pc, m, vars);
+                ++reads[at];
+                regs[R[0]] = dram[at];
+                written[R[0]] = 1;
+                if constexpr (Tracer::enabled) tracer.step(pc, R[0], vars, dram[at]);
+                break;
+            }
+            case Code::STORE: {
+                V v = read(R, 0);
+                std::int64_t at = address(mems[in.mem]);
+                dram[at] = v;
+                present[at] = 1;
+                dom.stored(v, at);
+                if constexpr (Tracer::enabled) tracer.step(pc, -1, vars, v);
+                break;
+            }
+            // Register-to-register instructions, one case per row of the ISA table: read the
+            // sources (a, b, c), evaluate the row's semantics in the domain D, write Rd.
+#define TOYSIM_ALU_Memory(NAME, SIG, SEM)
+#define TOYSIM_ALU_Move(NAME, SIG, SEM) TOYSIM_ALU(NAME, SIG, SEM)
+#define TOYSIM_ALU_Compute(NAME, SIG, SEM) TOYSIM_ALU(NAME, SIG, SEM)
+#define TOYSIM_ALU(NAME, SIG, SEM)                            \
+    case Code::NAME: {                                        \
+        constexpr int sources = register_reads(SIG);          \
+        [[maybe_unused]] V a = read(R, 0);                    \
+        [[maybe_unused]] V b = sources > 1 ? read(R, 1) : a;  \
+        [[maybe_unused]] V c = sources > 2 ? read(R, 2) : a;  \
+        [[maybe_unused]] Domain& D = dom;                     \
+        V result = SEM;                                       \
+        regs[R[sources]] = result;                            \
+        written[R[sources]] = 1;                              \
+        if constexpr (Tracer::enabled) tracer.step(pc, R[sources], vars, result); \
+        break;                                                \
+    }
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SEM) TOYSIM_ALU_##CLASS(NAME, SIG, SEM)
+            TOYSIM_OPCODES(X)
+#undef X
+#undef TOYSIM_ALU
+#undef TOYSIM_ALU_Compute
+#undef TOYSIM_ALU_Move
+#undef TOYSIM_ALU_Memory
+            default: break;
+        }
+        ++pc;
+    }
+}
+
+template <class Value>
+Counters tally(const Program& p, const State<Value>& s) {
+    Counters c;
+    c.arrays.resize(p.arrays.size());
+    for (size_t pc = 0; pc < p.code.size(); ++pc) {
+        Code code = p.code[pc].code;
+        if (code >= Code::LoopBegin) continue;
+        std::uint64_t n = s.executed[pc];
+        auto op = static_cast<Op>(code);
+        c.by_opcode[static_cast<size_t>(op)] += n;
+        if (op == Op::LOAD) c.arrays[static_cast<size_t>(p.mems[static_cast<size_t>(p.code[pc].mem)].array)].reads += n;
+        if (op == Op::STORE) c.arrays[static_cast<size_t>(p.mems[static_cast<size_t>(p.code[pc].mem)].array)].writes += n;
+    }
+    for (const auto& row : all_ops()) {
+        std::uint64_t n = c.by_opcode[static_cast<size_t>(row.op)];
+        c.instructions += n;
+        c.cycles += n * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(row.op)]);
+        if (row.klass == OpClass::Compute) c.compute_ops += n;
+    }
+    for (size_t a = 0; a < p.arrays.size(); ++a) {
+        ArrayStats& st = c.arrays[a];
+        c.dram_reads += st.reads;
+        c.dram_writes += st.writes;
+        const ArrayInfo& info = p.arrays[a];
+        for (std::int64_t i = info.base; i < info.base + info.size; ++i) {
+            std::uint64_t r = s.reads[static_cast<size_t>(i)];
+            ++st.read_histogram[r];
+            if (r) ++st.elements_read;
+            st.max_reads = std::max(st.max_reads, r);
+        }
+    }
+    for (auto w : s.written) c.peak_registers += w;
+    return c;
+}
+
+template <class Value>
+State<Value> fresh_state(const Program& p) {
+    State<Value> s;
+    s.regs.assign(static_cast<size_t>(p.registers), Value{});
+    s.written.assign(static_cast<size_t>(p.registers), 0);
+    s.dram.assign(static_cast<size_t>(p.dram_size), Value{});
+    s.present.assign(static_cast<size_t>(p.dram_size), 0);
+    s.reads.assign(static_cast<size_t>(p.dram_size), 0);
+    s.executed.assign(p.code.size(), 0);
+    for (const auto& a : p.arrays)
+        if (a.role == ast::Role::Input)
+            std::fill(s.present.begin() + a.base, s.present.begin() + a.base + a.size, std::uint8_t{1});
+    return s;
+}
+
+void load_inputs(const Program& p, State<double>& s) {
+    for (const auto& a : p.arrays)
+        if (a.role == ast::Role::Input) {
+            auto values = initial_values(a);
+            std::copy(values.begin(), values.end(), s.dram.begin() + a.base);
+        }
+}
+
+Tensor region(const Program& p, const State<double>& s, int array) {
+    const ArrayInfo& a = p.arrays[static_cast<size_t>(array)];
+    Tensor t;
+    t.shape = a.dims;
+    t.data.assign(s.dram.begin() + a.base, s.dram.begin() + a.base + a.size);
+    return t;
+}
+
+std::int64_t offset_of(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& prefix, std::int64_t& count) {
+    std::int64_t offset = 0, stride = 1;
+    count = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+        if (d < prefix.size())
+            offset += prefix[d] * stride;
+        else
+            count *= shape[d];
+        stride *= shape[d];
+    }
+    return offset;
+}
+
+CheckResult evaluate(const Program& p, const State<double>& s, const CheckSpec& spec) {
+    std::vector<Tensor> args;
+    for (int a : spec.args) args.push_back(region(p, s, a));
+    Tensor ref = reference(spec.function, args);
+    const ArrayInfo& target = p.arrays[static_cast<size_t>(spec.target)];
+    std::int64_t count = 0;
+    std::int64_t out_at = target.base + offset_of(target.dims, spec.target_index, count);
+    std::int64_t ref_count = 0;
+    std::int64_t ref_at = offset_of(ref.shape, spec.reference_index, ref_count);
+    CheckResult r;
+    r.elements = count;
+    r.ok = true;
+    double peak = 0;
+    for (std::int64_t i = 0; i < count; ++i) peak = std::max(peak, std::abs(ref.data[static_cast<size_t>(ref_at + i)]));
+    for (std::int64_t i = 0; i < count; ++i) {
+        std::int64_t at = out_at + i;
+        double want = ref.data[static_cast<size_t>(ref_at + i)];
+        std::string name = p.element_ref(spec.target, at - target.base);
+        if (!s.present[static_cast<size_t>(at)]) {
+            if (r.ok) r.first_wrong = fmt::format("{} was never written", name);
+            r.ok = false;
+            r.max_abs_err = r.max_rel_err = INFINITY;
+            continue;
+        }
+        double got = s.dram[static_cast<size_t>(at)];
+        double err = std::abs(got - want);
+        if (std::isnan(err)) err = INFINITY;
+        double rel = want != 0 ? err / std::abs(want) : (err == 0 ? 0 : INFINITY);
+        r.max_abs_err = std::max(r.max_abs_err, err);
+        r.max_rel_err = std::max(r.max_rel_err, rel);
+        // Relative to the element, or for elements near zero to a thousandth of the largest.
+        if (!(err <= spec.tolerance * std::max(std::abs(want), 1e-3 * peak))) {
+            if (r.ok) r.first_wrong = fmt::format("{} = {:.17g} but the reference is {:.17g}", name, got, want);
+            r.ok = false;
+        }
+    }
+    return r;
+}
+
+}  // namespace
+
+std::uint64_t Counters::counter(const ExpectSpec& e) const {
+    switch (e.counter) {
+        case Counter::Cycles: return cycles;
+        case Counter::Instructions: return instructions;
+        case Counter::Reads: return e.array < 0 ? dram_reads : arrays[static_cast<size_t>(e.array)].reads;
+        case Counter::Writes: return e.array < 0 ? dram_writes : arrays[static_cast<size_t>(e.array)].writes;
+        case Counter::Registers: return static_cast<std::uint64_t>(peak_registers);
+        case Counter::Opcode: return by_opcode[static_cast<size_t>(e.op)];
+    }
+    return 0;
+}
+
+bool RunResult::checks_ok() const {
+    for (const auto& c : checks)
+        if (!c.ok) return false;
+    return true;
+}
+
+bool RunResult::expects_ok() const {
+    for (const auto& e : expects)
+        if (!e.ok) return false;
+    return true;
+}
+
+RunResult run(const Program& p, const RunOptions& options) {
+    auto state = fresh_state<double>(p);
+    load_inputs(p, state);
+    NumericDomain dom;
+    NoTrace tracer;
+    auto start = std::chrono::steady_clock::now();
+    execute(p, dom, state, tracer, options.max_steps);
+    auto stop = std::chrono::steady_clock::now();
+    RunResult r;
+    r.seconds = std::chrono::duration<double>(stop - start).count();
+    r.counters = tally(p, state);
+    for (const auto& spec : p.checks) r.checks.push_back(evaluate(p, state, spec));
+    for (const auto& e : p.expects) {
+        std::uint64_t actual = r.counters.counter(e);
+        r.expects.push_back({actual, e.value >= 0 && actual == static_cast<std::uint64_t>(e.value)});
+    }
+    return r;
+}
+
+Trace trace(const Program& p, bool symbolic, const RunOptions& options) {
+    Trace t;
+    t.symbolic = symbolic;
+    auto finish = [&](auto& state) {
+        t.counters = tally(p, state);
+        for (int r = 0; r < p.registers; ++r)
+            if (state.written[static_cast<size_t>(r)]) t.registers_used.push_back(r);
+    };
+    if (symbolic) {
+        auto state = fresh_state<std::uint32_t>(p);
+        for (size_t a = 0; a < p.arrays.size(); ++a) {
+            const ArrayInfo& info = p.arrays[a];
+            if (info.role != ast::Role::Input) continue;
+            for (std::int64_t i = 0; i < info.size; ++i)
+                state.dram[static_cast<size_t>(info.base + i)] = t.arena.leaf(p.element_symbol(static_cast<int>(a), i));
+        }
+        SymbolicDomain dom{&t.arena};
+        Recorder<std::uint32_t> recorder{&t.steps};
+        try {
+            execute(p, dom, state, recorder, options.max_steps);
+        } catch (const ToyError& e) {
+            t.error = e;
+        }
+        finish(state);
+    } else {
+        auto state = fresh_state<double>(p);
+        load_inputs(p, state);
+        NumericDomain dom;
+        Recorder<double> recorder{&t.steps};
+        try {
+            execute(p, dom, state, recorder, options.max_steps);
+        } catch (const ToyError& e) {
+            t.error = e;
+        }
+        finish(state);
+    }
+    return t;
+}
+
+}  // namespace toysim

@@ -1,0 +1,458 @@
+#include "parser.h"
+
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "lexer.h"
+#include "text.h"
+
+namespace toysim {
+
+const std::vector<std::string_view>& statement_keywords() {
+    static const std::vector<std::string_view> words = {"registers", "param", "input",  "output", "scratch",
+                                                        "check",     "cost",  "expect", "test",   "for"};
+    return words;
+}
+
+namespace {
+
+using namespace ast;
+
+// "R3" / "r12" -> 3 / 12
+std::optional<int> register_number(std::string_view word) {
+    if (word.size() < 2 || (word[0] != 'R' && word[0] != 'r')) return std::nullopt;
+    int value = 0;
+    for (char ch : word.substr(1)) {
+        if (ch < '0' || ch > '9') return std::nullopt;
+        if (value > 100000000) return std::nullopt;
+        value = value * 10 + (ch - '0');
+    }
+    return value;
+}
+
+Loc span(Loc a, Loc b) {
+    if (a.line != b.line) return a;
+    return Loc{a.line, a.col, b.col + b.len - a.col};
+}
+
+class Parser {
+public:
+    explicit Parser(std::shared_ptr<const SourceFile> source) : source_(std::move(source)), tokens_(lex(*source_)) {}
+
+    Program run() {
+        Program program;
+        program.source = source_;
+        while (!at(Tok::End)) {
+            if (accept_newline()) continue;
+            top_statement(program);
+        }
+        return program;
+    }
+
+private:
+    std::shared_ptr<const SourceFile> source_;
+    std::vector<Token> tokens_;
+    size_t pos_ = 0;
+
+    const Token& peek(size_t ahead = 0) const { return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)]; }
+    bool at(Tok kind) const { return peek().kind == kind; }
+    bool at_punct(std::string_view p) const { return peek().kind == Tok::Punct && peek().text == p; }
+    bool at_word(std::string_view w) const { return peek().kind == Tok::Ident && peek().text == w; }
+    const Token& next() { return tokens_[pos_ < tokens_.size() - 1 ? pos_++ : pos_]; }
+    bool accept_newline() {
+        if (!at(Tok::Newline)) return false;
+        next();
+        return true;
+    }
+
+    static std::string describe(const Token& t) {
+        switch (t.kind) {
+            case Tok::Newline: return "end of line";
+            case Tok::End: return "end of file";
+            default: return fmt::format("'{}'", t.text);
+        }
+    }
+
+    [[noreturn]] void fail(const Token& t, std::string_view what) {
+        throw ToyError(t.loc, fmt::format("expected {}, got {}", what, describe(t)));
+    }
+
+    const Token& expect_punct(std::string_view p) {
+        if (!at_punct(p)) fail(peek(), fmt::format("'{}'", p));
+        return next();
+    }
+    const Token& expect_ident(std::string_view what) {
+        if (!at(Tok::Ident)) fail(peek(), what);
+        return next();
+    }
+    void end_of_statement() {
+        if (at(Tok::End)) return;
+        if (!at(Tok::Newline)) fail(peek(), "end of line");
+        next();
+    }
+
+    // ---- integer expressions ----
+    ExprPtr expr() {
+        ExprPtr lhs = term();
+        while (at_punct("+") || at_punct("-")) {
+            const Token& op = next();
+            lhs = binary(op, std::move(lhs), term());
+        }
+        return lhs;
+    }
+    ExprPtr term() {
+        ExprPtr lhs = unary();
+        while (at_punct("*") || at_punct("/") || at_punct("%")) {
+            const Token& op = next();
+            lhs = binary(op, std::move(lhs), unary());
+        }
+        return lhs;
+    }
+    ExprPtr unary() {
+        if (at_punct("-")) {
+            Loc loc = next().loc;
+            auto e = std::make_unique<Expr>();
+            e->kind = Expr::Kind::Negate;
+            e->lhs = unary();
+            e->loc = span(loc, e->lhs->loc);
+            return e;
+        }
+        return primary();
+    }
+    ExprPtr primary() {
+        const Token& t = peek();
+        if (t.kind == Tok::Integer) {
+            next();
+            auto e = std::make_unique<Expr>();
+            e->kind = Expr::Kind::Number;
+            e->loc = t.loc;
+            auto [ptr, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), e->value);
+            if (ec != std::errc()) throw ToyError(t.loc, fmt::format("integer '{}' is too large", t.text));
+            // "3n" (no space) reads as 3 * n, the way the seed writes counts.
+            const Token& after = peek();
+            if (after.kind == Tok::Ident && after.loc.line == t.loc.line && after.loc.col == t.loc.col + t.loc.len) {
+                next();
+                auto name = std::make_unique<Expr>();
+                name->kind = Expr::Kind::Name;
+                name->name = std::string(after.text);
+                name->loc = after.loc;
+                auto product = std::make_unique<Expr>();
+                product->kind = Expr::Kind::Binary;
+                product->op = '*';
+                product->loc = span(t.loc, after.loc);
+                product->lhs = std::move(e);
+                product->rhs = std::move(name);
+                return product;
+            }
+            return e;
+        }
+        if (t.kind == Tok::Ident) {
+            next();
+            auto e = std::make_unique<Expr>();
+            e->kind = Expr::Kind::Name;
+            e->name = std::string(t.text);
+            e->loc = t.loc;
+            return e;
+        }
+        if (at_punct("(")) {
+            next();
+            ExprPtr inner = expr();
+            expect_punct(")");
+            return inner;
+        }
+        if (t.kind == Tok::Real) throw ToyError(t.loc, fmt::format("expected an integer, got '{}'", t.text));
+        fail(t, "an integer expression");
+    }
+    ExprPtr binary(const Token& op, ExprPtr lhs, ExprPtr rhs) {
+        auto e = std::make_unique<Expr>();
+        e->kind = Expr::Kind::Binary;
+        e->op = op.text[0];
+        e->loc = span(lhs->loc, rhs->loc);
+        e->lhs = std::move(lhs);
+        e->rhs = std::move(rhs);
+        return e;
+    }
+
+    std::vector<ExprPtr> subscripts() {
+        std::vector<ExprPtr> subs;
+        while (at_punct("[")) {
+            next();
+            subs.push_back(expr());
+            expect_punct("]");
+        }
+        return subs;
+    }
+
+    double real_literal() {
+        bool negative = false;
+        Loc start = peek().loc;
+        if (at_punct("-")) {
+            negative = true;
+            next();
+        }
+        const Token& t = peek();
+        if (t.kind != Tok::Integer && t.kind != Tok::Real) fail(t, "a number");
+        next();
+        std::string text(t.text);
+        char* end = nullptr;
+        double v = std::strtod(text.c_str(), &end);
+        if (!std::isfinite(v)) throw ToyError(span(start, t.loc), fmt::format("number '{}' is out of range", text));
+        return negative ? -v : v;
+    }
+
+    // ---- declarations ----
+    void top_statement(Program& program) {
+        const Token& head = peek();
+        if (head.kind != Tok::Ident) fail(head, "a declaration, an instruction or 'for'");
+        std::string_view word = head.text;
+        if (word == "registers") {
+            next();
+            if (program.registers) throw ToyError(head.loc, "the register file size is already declared");
+            program.registers_loc = head.loc;
+            program.registers = expr();
+            end_of_statement();
+        } else if (word == "param") {
+            next();
+            Param p;
+            const Token& name = expect_ident("a parameter name");
+            p.name = std::string(name.text);
+            p.loc = name.loc;
+            expect_punct("=");
+            p.value = expr();
+            program.params.push_back(std::move(p));
+            end_of_statement();
+        } else if (word == "input" || word == "output" || word == "scratch") {
+            next();
+            program.arrays.push_back(array_decl(word == "input" ? Role::Input : word == "output" ? Role::Output : Role::Scratch));
+        } else if (word == "check") {
+            next();
+            program.checks.push_back(check_decl(head.loc));
+        } else if (word == "cost") {
+            next();
+            const Token& mnemonic = expect_ident("an opcode");
+            auto op = find_op(mnemonic.text);
+            if (!op) unknown_opcode(mnemonic);
+            expect_punct("=");
+            program.costs.push_back(Cost{*op, expr(), mnemonic.loc});
+            end_of_statement();
+        } else if (word == "expect") {
+            next();
+            program.expects.push_back(expect_decl());
+        } else if (word == "test") {
+            next();
+            TestCase t;
+            t.loc = head.loc;
+            while (at(Tok::Ident)) {
+                std::string name(next().text);
+                expect_punct("=");
+                t.settings.emplace_back(std::move(name), expr());
+                if (at_punct(",")) next();
+            }
+            if (t.settings.empty()) fail(peek(), "a parameter setting such as 'n = 1000'");
+            program.tests.push_back(std::move(t));
+            end_of_statement();
+        } else {
+            program.body.push_back(body_statement());
+        }
+    }
+
+    Array array_decl(Role role) {
+        Array a;
+        a.role = role;
+        const Token& name = expect_ident("an array name");
+        if (register_number(name.text) || iequals(name.text, "R"))
+            throw ToyError(name.loc, fmt::format("'{}' is a register name; choose another array name", name.text));
+        a.name = std::string(name.text);
+        a.loc = name.loc;
+        a.dims = subscripts();
+        if (at_punct("=")) {
+            next();
+            a.fill.loc = peek().loc;
+            if (at_punct("[")) {
+                a.fill.kind = Fill::Kind::Literal;
+                literal_values(a.fill.values);
+            } else if (at_word("random")) {
+                next();
+                a.fill.kind = Fill::Kind::Random;
+                expect_punct("(");
+                if (!at_punct(")")) {
+                    const Token& seed = peek();
+                    if (seed.kind != Tok::Integer) fail(seed, "a seed (a non-negative integer)");
+                    next();
+                    a.fill.seed = std::stoull(std::string(seed.text));
+                    if (at_punct(",")) {
+                        next();
+                        a.fill.lo = real_literal();
+                        expect_punct(",");
+                        a.fill.hi = real_literal();
+                        if (!(a.fill.lo < a.fill.hi))
+                            throw ToyError(a.fill.loc, "random(seed, lo, hi) needs lo < hi");
+                    }
+                }
+                expect_punct(")");
+            } else {
+                fail(peek(), "'[' values ']' or 'random(seed)'");
+            }
+            if (role != Role::Input) throw ToyError(a.fill.loc, "only input arrays take initial values");
+        }
+        end_of_statement();
+        return a;
+    }
+
+    void literal_values(std::vector<double>& out) {
+        expect_punct("[");
+        if (at_punct("]")) fail(peek(), "a number");
+        for (;;) {
+            if (at_punct("["))
+                literal_values(out);
+            else
+                out.push_back(real_literal());
+            if (at_punct(",")) {
+                next();
+                continue;
+            }
+            expect_punct("]");
+            return;
+        }
+    }
+
+    Check check_decl(Loc loc) {
+        Check c;
+        c.loc = loc;
+        const Token& target = expect_ident("the output array to check");
+        c.target = std::string(target.text);
+        c.target_loc = target.loc;
+        c.target_index = subscripts();
+        expect_punct("=");
+        const Token& fn = expect_ident("a reference function such as matmul or softmax");
+        c.function = std::string(fn.text);
+        c.function_loc = fn.loc;
+        expect_punct("(");
+        while (!at_punct(")")) {
+            const Token& arg = expect_ident("an array name");
+            c.args.emplace_back(std::string(arg.text), arg.loc);
+            if (!at_punct(")")) expect_punct(",");
+        }
+        next();
+        c.reference_index = subscripts();
+        if (at_word("within")) {
+            next();
+            c.tolerance = real_literal();
+        }
+        end_of_statement();
+        return c;
+    }
+
+    Expect expect_decl() {
+        Expect e;
+        const Token& counter = expect_ident("a counter (cycles, instructions, reads, writes, registers or an opcode)");
+        e.counter = std::string(counter.text);
+        e.loc = counter.loc;
+        if (at_punct("(")) {
+            next();
+            e.array = std::string(expect_ident("an array name").text);
+            const Token& close = expect_punct(")");
+            e.loc = span(counter.loc, close.loc);
+        }
+        expect_punct("=");
+        e.value = expr();
+        end_of_statement();
+        return e;
+    }
+
+    // ---- the program body ----
+    Statement body_statement() {
+        const Token& head = peek();
+        if (head.kind != Tok::Ident) fail(head, "an instruction or 'for'");
+        if (head.text == "for") return loop();
+        auto op = find_op(head.text);
+        if (!op) {
+            for (auto kw : statement_keywords())
+                if (kw == head.text)
+                    throw ToyError(head.loc, fmt::format("'{}' declarations belong at the top level, not inside a loop", kw));
+            unknown_opcode(head);
+        }
+        next();
+        Instruction in;
+        in.op = *op;
+        in.loc = head.loc;
+        if (!at(Tok::Newline) && !at(Tok::End)) {
+            for (;;) {
+                in.operands.push_back(operand());
+                if (!at_punct(",")) break;
+                next();
+            }
+        }
+        end_of_statement();
+        return in;
+    }
+
+    [[noreturn]] void unknown_opcode(const Token& t) {
+        std::vector<std::string_view> words;
+        for (const auto& row : all_ops()) words.push_back(row.mnemonic);
+        for (auto kw : statement_keywords()) words.push_back(kw);
+        auto guess = nearest(t.text, words);
+        std::string hint = guess ? fmt::format("; did you mean '{}'?", *guess) : "";
+        throw ToyError(t.loc, fmt::format("unknown opcode '{}'{}", t.text, hint));
+    }
+
+    Operand operand() {
+        const Token& t = peek();
+        if (t.kind != Tok::Ident) fail(t, "a register or a DRAM element");
+        next();
+        Operand o;
+        o.loc = t.loc;
+        if (auto r = register_number(t.text)) {
+            o.kind = Operand::Kind::Register;
+            o.reg = *r;
+            return o;
+        }
+        if (iequals(t.text, "R") && at_punct("[")) {
+            next();
+            o.kind = Operand::Kind::IndexedRegister;
+            o.reg_index = expr();
+            const Token& close = expect_punct("]");
+            o.loc = span(t.loc, close.loc);
+            return o;
+        }
+        o.kind = Operand::Kind::Memory;
+        o.array = std::string(t.text);
+        o.array_loc = t.loc;
+        o.subscripts = subscripts();
+        if (!o.subscripts.empty()) o.loc = span(t.loc, tokens_[pos_ - 1].loc);
+        return o;
+    }
+
+    std::unique_ptr<Loop> loop() {
+        auto l = std::make_unique<Loop>();
+        l->loc = next().loc;  // 'for'
+        const Token& var = expect_ident("a loop variable");
+        l->var = std::string(var.text);
+        l->var_loc = var.loc;
+        if (!at_word("in")) fail(peek(), "'in'");
+        next();
+        l->lo = expr();
+        expect_punct("..");
+        l->hi = expr();
+        expect_punct("{");
+        end_of_statement();
+        for (;;) {
+            if (accept_newline()) continue;
+            if (at(Tok::End))
+                throw ToyError(l->loc, "this 'for' loop is never closed: expected '}'");
+            if (at_punct("}")) {
+                next();
+                end_of_statement();
+                return l;
+            }
+            l->body.push_back(body_statement());
+        }
+    }
+};
+
+}  // namespace
+
+ast::Program parse(std::shared_ptr<const SourceFile> source) { return Parser(std::move(source)).run(); }
+
+}  // namespace toysim

@@ -1,0 +1,143 @@
+// A .toy program bound to parameter values and lowered to flat code the executor runs.
+//
+// Loops stay loops: LoopBegin/LoopEnd pseudo-instructions jump over the body, so the code
+// size is the source size, whatever the trip counts. Every subscript is affine in the loop
+// variables once parameters are bound, so an address is a constant plus a few products.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ast.h"
+
+namespace toysim {
+
+inline constexpr int kMaxLoopDepth = 8;
+
+struct Affine {
+    std::int64_t constant = 0;
+    int terms = 0;
+    std::array<std::uint8_t, kMaxLoopDepth> var{};   // loop slot (nesting depth)
+    std::array<std::int64_t, kMaxLoopDepth> coef{};
+
+    std::int64_t eval(const std::int64_t* vars) const {
+        std::int64_t v = constant;
+        for (int t = 0; t < terms; ++t) v += coef[t] * vars[var[t]];
+        return v;
+    }
+    bool is_constant() const { return terms == 0; }
+};
+
+struct ArrayInfo {
+    std::string name;
+    ast::Role role;
+    std::vector<std::int64_t> dims;
+    std::vector<std::int64_t> strides;
+    std::int64_t base = 0;  // first flat DRAM address
+    std::int64_t size = 1;
+    ast::Fill fill;
+    Loc loc;
+};
+
+struct MemRef {
+    int array = -1;
+    std::vector<Affine> subscripts;  // one per dimension
+    Affine address;                  // absolute flat DRAM address
+    bool bounds_proven = false;      // every reachable subscript is in range: skip the check
+};
+
+// Internal codes beyond the ISA's opcodes: loop control and the end of the program.
+enum class Code : std::uint8_t {
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SEM) NAME,
+    TOYSIM_OPCODES(X)
+#undef X
+    LoopBegin,
+    LoopEnd,
+    Halt,
+};
+
+struct Inst {
+    Code code;
+    bool dynamic_registers = false;  // some register operand is R[expr]
+    std::uint8_t reg_count = 0;
+    std::array<std::int32_t, 4> reg{};  // register operands in source order; -1-k: dynamic entry k
+    std::int32_t mem = -1;              // MemRef index (LOAD/STORE)
+    std::int32_t loop = -1;             // LoopInfo index (LoopBegin/LoopEnd)
+    std::int32_t jump = -1;             // LoopBegin: its LoopEnd; LoopEnd: its LoopBegin
+};
+
+struct LoopInfo {
+    int slot;  // nesting depth: index into the loop variable array
+    Affine lo, hi;
+    std::string var;
+    Loc loc;
+};
+
+struct DynamicRegister {
+    Affine index;
+    Loc loc;
+};
+
+struct CheckSpec {
+    int target = -1;                          // array
+    std::vector<std::int64_t> target_index;   // a prefix of its dimensions
+    std::string function;
+    std::vector<int> args;                    // arrays
+    std::vector<std::int64_t> reference_index;
+    double tolerance = 1e-9;                  // relative, with the same absolute floor
+    std::string text;                         // "c[0][0] = matmul(a, b)[0][0]"
+    Loc loc;
+};
+
+enum class Counter { Cycles, Instructions, Reads, Writes, Registers, Opcode };
+
+struct ExpectSpec {
+    Counter counter;
+    Op op = Op::LOAD;   // Counter::Opcode
+    int array = -1;     // reads(x) / writes(x); -1: all arrays
+    std::int64_t value = 0;
+    std::string text;   // "reads(x) = 3n"
+    Loc loc;
+};
+
+struct Program {
+    std::shared_ptr<const SourceFile> source;
+    std::shared_ptr<const ast::Program> tree;
+    std::vector<std::pair<std::string, std::int64_t>> params;  // in declaration order
+    int registers = 0;
+    std::vector<ArrayInfo> arrays;
+    std::int64_t dram_size = 0;
+    std::vector<Inst> code;
+    std::vector<const ast::Instruction*> origin;    // per code index; null for loop control
+    std::vector<std::vector<int>> enclosing_loops;  // per code index, outermost first
+    std::vector<MemRef> mems;
+    std::vector<LoopInfo> loops;
+    std::vector<DynamicRegister> dynamic_registers;
+    std::array<int, kOpCount> cycles{};
+    std::vector<CheckSpec> checks;
+    std::vector<ExpectSpec> expects;
+
+    int find_array(std::string_view name) const;
+    // "a01" / "x3" (the seed's symbol style), or "a[1][10]" when an index has two digits.
+    std::string element_symbol(int array, std::int64_t offset) const;
+    // "a[0][1]": how instructions and errors name an element.
+    std::string element_ref(int array, std::int64_t offset) const;
+    std::vector<std::int64_t> element_index(int array, std::int64_t offset) const;
+    int array_of_address(std::int64_t address) const;
+};
+
+using ParamSettings = std::vector<std::pair<std::string, std::int64_t>>;
+
+ast::Program parse_file(const std::string& path);  // reads and parses; throws ToyError
+// Binds parameters (defaults overridden by `settings`) and lowers the program.
+Program compile(std::shared_ptr<const ast::Program> tree, const ParamSettings& settings = {});
+// Parses "n=1024" (as given to --set); throws ToyError.
+std::pair<std::string, std::int64_t> parse_setting(std::string_view text);
+// The parameter sets the program's own test runs: the defaults, then each `test` line.
+std::vector<ParamSettings> test_settings(const ast::Program& tree);
+
+}  // namespace toysim

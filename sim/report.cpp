@@ -1,0 +1,349 @@
+#include "report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <set>
+
+#include "disasm.h"
+#include "expr_format.h"
+#include "text.h"
+
+namespace toysim {
+
+namespace {
+
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string out = "\"";
+    for (char ch : s) {
+        if (ch == '"') out += '"';
+        out += ch;
+    }
+    return out + "\"";
+}
+
+std::string md_field(const std::string& s) {
+    std::string out;
+    for (char ch : s) {
+        if (ch == '|') out += '\\';
+        out += ch;
+    }
+    return out;
+}
+
+std::string number(double v) {
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (std::isnan(v)) return "nan";
+    return format_number(v, 4);
+}
+
+// JSON has no infinity: an unbounded error is written as null.
+nlohmann::json json_number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+std::string role_name(ast::Role r) {
+    return r == ast::Role::Input ? "input" : r == ast::Role::Output ? "output" : "scratch";
+}
+
+}  // namespace
+
+std::string render_table(const Table& t, Format format) {
+    std::string out;
+    size_t columns = t.header.size();
+    auto right = [&](size_t c) { return c < t.right_aligned.size() && t.right_aligned[c]; };
+    if (format == Format::Csv) {
+        auto line = [&](const std::vector<std::string>& cells) {
+            for (size_t c = 0; c < columns; ++c) {
+                if (c) out += ',';
+                out += csv_field(c < cells.size() ? cells[c] : "");
+            }
+            out += '\n';
+        };
+        line(t.header);
+        for (const auto& row : t.rows) line(row);
+        return out;
+    }
+    if (format == Format::Markdown) {
+        auto line = [&](const std::vector<std::string>& cells) {
+            out += '|';
+            for (size_t c = 0; c < columns; ++c) out += fmt::format(" {} |", md_field(c < cells.size() ? cells[c] : ""));
+            out += '\n';
+        };
+        line(t.header);
+        out += '|';
+        for (size_t c = 0; c < columns; ++c) out += right(c) ? " ---: |" : " --- |";
+        out += '\n';
+        for (const auto& row : t.rows) line(row);
+        return out;
+    }
+    std::vector<int> width(columns, 0);
+    for (size_t c = 0; c < columns; ++c) width[c] = display_width(t.header[c]);
+    for (const auto& row : t.rows)
+        for (size_t c = 0; c < columns && c < row.size(); ++c) width[c] = std::max(width[c], display_width(row[c]));
+    auto line = [&](const std::vector<std::string>& cells) {
+        std::string s;
+        for (size_t c = 0; c < columns; ++c) {
+            const std::string& cell = c < cells.size() ? cells[c] : "";
+            if (c) s += "  ";
+            s += right(c) ? pad_left(cell, width[c]) : (c + 1 == columns ? cell : pad_right(cell, width[c]));
+        }
+        while (!s.empty() && s.back() == ' ') s.pop_back();
+        return s + "\n";
+    };
+    out += line(t.header);
+    std::vector<std::string> rule;
+    for (size_t c = 0; c < columns; ++c) rule.push_back(std::string(static_cast<size_t>(width[c]), '-'));
+    out += line(rule);
+    for (const auto& row : t.rows) out += line(row);
+    return out;
+}
+
+std::string format_params(const Program& p) {
+    if (p.params.empty()) return "none";
+    std::string out;
+    for (const auto& [name, value] : p.params) out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", name, value);
+    return out;
+}
+
+std::vector<std::pair<std::string, std::string>> counter_rows(const Program& p, const Counters& c) {
+    std::vector<std::pair<std::string, std::string>> rows;
+    rows.emplace_back("registers", std::to_string(p.registers));
+    rows.emplace_back("peak_registers", std::to_string(c.peak_registers));
+    rows.emplace_back("cycles", std::to_string(c.cycles));
+    rows.emplace_back("instructions", std::to_string(c.instructions));
+    for (const auto& row : all_ops()) rows.emplace_back(std::string(row.mnemonic), std::to_string(c.by_opcode[static_cast<size_t>(row.op)]));
+    rows.emplace_back("dram.reads", std::to_string(c.dram_reads));
+    rows.emplace_back("dram.writes", std::to_string(c.dram_writes));
+    for (size_t a = 0; a < p.arrays.size(); ++a) {
+        rows.emplace_back(fmt::format("reads({})", p.arrays[a].name), std::to_string(c.arrays[a].reads));
+        rows.emplace_back(fmt::format("writes({})", p.arrays[a].name), std::to_string(c.arrays[a].writes));
+    }
+    rows.emplace_back("arithmetic_intensity", number(c.arithmetic_intensity()));
+    return rows;
+}
+
+nlohmann::json run_json(const Program& p, const RunResult& r, bool stats) {
+    using nlohmann::json;
+    const Counters& c = r.counters;
+    json j;
+    j["program"] = p.source->path;
+    j["params"] = json::object();
+    for (const auto& [name, value] : p.params) j["params"][name] = value;
+    j["machine"]["registers"] = p.registers;
+    for (const auto& row : all_ops()) j["machine"]["cycle_costs"][std::string(row.mnemonic)] = p.cycles[static_cast<size_t>(row.op)];
+    json& k = j["counters"];
+    k["cycles"] = c.cycles;
+    k["instructions"] = c.instructions;
+    for (const auto& row : all_ops()) k["by_opcode"][std::string(row.mnemonic)] = c.by_opcode[static_cast<size_t>(row.op)];
+    k["dram"]["reads"] = c.dram_reads;
+    k["dram"]["writes"] = c.dram_writes;
+    k["dram"]["arrays"] = json::object();
+    for (size_t a = 0; a < p.arrays.size(); ++a) {
+        const ArrayStats& s = c.arrays[a];
+        json& arr = k["dram"]["arrays"][p.arrays[a].name];
+        arr["role"] = role_name(p.arrays[a].role);
+        arr["shape"] = p.arrays[a].dims;
+        arr["elements"] = p.arrays[a].size;
+        arr["reads"] = s.reads;
+        arr["writes"] = s.writes;
+        arr["elements_read"] = s.elements_read;
+        arr["max_reads_per_element"] = s.max_reads;
+        json hist = json::object();
+        for (const auto& [reads, count] : s.read_histogram) hist[std::to_string(reads)] = count;
+        arr["reads_per_element_histogram"] = hist;
+    }
+    k["peak_registers"] = c.peak_registers;
+    k["compute_instructions"] = c.compute_ops;
+    k["arithmetic_intensity"] = c.arithmetic_intensity();
+    json checks = json::array();
+    double max_abs = 0, max_rel = 0;
+    for (size_t i = 0; i < r.checks.size(); ++i) {
+        const CheckResult& cr = r.checks[i];
+        checks.push_back({{"check", p.checks[i].text},
+                          {"ok", cr.ok},
+                          {"elements", cr.elements},
+                          {"max_abs_err", json_number(cr.max_abs_err)},
+                          {"max_rel_err", json_number(cr.max_rel_err)},
+                          {"first_wrong", cr.ok ? json(nullptr) : json(cr.first_wrong)}});
+        max_abs = std::max(max_abs, cr.max_abs_err);
+        max_rel = std::max(max_rel, cr.max_rel_err);
+    }
+    j["check"] = {{"ok", r.checks_ok()}, {"max_abs_err", json_number(max_abs)}, {"max_rel_err", json_number(max_rel)}, {"checks", checks}};
+    json expects = json::array();
+    for (size_t i = 0; i < r.expects.size(); ++i)
+        expects.push_back({{"counter", p.expects[i].text}, {"expected", p.expects[i].value}, {"actual", r.expects[i].actual}, {"ok", r.expects[i].ok}});
+    j["expect"] = {{"ok", r.expects_ok()}, {"figures", expects}};
+    if (stats) {
+        j["stats"]["seconds"] = r.seconds;
+        j["stats"]["instructions_per_second"] = r.seconds > 0 ? static_cast<double>(c.instructions) / r.seconds : 0.0;
+    }
+    return j;
+}
+
+std::string format_run(const Program& p, const RunResult& r, Format format, bool stats) {
+    if (format == Format::Json) return run_json(p, r, stats).dump(2) + "\n";
+    const Counters& c = r.counters;
+    if (format == Format::Csv) {
+        Table t{{"counter", "value"}, {false, true}, {}};
+        for (auto& [key, value] : counter_rows(p, c)) t.rows.push_back({key, value});
+        for (size_t i = 0; i < r.checks.size(); ++i) t.rows.push_back({fmt::format("check {}", p.checks[i].text), r.checks[i].ok ? "ok" : "FAILED"});
+        if (stats) t.rows.push_back({"instructions_per_second", fmt::format("{:.0f}", static_cast<double>(c.instructions) / r.seconds)});
+        return render_table(t, format);
+    }
+    std::string out;
+    out += fmt::format("program: {}   registers: {}   params: {}\n\n", p.source->path, p.registers, format_params(p));
+    Table checks{{"check", "result", "elements", "max abs err", "max rel err"}, {false, false, true, true, true}, {}};
+    for (size_t i = 0; i < r.checks.size(); ++i) {
+        const CheckResult& cr = r.checks[i];
+        checks.rows.push_back({p.checks[i].text, cr.ok ? "ok" : "FAILED: " + cr.first_wrong, std::to_string(cr.elements),
+                               number(cr.max_abs_err), number(cr.max_rel_err)});
+    }
+    if (checks.rows.empty()) checks.rows.push_back({"(the program declares no check)", "", "", "", ""});
+    out += render_table(checks, format) + "\n";
+    if (!r.expects.empty()) {
+        Table expects{{"expected figure", "expected", "actual", "result"}, {false, true, true, false}, {}};
+        for (size_t i = 0; i < r.expects.size(); ++i)
+            expects.rows.push_back({p.expects[i].text, std::to_string(p.expects[i].value), std::to_string(r.expects[i].actual),
+                                    r.expects[i].ok ? "ok" : "MISMATCH"});
+        out += render_table(expects, format) + "\n";
+    }
+    Table counters{{"counter", "value"}, {false, true}, {}};
+    counters.rows.push_back({"cycles", std::to_string(c.cycles)});
+    counters.rows.push_back({"instructions", std::to_string(c.instructions)});
+    for (const auto& row : all_ops())
+        counters.rows.push_back({fmt::format("  {}", row.mnemonic), std::to_string(c.by_opcode[static_cast<size_t>(row.op)])});
+    counters.rows.push_back({"DRAM reads", std::to_string(c.dram_reads)});
+    counters.rows.push_back({"DRAM writes", std::to_string(c.dram_writes)});
+    counters.rows.push_back({"peak registers", fmt::format("{} of {}", c.peak_registers, p.registers)});
+    counters.rows.push_back({"arithmetic intensity", fmt::format("{} compute ops per DRAM access", number(c.arithmetic_intensity()))});
+    out += render_table(counters, format) + "\n";
+    Table arrays{{"array", "role", "shape", "reads", "writes", "elements read", "max reads/element"},
+                 {false, false, false, true, true, true, true}, {}};
+    for (size_t a = 0; a < p.arrays.size(); ++a) {
+        const ArrayInfo& info = p.arrays[a];
+        const ArrayStats& s = c.arrays[a];
+        std::string shape = info.dims.empty() ? "scalar" : fmt::format("{}", fmt::join(info.dims, "×"));
+        arrays.rows.push_back({info.name, role_name(info.role), shape, std::to_string(s.reads), std::to_string(s.writes),
+                               fmt::format("{} of {}", s.elements_read, info.size), std::to_string(s.max_reads)});
+    }
+    out += render_table(arrays, format);
+    if (stats) {
+        double rate = r.seconds > 0 ? static_cast<double>(c.instructions) / r.seconds : 0.0;
+        out += fmt::format("\nspeed: {} instructions in {:.3f} s = {:.1f} M instructions/s\n", c.instructions, r.seconds, rate / 1e6);
+    }
+    return out;
+}
+
+std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& options) {
+    using nlohmann::json;
+    std::vector<std::uint32_t> shown;
+    if (tr.symbolic)
+        for (const auto& s : tr.steps)
+            if (s.reg >= 0) shown.push_back(s.symbol);
+    std::optional<ExprFormatter> names;
+    if (tr.symbolic) names.emplace(tr.arena, p, shown);
+    auto value_text = [&](const TraceStep& s) { return tr.symbolic ? names->cell(s.symbol) : number(s.number); };
+
+    // Column per register the run used; cells hold the register's value after each step.
+    std::map<int, size_t> column;
+    for (size_t i = 0; i < tr.registers_used.size(); ++i) column[tr.registers_used[i]] = i;
+    std::vector<std::string> current(tr.registers_used.size());
+    Table t;
+    t.header = {"Step", "Instruction"};
+    t.right_aligned = {true, false};
+    for (int r : tr.registers_used) {
+        t.header.push_back(fmt::format("R{}", r));
+        t.right_aligned.push_back(false);
+    }
+    json steps = json::array();
+    for (size_t i = 0; i < tr.steps.size(); ++i) {
+        const TraceStep& s = tr.steps[i];
+        std::vector<std::string> previous = current;
+        if (s.reg >= 0) current[column[s.reg]] = value_text(s);
+        std::vector<std::string> row = {std::to_string(i + 1), render_instruction(p, s.pc, s.vars.data())};
+        for (size_t c = 0; c < current.size(); ++c)
+            row.push_back(options.ditto && !current[c].empty() && current[c] == previous[c] && !(s.reg >= 0 && column[s.reg] == c) ? "\""
+                                                                                                                                 : current[c]);
+        if (options.format == Format::Json) {
+            json regs = json::object();
+            for (size_t c = 0; c < current.size(); ++c)
+                if (!current[c].empty()) regs[t.header[c + 2]] = current[c];
+            json step = {{"step", i + 1}, {"instruction", row[1]}, {"registers", regs}};
+            if (s.reg >= 0) step["writes"] = fmt::format("R{}", s.reg);
+            steps.push_back(step);
+        }
+        t.rows.push_back(std::move(row));
+    }
+    std::vector<std::pair<std::string, std::string>> legend;
+    if (names) legend = names->legend();
+    const Counters& c = tr.counters;
+    std::string mix;
+    for (const auto& row : all_ops())
+        if (auto n = c.by_opcode[static_cast<size_t>(row.op)]) mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", n, row.mnemonic);
+    std::string summary = fmt::format("{} cycles, {} instructions ({}); DRAM: {} reads, {} writes; {} registers used",
+                                      c.cycles, c.instructions, mix.empty() ? "none" : mix, c.dram_reads, c.dram_writes,
+                                      c.peak_registers);
+    if (options.format == Format::Json) {
+        json j;
+        j["program"] = p.source->path;
+        j["values"] = tr.symbolic ? "symbolic" : "numeric";
+        j["registers"] = json::array();
+        for (size_t k = 2; k < t.header.size(); ++k) j["registers"].push_back(t.header[k]);
+        j["steps"] = steps;
+        j["legend"] = json::object();
+        for (const auto& [name, def] : legend) j["legend"][name] = def;
+        j["counters"] = {{"cycles", c.cycles}, {"instructions", c.instructions}, {"dram_reads", c.dram_reads}, {"dram_writes", c.dram_writes}};
+        for (const auto& row : all_ops()) j["counters"]["by_opcode"][std::string(row.mnemonic)] = c.by_opcode[static_cast<size_t>(row.op)];
+        j["complete"] = !tr.error.has_value();
+        return j.dump(2) + "\n";
+    }
+    std::string out = render_table(t, options.format);
+    if (options.format == Format::Csv) return out;
+    if (!legend.empty()) {
+        out += "\n";
+        for (const auto& [name, def] : legend) out += fmt::format("{}{} = {}\n", options.format == Format::Markdown ? "- " : "", name, def);
+    }
+    if (!tr.error) out += "\n" + summary + "\n";
+    return out;
+}
+
+std::string format_compare(const std::vector<std::string>& names, const std::vector<const Program*>& programs,
+                           const std::vector<const RunResult*>& results, Format format) {
+    // Rows: the union of every program's counters, in first-seen order; "—" where absent.
+    std::vector<std::string> keys;
+    std::vector<std::map<std::string, std::string>> values;
+    for (size_t i = 0; i < programs.size(); ++i) {
+        std::map<std::string, std::string> v;
+        for (auto& [key, value] : counter_rows(*programs[i], results[i]->counters)) {
+            if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+            v[key] = value;
+        }
+        v["check"] = results[i]->checks.empty() ? "none" : results[i]->checks_ok() ? "ok" : "FAILED";
+        values.push_back(std::move(v));
+    }
+    keys.push_back("check");
+    if (format == Format::Json) {
+        nlohmann::json j = nlohmann::json::array();
+        for (size_t i = 0; i < programs.size(); ++i) {
+            auto entry = run_json(*programs[i], *results[i], false);
+            entry["name"] = names[i];
+            j.push_back(entry);
+        }
+        return j.dump(2) + "\n";
+    }
+    Table t;
+    t.header = {"counter"};
+    t.right_aligned = {false};
+    for (const auto& n : names) {
+        t.header.push_back(n);
+        t.right_aligned.push_back(true);
+    }
+    for (const auto& key : keys) {
+        std::vector<std::string> row = {key};
+        for (const auto& v : values) row.push_back(v.count(key) ? v.at(key) : "—");
+        t.rows.push_back(std::move(row));
+    }
+    return render_table(t, format);
+}
+
+}  // namespace toysim

@@ -1,0 +1,43 @@
+// Printers: results in, text out (plain tables, Markdown, CSV, JSON). The core never prints.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "machine.h"
+
+namespace toysim {
+
+enum class Format { Table, Markdown, Csv, Json };
+
+struct Table {
+    std::vector<std::string> header;
+    std::vector<bool> right_aligned;  // per column
+    std::vector<std::vector<std::string>> rows;
+};
+// Table, Markdown or CSV (Json is not a table format).
+std::string render_table(const Table& table, Format format);
+
+// The flat list of every counter, zeros included: (key, value) in a stable order.
+// Keys: registers, peak_registers, cycles, instructions, one per opcode, dram.reads,
+// dram.writes, reads(ARRAY), writes(ARRAY) per array, arithmetic_intensity.
+std::vector<std::pair<std::string, std::string>> counter_rows(const Program& program, const Counters& counters);
+
+std::string format_run(const Program& program, const RunResult& result, Format format, bool stats);
+nlohmann::json run_json(const Program& program, const RunResult& result, bool stats);
+
+struct TraceOptions {
+    Format format = Format::Table;
+    bool ditto = false;  // print " for a cell unchanged since the row above
+};
+std::string format_trace(const Program& program, const Trace& trace, const TraceOptions& options);
+
+// Side by side: one column per program, one row per counter (the seed's "Inner product |
+// Outer product" table).
+std::string format_compare(const std::vector<std::string>& names, const std::vector<const Program*>& programs,
+                           const std::vector<const RunResult*>& results, Format format);
+
+std::string format_params(const Program& program);  // "n = 4, b = 2" or "none"
+
+}  // namespace toysim

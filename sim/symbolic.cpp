@@ -1,0 +1,43 @@
+#include "symbolic.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace toysim {
+
+std::uint32_t ExprArena::leaf(std::string name) {
+    leaf_names_.push_back(std::move(name));
+    nodes_.push_back(ExprNode{ExprNode::Kind::Leaf, 0, 0, 0, static_cast<std::uint32_t>(leaf_names_.size() - 1)});
+    return static_cast<std::uint32_t>(nodes_.size() - 1);
+}
+
+std::uint32_t ExprArena::constant(double v) {
+    nodes_.push_back(ExprNode{ExprNode::Kind::Const, 0, 0, v});
+    return static_cast<std::uint32_t>(nodes_.size() - 1);
+}
+
+std::uint32_t ExprArena::make(ExprNode::Kind kind, std::uint32_t a, std::uint32_t b) {
+    using K = ExprNode::Kind;
+    const ExprNode& x = nodes_[a];
+    const ExprNode& y = nodes_[b];
+    // Fold constants and the identities the seed's traces rely on (x − x = 0, e^0 = 1).
+    if (x.kind == K::Const && (kind == K::Exp || y.kind == K::Const)) {
+        double u = x.value, v = y.value;
+        switch (kind) {
+            case K::Add: return constant(u + v);
+            case K::Sub: return constant(u - v);
+            case K::Mul: return constant(u * v);
+            case K::Div: return constant(u / v);
+            case K::Max: return constant(std::max(u, v));
+            case K::Exp: return constant(std::exp(u));
+            default: break;
+        }
+    }
+    if (kind == K::Sub && a == b) return constant(0);
+    if (kind == K::Max && a == b) return a;
+    if ((kind == K::Add || kind == K::Mul || kind == K::Max) && a > b) std::swap(a, b);  // older operand first
+    nodes_.push_back(ExprNode{kind, a, b});
+    return static_cast<std::uint32_t>(nodes_.size() - 1);
+}
+
+}  // namespace toysim

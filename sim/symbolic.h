@@ -1,0 +1,51 @@
+// The symbolic value domain: registers hold expressions over element names (a00, x1), built
+// in an arena. Nodes are created in program order, so a node's id tells which came first;
+// commutative operations list the older operand first, which is how the seed writes sums.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace toysim {
+
+struct ExprNode {
+    enum class Kind : std::uint8_t { Leaf, Const, Add, Sub, Mul, Div, Max, Exp } kind;
+    std::uint32_t a = 0, b = 0;     // operands (node ids)
+    double value = 0;               // Const
+    std::uint32_t leaf = 0;         // Leaf: index into leaf names
+    std::int64_t stored_at = -1;    // first DRAM address this value was stored to
+};
+
+class ExprArena {
+public:
+    std::uint32_t leaf(std::string name);
+    std::uint32_t constant(double v);
+    std::uint32_t make(ExprNode::Kind kind, std::uint32_t a, std::uint32_t b = 0);
+
+    const ExprNode& operator[](std::uint32_t id) const { return nodes_[id]; }
+    const std::string& leaf_name(std::uint32_t id) const { return leaf_names_[nodes_[id].leaf]; }
+    const std::vector<std::string>& leaf_names() const { return leaf_names_; }
+    void mark_stored(std::uint32_t id, std::int64_t address) {
+        if (nodes_[id].stored_at < 0 && nodes_[id].kind != ExprNode::Kind::Leaf) nodes_[id].stored_at = address;
+    }
+    size_t size() const { return nodes_.size(); }
+
+private:
+    std::vector<ExprNode> nodes_;
+    std::vector<std::string> leaf_names_;
+};
+
+struct SymbolicDomain {
+    using Value = std::uint32_t;
+    ExprArena* arena;
+    Value add(Value a, Value b) { return arena->make(ExprNode::Kind::Add, a, b); }
+    Value sub(Value a, Value b) { return arena->make(ExprNode::Kind::Sub, a, b); }
+    Value mul(Value a, Value b) { return arena->make(ExprNode::Kind::Mul, a, b); }
+    Value div(Value a, Value b) { return arena->make(ExprNode::Kind::Div, a, b); }
+    Value max(Value a, Value b) { return arena->make(ExprNode::Kind::Max, a, b); }
+    Value exp(Value a) { return arena->make(ExprNode::Kind::Exp, a); }
+    void stored(Value v, std::int64_t address) { arena->mark_stored(v, address); }
+};
+
+}  // namespace toysim
