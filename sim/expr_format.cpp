@@ -68,7 +68,7 @@ ExprFormatter::ExprFormatter(const ExprArena& arena, const Program& program, con
             int array = program.array_of_address(n.stored_at);
             name_[id] = program.element_symbol(array, n.stored_at - program.arrays[static_cast<size_t>(array)].base);
             taken.insert(name_[id]);
-        } else if ((u.nested && width > kNestedWidth) || ((u.root || u.spliced) && width > kCellWidth)) {
+        } else if ((u.nested && (width > kNestedWidth || n.kind == K::Max)) || ((u.root || u.spliced) && width > kCellWidth)) {
             abbreviated.push_back(id);
             name_[id] = std::string(1, prefix(n.kind)) + "?";
         }

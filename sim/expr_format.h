@@ -4,6 +4,8 @@
 // Naming rules, decided once for everything a trace shows:
 //  - a value that the program stores to DRAM is called by that element's name (c00), as the
 //    seed writes c₀₀ in the register column once the sum is complete;
+//  - a max inside another operation is always named (the seed's m, m'), so running maxima
+//    read as m1, m2, ...;
 //  - a subexpression longer than kNestedWidth inside a different operation, or any value
 //    longer than kCellWidth, gets a short name from its operation (m for max, s for sums,
 //    p for products, q for quotients, d for differences, e for exponentials), numbered in

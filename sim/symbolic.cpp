@@ -35,7 +35,19 @@ std::uint32_t ExprArena::make(ExprNode::Kind kind, std::uint32_t a, std::uint32_
     }
     if (kind == K::Sub && a == b) return constant(0);
     if (kind == K::Max && a == b) return a;
-    if ((kind == K::Add || kind == K::Mul || kind == K::Max) && a > b) std::swap(a, b);  // older operand first
+    if (kind == K::Mul && x.kind == K::Const && x.value == 1) return b;
+    if (kind == K::Mul && y.kind == K::Const && y.value == 1) return a;
+    if (kind == K::Add && x.kind == K::Const && x.value == 0) return b;
+    if (kind == K::Add && y.kind == K::Const && y.value == 0) return a;
+    // Commutative operations list the running value first: compound operands before plain
+    // elements, then older before newer. So MAX R0, r1, r1 reads max(x0, x1, x2), as the seed.
+    if (kind == K::Add || kind == K::Mul || kind == K::Max) {
+        auto key = [&](std::uint32_t id) {
+            bool plain = nodes_[id].kind == K::Leaf || nodes_[id].kind == K::Const;
+            return std::pair{plain, id};
+        };
+        if (key(b) < key(a)) std::swap(a, b);
+    }
     nodes_.push_back(ExprNode{kind, a, b});
     return static_cast<std::uint32_t>(nodes_.size() - 1);
 }
