@@ -62,6 +62,7 @@ private:
     std::vector<std::pair<std::string, int>> scope_;  // loop variables in scope, outermost first
     std::vector<Interval> ranges_;                   // per slot: every value the variable can take
     std::vector<int> open_loops_;
+    std::vector<bool> definitely_written_;  // per register, at the point being lowered
 
     // ---- integer expressions ----
     [[noreturn]] void unknown_name(const Expr& e) {
@@ -198,6 +199,7 @@ private:
         if (n < 1 || n > kMaxRegisters)
             throw ToyError(tree_->registers->loc, fmt::format("the register file must have 1 to {} registers, not {}", kMaxRegisters, n));
         p_.registers = static_cast<int>(n);
+        definitely_written_.assign(static_cast<size_t>(n), false);
         for (const auto& row : all_ops()) p_.cycles[static_cast<size_t>(row.op)] = row.cycles;
         for (const auto& cost : tree_->costs) {
             std::int64_t c = constant(*cost.cycles, "a cycle cost");
@@ -277,7 +279,10 @@ private:
         ranges_.resize(scope_.size());
         ranges_[static_cast<size_t>(info.slot)] = (lo.lo > lo.hi || hi.lo > hi.hi) ? Interval{1, 0} : Interval{lo.lo, hi.hi - 1};
         open_loops_.push_back(index);
+        // A write inside the body is definite after the loop only if the body surely runs.
+        std::vector<bool> written_before = definitely_written_;
         lower_body(l.body);
+        if (!(lo.hi < hi.lo)) definitely_written_ = std::move(written_before);
         open_loops_.pop_back();
         scope_.pop_back();
         int end = emit_plain(Code::LoopEnd);
@@ -312,10 +317,15 @@ private:
                                                   operand_name(op, i), want_mem ? "a DRAM element such as x[i]" : "a register such as R0",
                                                   got));
             }
-            if (is_mem)
+            if (is_mem) {
                 inst.mem = lower_memory(o, want == OperandKind::MemWrite, op);
-            else
-                inst.reg[inst.reg_count++] = lower_register(o, inst);
+                continue;
+            }
+            std::int32_t r = lower_register(o, inst);
+            bool proven = r >= 0 && definitely_written_[static_cast<size_t>(r)];
+            if (want == OperandKind::RegRead && !proven) inst.unproven_reads |= static_cast<std::uint8_t>(1u << inst.reg_count);
+            if (want == OperandKind::RegWrite && r >= 0) definitely_written_[static_cast<size_t>(r)] = true;
+            inst.reg[inst.reg_count++] = r;
         }
         int at = emit_plain(inst.code);
         p_.code[static_cast<size_t>(at)] = inst;
@@ -363,6 +373,7 @@ private:
         m.array = array;
         m.address.constant = a.base;
         m.bounds_proven = true;
+        m.always_present = a.role == ast::Role::Input;
         for (size_t d = 0; d < a.dims.size(); ++d) {
             Affine s = affine(*o.subscripts[d]);
             Interval r = range(s);

@@ -199,10 +199,16 @@ void execute(const Program& p, Domain& dom, State<typename Domain::Value>& s, Tr
         }
         return resolved;
     };
-    auto read = [&](const std::int32_t* R, int k) {
-        if (!written[R[k]]) fail_unwritten_register(p, pc, k, R[k], vars);
+    auto read = [&](const Inst& in, const std::int32_t* R, int k) {
+        if (((in.unproven_reads >> k) & 1) && !written[R[k]]) fail_unwritten_register(p, pc, k, R[k], vars);
         return regs[R[k]];
     };
+    // Every ISA instruction: count it against the step limit and in its execution counter.
+#define TOYSIM_STEP()                                                      \
+    if (steps == max_steps) fail_step_limit(p, pc, max_steps, vars);       \
+    ++steps;                                                               \
+    ++executed[pc];                                                        \
+    const std::int32_t* R = registers_of(in)
 
     for (;;) {
         const Inst& in = code[pc];
@@ -220,17 +226,11 @@ void execute(const Program& p, Domain& dom, State<typename Domain::Value>& s, Tr
                 continue;
             }
             case Code::Halt: return;
-            default: break;
-        }
-        if (steps == max_steps) fail_step_limit(p, pc, max_steps, vars);
-        ++steps;
-        ++executed[pc];
-        const std::int32_t* R = registers_of(in);
-        switch (in.code) {
             case Code::LOAD: {
+                TOYSIM_STEP();
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
-                if (!present[at]) fail_unwritten_element(p, pc, m, vars);
+                if (!m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
                 ++reads[at];
                 regs[R[0]] = dram[at];
                 written[R[0]] = 1;
@@ -238,7 +238,8 @@ void execute(const Program& p, Domain& dom, State<typename Domain::Value>& s, Tr
                 break;
             }
             case Code::STORE: {
-                V v = read(R, 0);
+                TOYSIM_STEP();
+                V v = read(in, R, 0);
                 std::int64_t at = address(mems[in.mem]);
                 dram[at] = v;
                 present[at] = 1;
@@ -251,18 +252,19 @@ void execute(const Program& p, Domain& dom, State<typename Domain::Value>& s, Tr
 #define TOYSIM_ALU_Memory(NAME, SIG, SEM)
 #define TOYSIM_ALU_Move(NAME, SIG, SEM) TOYSIM_ALU(NAME, SIG, SEM)
 #define TOYSIM_ALU_Compute(NAME, SIG, SEM) TOYSIM_ALU(NAME, SIG, SEM)
-#define TOYSIM_ALU(NAME, SIG, SEM)                            \
-    case Code::NAME: {                                        \
-        constexpr int sources = register_reads(SIG);          \
-        [[maybe_unused]] V a = read(R, 0);                    \
-        [[maybe_unused]] V b = sources > 1 ? read(R, 1) : a;  \
-        [[maybe_unused]] V c = sources > 2 ? read(R, 2) : a;  \
-        [[maybe_unused]] Domain& D = dom;                     \
-        V result = SEM;                                       \
-        regs[R[sources]] = result;                            \
-        written[R[sources]] = 1;                              \
+#define TOYSIM_ALU(NAME, SIG, SEM)                                                \
+    case Code::NAME: {                                                            \
+        TOYSIM_STEP();                                                            \
+        constexpr int sources = register_reads(SIG);                              \
+        [[maybe_unused]] V a = read(in, R, 0);                                    \
+        [[maybe_unused]] V b = sources > 1 ? read(in, R, 1) : a;                  \
+        [[maybe_unused]] V c = sources > 2 ? read(in, R, 2) : a;                  \
+        [[maybe_unused]] Domain& D = dom;                                         \
+        V result = SEM;                                                           \
+        regs[R[sources]] = result;                                                \
+        written[R[sources]] = 1;                                                  \
         if constexpr (Tracer::enabled) tracer.step(pc, R[sources], vars, result); \
-        break;                                                \
+        break;                                                                    \
     }
 #define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SEM) TOYSIM_ALU_##CLASS(NAME, SIG, SEM)
             TOYSIM_OPCODES(X)
@@ -271,10 +273,10 @@ void execute(const Program& p, Domain& dom, State<typename Domain::Value>& s, Tr
 #undef TOYSIM_ALU_Compute
 #undef TOYSIM_ALU_Move
 #undef TOYSIM_ALU_Memory
-            default: break;
         }
         ++pc;
     }
+#undef TOYSIM_STEP
 }
 
 template <class Value>
@@ -373,9 +375,9 @@ CheckResult evaluate(const Program& p, const State<double>& s, const CheckSpec& 
     for (std::int64_t i = 0; i < count; ++i) {
         std::int64_t at = out_at + i;
         double want = ref.data[static_cast<size_t>(ref_at + i)];
-        std::string name = p.element_ref(spec.target, at - target.base);
+        auto name = [&] { return p.element_ref(spec.target, at - target.base); };
         if (!s.present[static_cast<size_t>(at)]) {
-            if (r.ok) r.first_wrong = fmt::format("{} was never written", name);
+            if (r.ok) r.first_wrong = fmt::format("{} was never written", name());
             r.ok = false;
             r.max_abs_err = r.max_rel_err = INFINITY;
             continue;
@@ -388,7 +390,7 @@ CheckResult evaluate(const Program& p, const State<double>& s, const CheckSpec& 
         r.max_rel_err = std::max(r.max_rel_err, rel);
         // Relative to the element, or for elements near zero to a thousandth of the largest.
         if (!(err <= spec.tolerance * std::max(std::abs(want), 1e-3 * peak))) {
-            if (r.ok) r.first_wrong = fmt::format("{} = {:.17g} but the reference is {:.17g}", name, got, want);
+            if (r.ok) r.first_wrong = fmt::format("{} = {:.17g} but the reference is {:.17g}", name(), got, want);
             r.ok = false;
         }
     }

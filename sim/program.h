@@ -48,6 +48,7 @@ struct MemRef {
     std::vector<Affine> subscripts;  // one per dimension
     Affine address;                  // absolute flat DRAM address
     bool bounds_proven = false;      // every reachable subscript is in range: skip the check
+    bool always_present = false;     // an input array: every element holds a value
 };
 
 // Internal codes beyond the ISA's opcodes: loop control and the end of the program.
@@ -64,6 +65,9 @@ struct Inst {
     Code code;
     bool dynamic_registers = false;  // some register operand is R[expr]
     std::uint8_t reg_count = 0;
+    // Bit k: register operand k might be read before any write reaches it, so the executor
+    // checks it. Reads the compiler proves safe (definite assignment) skip the check.
+    std::uint8_t unproven_reads = 0;
     std::array<std::int32_t, 4> reg{};  // register operands in source order; -1-k: dynamic entry k
     std::int32_t mem = -1;              // MemRef index (LOAD/STORE)
     std::int32_t loop = -1;             // LoopInfo index (LoopBegin/LoopEnd)
