@@ -38,8 +38,10 @@ std::string number(double v) {
     return format_number(v, 4);
 }
 
+std::string plural(std::uint64_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+
 // JSON has no infinity: an unbounded error is written as null.
-nlohmann::json json_number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+nlohmann::ordered_json json_number(double v) { return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); }
 
 std::string role_name(ast::Role r) {
     return r == ast::Role::Input ? "input" : r == ast::Role::Output ? "output" : "scratch";
@@ -122,8 +124,8 @@ std::vector<std::pair<std::string, std::string>> counter_rows(const Program& p, 
     return rows;
 }
 
-nlohmann::json run_json(const Program& p, const RunResult& r, bool stats) {
-    using nlohmann::json;
+nlohmann::ordered_json run_json(const Program& p, const RunResult& r, bool stats) {
+    using json = nlohmann::ordered_json;
     const Counters& c = r.counters;
     json j;
     j["program"] = p.source->path;
@@ -215,7 +217,7 @@ std::string format_run(const Program& p, const RunResult& r, Format format, bool
     counters.rows.push_back({"DRAM reads", std::to_string(c.dram_reads)});
     counters.rows.push_back({"DRAM writes", std::to_string(c.dram_writes)});
     counters.rows.push_back({"peak registers", fmt::format("{} of {}", c.peak_registers, p.registers)});
-    counters.rows.push_back({"arithmetic intensity", fmt::format("{} compute ops per DRAM access", number(c.arithmetic_intensity()))});
+    counters.rows.push_back({"arithmetic intensity (compute ops per DRAM access)", number(c.arithmetic_intensity())});
     out += render_table(counters, format) + "\n";
     Table arrays{{"array", "role", "shape", "reads", "writes", "elements read", "max reads/element"},
                  {false, false, false, true, true, true, true}, {}};
@@ -235,7 +237,7 @@ std::string format_run(const Program& p, const RunResult& r, Format format, bool
 }
 
 std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& options) {
-    using nlohmann::json;
+    using json = nlohmann::ordered_json;
     std::vector<std::uint32_t> shown;
     if (tr.symbolic)
         for (const auto& s : tr.steps)
@@ -248,9 +250,18 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
     std::map<int, size_t> column;
     for (size_t i = 0; i < tr.registers_used.size(); ++i) column[tr.registers_used[i]] = i;
     std::vector<std::string> current(tr.registers_used.size());
+    // Step counts instructions from 1; with the seed's costs (1 cycle each) it is also the
+    // cycle. When a program sets other costs, a Cycle column shows when each step finishes.
+    bool unit_costs = std::all_of(p.cycles.begin(), p.cycles.end(), [](int c) { return c == 1; });
+    size_t first_register = unit_costs ? 2 : 3;
     Table t;
     t.header = {"Step", "Instruction"};
     t.right_aligned = {true, false};
+    if (!unit_costs) {
+        t.header.insert(t.header.begin() + 1, "Cycle");
+        t.right_aligned.insert(t.right_aligned.begin() + 1, true);
+    }
+    std::uint64_t cycle = 0;
     for (int r : tr.registers_used) {
         t.header.push_back(fmt::format("R{}", r));
         t.right_aligned.push_back(false);
@@ -260,15 +271,17 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
         const TraceStep& s = tr.steps[i];
         std::vector<std::string> previous = current;
         if (s.reg >= 0) current[column[s.reg]] = value_text(s);
+        cycle += static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(p.code[static_cast<size_t>(s.pc)].code)]);
         std::vector<std::string> row = {std::to_string(i + 1), render_instruction(p, s.pc, s.vars.data())};
+        if (!unit_costs) row.insert(row.begin() + 1, std::to_string(cycle));
         for (size_t c = 0; c < current.size(); ++c)
             row.push_back(options.ditto && !current[c].empty() && current[c] == previous[c] && !(s.reg >= 0 && column[s.reg] == c) ? "\""
                                                                                                                                  : current[c]);
         if (options.format == Format::Json) {
             json regs = json::object();
             for (size_t c = 0; c < current.size(); ++c)
-                if (!current[c].empty()) regs[t.header[c + 2]] = current[c];
-            json step = {{"step", i + 1}, {"instruction", row[1]}, {"registers", regs}};
+                if (!current[c].empty()) regs[t.header[c + first_register]] = current[c];
+            json step = {{"step", i + 1}, {"cycle", cycle}, {"instruction", render_instruction(p, s.pc, s.vars.data())}, {"registers", regs}};
             if (s.reg >= 0) step["writes"] = fmt::format("R{}", s.reg);
             steps.push_back(step);
         }
@@ -280,15 +293,15 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
     std::string mix;
     for (const auto& row : all_ops())
         if (auto n = c.by_opcode[static_cast<size_t>(row.op)]) mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", n, row.mnemonic);
-    std::string summary = fmt::format("{} cycles, {} instructions ({}); DRAM: {} reads, {} writes; {} registers used",
-                                      c.cycles, c.instructions, mix.empty() ? "none" : mix, c.dram_reads, c.dram_writes,
-                                      c.peak_registers);
+    std::string summary = fmt::format("{}, {} ({}); DRAM: {}, {}; {} used", plural(c.cycles, "cycle"),
+                                      plural(c.instructions, "instruction"), mix.empty() ? "none" : mix, plural(c.dram_reads, "read"),
+                                      plural(c.dram_writes, "write"), plural(static_cast<std::uint64_t>(c.peak_registers), "register"));
     if (options.format == Format::Json) {
         json j;
         j["program"] = p.source->path;
         j["values"] = tr.symbolic ? "symbolic" : "numeric";
         j["registers"] = json::array();
-        for (size_t k = 2; k < t.header.size(); ++k) j["registers"].push_back(t.header[k]);
+        for (size_t k = first_register; k < t.header.size(); ++k) j["registers"].push_back(t.header[k]);
         j["steps"] = steps;
         j["legend"] = json::object();
         for (const auto& [name, def] : legend) j["legend"][name] = def;
@@ -323,7 +336,7 @@ std::string format_compare(const std::vector<std::string>& names, const std::vec
     }
     keys.push_back("check");
     if (format == Format::Json) {
-        nlohmann::json j = nlohmann::json::array();
+        nlohmann::ordered_json j = nlohmann::ordered_json::array();
         for (size_t i = 0; i < programs.size(); ++i) {
             auto entry = run_json(*programs[i], *results[i], false);
             entry["name"] = names[i];

@@ -25,7 +25,7 @@ std::string render_table(const Table& table, Format format);
 std::vector<std::pair<std::string, std::string>> counter_rows(const Program& program, const Counters& counters);
 
 std::string format_run(const Program& program, const RunResult& result, Format format, bool stats);
-nlohmann::json run_json(const Program& program, const RunResult& result, bool stats);
+nlohmann::ordered_json run_json(const Program& program, const RunResult& result, bool stats);
 
 struct TraceOptions {
     Format format = Format::Table;
