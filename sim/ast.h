@@ -101,6 +101,7 @@ struct Cost {
 struct Expect {
     std::string counter;
     std::string array;  // for reads(ARRAY) / writes(ARRAY)
+    Loc array_loc;
     ExprPtr value;
     Loc loc;
 };

@@ -1,5 +1,6 @@
 // Binding parameters and lowering the AST to the flat code of program.h.
 #include <algorithm>
+#include <charconv>
 #include <fmt/format.h>
 #include <limits>
 #include <set>
@@ -73,6 +74,10 @@ private:
         std::string hint = guess ? fmt::format("; did you mean '{}'?", *guess) : "";
         if (p_.find_array(e.name) >= 0)
             throw ToyError(e.loc, fmt::format("'{}' is an array, not a number: use it with subscripts in an instruction", e.name));
+        for (const auto& p : tree_->params)
+            if (p.name == e.name)
+                throw ToyError(e.loc, fmt::format("parameter '{}' is used before its value is known: a default may use only "
+                                                  "parameters declared above it", e.name));
         throw ToyError(e.loc, fmt::format("unknown name '{}'{}", e.name, hint));
     }
 
@@ -151,14 +156,18 @@ private:
         return a.constant;
     }
 
+    // Every value the expression can take, given the loop variables' ranges; "anything" when
+    // the arithmetic could overflow, so nothing is proven from a wrapped interval.
     Interval range(const Affine& a) const {
+        constexpr Interval anything{std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()};
         Interval out{a.constant, a.constant};
         for (int t = 0; t < a.terms; ++t) {
             const Interval& r = ranges_[a.var[t]];
             if (r.lo > r.hi) return {1, 0};  // unreachable: the loop never runs
-            std::int64_t x = a.coef[t] * r.lo, y = a.coef[t] * r.hi;
-            out.lo += std::min(x, y);
-            out.hi += std::max(x, y);
+            std::int64_t x, y;
+            if (__builtin_mul_overflow(a.coef[t], r.lo, &x) || __builtin_mul_overflow(a.coef[t], r.hi, &y)) return anything;
+            if (__builtin_add_overflow(out.lo, std::min(x, y), &out.lo) || __builtin_add_overflow(out.hi, std::max(x, y), &out.hi))
+                return anything;
         }
         return out;
     }
@@ -176,9 +185,9 @@ private:
                     list += (list.empty() ? "" : ", ") + p.name;
                 }
                 auto guess = nearest(name, names);
-                std::string hint = guess ? fmt::format("did you mean '{}'? ", *guess) : "";
-                throw ToyError(fmt::format("--set {}: unknown parameter '{}'; {}(this program's parameters: {})", name,
-                                           name, hint, list.empty() ? "none" : list));
+                std::string hint = guess ? fmt::format("; did you mean '{}'?", *guess) : "";
+                throw ToyError(fmt::format("--set {}: unknown parameter '{}'{} (this program's parameters: {})", name, name, hint,
+                                           list.empty() ? "none" : list));
             }
             given.insert(name);
         }
@@ -194,7 +203,7 @@ private:
 
     void bind_machine() {
         if (!tree_->registers)
-            throw ToyError(Loc{1, 1, 1}, "the program does not say how many registers the machine has: add 'registers N'");
+            throw ToyError("the program does not say how many registers the machine has: add 'registers N'");
         std::int64_t n = constant(*tree_->registers, "the register count");
         if (n < 1 || n > kMaxRegisters)
             throw ToyError(tree_->registers->loc, fmt::format("the register file must have 1 to {} registers, not {}", kMaxRegisters, n));
@@ -269,6 +278,8 @@ private:
         if (params_.count(l.var)) throw ToyError(l.var_loc, fmt::format("loop variable '{}' hides the parameter of that name", l.var));
         for (const auto& [name, slot] : scope_)
             if (name == l.var) throw ToyError(l.var_loc, fmt::format("loop variable '{}' is already used by an enclosing loop", l.var));
+        if (!has_instructions(l.body))
+            throw ToyError(l.loc, "this loop contains no instructions: it would only spin (loops cost nothing and show nothing)");
         LoopInfo info{static_cast<int>(scope_.size()), affine(*l.lo), affine(*l.hi), l.var, l.loc};
         Interval lo = range(info.lo), hi = range(info.hi);
         int index = static_cast<int>(p_.loops.size());
@@ -289,6 +300,12 @@ private:
         p_.code[static_cast<size_t>(end)].loop = index;
         p_.code[static_cast<size_t>(end)].jump = begin;
         p_.code[static_cast<size_t>(begin)].jump = end;
+    }
+
+    static bool has_instructions(const std::vector<ast::Statement>& body) {
+        for (const auto& s : body)
+            if (std::holds_alternative<ast::Instruction>(s) || has_instructions(std::get<std::unique_ptr<ast::Loop>>(s)->body)) return true;
+        return false;
     }
 
     static std::string_view kind_name(ast::Operand::Kind k) {
@@ -386,9 +403,12 @@ private:
     }
 
     // ---- checks and expectations ----
-    std::vector<std::int64_t> constant_index(const std::vector<ast::ExprPtr>& subs) {
+    std::vector<std::int64_t> constant_index(const std::vector<ast::ExprPtr>& subs, std::vector<Loc>* locs = nullptr) {
         std::vector<std::int64_t> out;
-        for (const auto& s : subs) out.push_back(constant(*s, "a check index"));
+        for (const auto& s : subs) {
+            out.push_back(constant(*s, "a check index"));
+            if (locs) locs->push_back(s->loc);
+        }
         return out;
     }
 
@@ -416,14 +436,15 @@ private:
             spec.target = array_named(c.target, c.target_loc);
             if (p_.arrays[static_cast<size_t>(spec.target)].role == ast::Role::Input)
                 throw ToyError(c.target_loc, fmt::format("'{}' is an input; a check compares an output with a reference", c.target));
-            spec.target_index = constant_index(c.target_index);
+            std::vector<Loc> target_locs, reference_locs;
+            spec.target_index = constant_index(c.target_index, &target_locs);
             spec.function = c.function;
             std::vector<std::string> arg_names;
             for (const auto& [name, loc] : c.args) {
                 spec.args.push_back(array_named(name, loc));
                 arg_names.push_back(name);
             }
-            spec.reference_index = constant_index(c.reference_index);
+            spec.reference_index = constant_index(c.reference_index, &reference_locs);
             if (c.tolerance) spec.tolerance = *c.tolerance;
             spec.text = fmt::format("{}{} = {}({}){}", c.target, index_text(spec.target_index), c.function,
                                     fmt::join(arg_names, ", "), index_text(spec.reference_index));
@@ -431,24 +452,29 @@ private:
             std::vector<std::vector<std::int64_t>> shapes;
             for (int a : spec.args) shapes.push_back(p_.arrays[static_cast<size_t>(a)].dims);
             std::vector<std::int64_t> ref_shape = reference_shape(spec.function, shapes, c.function_loc);
-            auto sub = [&](std::vector<std::int64_t> shape, const std::vector<std::int64_t>& index, Loc loc, std::string_view what) {
+            auto sub = [&](std::vector<std::int64_t> shape, const std::vector<std::int64_t>& index, const std::vector<Loc>& locs,
+                           Loc loc, std::string_view what) {
                 if (index.size() > shape.size())
-                    throw ToyError(loc, fmt::format("{} has {} dimensions; too many indices", what, shape.size()));
+                    throw ToyError(locs[shape.size()], fmt::format("{} has {} dimension{}; too many indices", what, shape.size(),
+                                                                   shape.size() == 1 ? "" : "s"));
                 for (size_t d = 0; d < index.size(); ++d)
                     if (index[d] < 0 || index[d] >= shape[d])
-                        throw ToyError(loc, fmt::format("index {} is out of range for {} (dimension {} has {} entries)", index[d], what, d, shape[d]));
+                        throw ToyError(locs[d], fmt::format("index {} is out of range for {}: dimension {} has {} entries (0..{})",
+                                                            index[d], what, d + 1, shape[d], shape[d] - 1));
+                (void)loc;
                 return std::vector<std::int64_t>(shape.begin() + static_cast<long>(index.size()), shape.end());
             };
-            auto lhs = sub(p_.arrays[static_cast<size_t>(spec.target)].dims, spec.target_index, c.target_loc, c.target);
-            auto rhs = sub(ref_shape, spec.reference_index, c.function_loc, c.function + "(...)");
+            auto lhs = sub(p_.arrays[static_cast<size_t>(spec.target)].dims, spec.target_index, target_locs, c.target_loc, c.target);
+            auto rhs = sub(ref_shape, spec.reference_index, reference_locs, c.function_loc, c.function + "(...)");
             if (lhs != rhs)
-                throw ToyError(c.loc, fmt::format("check compares a {} region with a {} reference", shape_text(lhs), shape_text(rhs)));
+                throw ToyError(c.loc, fmt::format("the two sides differ in shape: {} is {}, but the reference is {}",
+                                                  c.target + index_text(spec.target_index), shape_text(lhs), shape_text(rhs)));
             p_.checks.push_back(std::move(spec));
         }
     }
 
     static std::string shape_text(const std::vector<std::int64_t>& shape) {
-        if (shape.empty()) return "single-element";
+        if (shape.empty()) return "one element";
         return fmt::format("{}", fmt::join(shape, "×"));
     }
 
@@ -474,7 +500,7 @@ private:
             if (!e.array.empty()) {
                 if (spec.counter != Counter::Reads && spec.counter != Counter::Writes)
                     throw ToyError(e.loc, "only reads(ARRAY) and writes(ARRAY) take an array");
-                spec.array = array_named(e.array, e.loc);
+                spec.array = array_named(e.array, e.array_loc);
             }
             spec.value = constant(*e.value, "an expected figure");
             spec.text = e.array.empty() ? e.counter : fmt::format("{}({})", e.counter, e.array);
@@ -537,14 +563,14 @@ std::pair<std::string, std::int64_t> parse_setting(std::string_view text) {
         throw ToyError(fmt::format("--set {}: expected NAME=INTEGER, e.g. --set n=1024", text));
     std::string value(text.substr(eq + 1));
     std::int64_t v = 0;
-    size_t used = 0;
-    try {
-        v = std::stoll(value, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    while (used < value.size() && value[used] == ' ') ++used;
-    if (used == 0 || used != value.size())
+    const char* first = value.data();
+    const char* last = value.data() + value.size();
+    while (first < last && *first == ' ') ++first;
+    while (last > first && last[-1] == ' ') --last;
+    auto [end, ec] = std::from_chars(first, last, v);
+    if (ec == std::errc::result_out_of_range)
+        throw ToyError(fmt::format("--set {}: '{}' is too large (parameters are 64-bit integers)", text, value));
+    if (ec != std::errc() || end != last || first == last)
         throw ToyError(fmt::format("--set {}: '{}' is not an integer", text, value));
     return {name, v};
 }

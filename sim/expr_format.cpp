@@ -54,39 +54,59 @@ ExprFormatter::ExprFormatter(const ExprArena& arena, const Program& program, con
             work.push_back(child);
         }
     }
+    // Values stored to DRAM are named after their element, whatever their width.
     std::set<std::string> taken(arena.leaf_names().begin(), arena.leaf_names().end());
-    std::vector<std::uint32_t> abbreviated;
-    // Pass 1, in id order (children before parents): decide which nodes get a name.
-    // Abbreviations get a two-character placeholder until every name is known.
+    std::map<std::uint32_t, std::string> stored;
     for (auto id : seen) {
         const ExprNode& n = arena[id];
-        text_[id] = expand(id);
-        if (atomic(n)) continue;
-        const Uses& u = uses[id];
-        int width = display_width(text_[id]);
-        if (n.stored_at >= 0) {
-            int array = program.array_of_address(n.stored_at);
-            name_[id] = program.element_symbol(array, n.stored_at - program.arrays[static_cast<size_t>(array)].base);
-            taken.insert(name_[id]);
-        } else if ((u.nested && (width > kNestedWidth || n.kind == K::Max)) || ((u.root || u.spliced) && width > kCellWidth)) {
-            abbreviated.push_back(id);
-            name_[id] = std::string(1, prefix(n.kind)) + "?";
-        }
+        if (atomic(n) || n.stored_at < 0) continue;
+        int array = program.array_of_address(n.stored_at);
+        stored[id] = program.element_symbol(array, n.stored_at - program.arrays[static_cast<size_t>(array)].base);
+        taken.insert(stored[id]);
     }
-    // Short names by operation, numbered in order of creation when a letter is used twice.
-    std::map<char, int> per_prefix, counter;
-    for (auto id : abbreviated) ++per_prefix[prefix(arena[id].kind)];
-    for (auto id : abbreviated) {
-        char p = prefix(arena[id].kind);
-        std::string candidate(1, p);
-        if (per_prefix[p] > 1 || taken.count(candidate)) {
-            do candidate = p + std::to_string(++counter[p]);
-            while (taken.count(candidate));
+    // Which other values get a short name depends on widths, and widths depend on the names
+    // chosen ("m" or "m1"): iterate until the choice is stable (it settles in two or three
+    // rounds; the bound only guards against a cycle).
+    std::vector<std::uint32_t> abbreviated, previous;
+    std::map<std::uint32_t, std::string> final_names;
+    for (int round = 0; round < 8; ++round) {
+        name_ = stored;
+        abbreviated.clear();
+        // In id order (children before parents): measure each value with the names decided so
+        // far, using last round's name where there is one and a placeholder otherwise.
+        for (auto id : seen) {
+            const ExprNode& n = arena[id];
+            text_[id] = expand(id);
+            if (atomic(n) || name_.count(id)) continue;
+            const Uses& u = uses[id];
+            int width = display_width(text_[id]);
+            if ((u.nested && (width > kNestedWidth || n.kind == K::Max)) || ((u.root || u.spliced) && width > kCellWidth)) {
+                abbreviated.push_back(id);
+                auto it = final_names.find(id);
+                name_[id] = it != final_names.end() ? it->second : std::string(1, prefix(n.kind)) + "?";
+            }
         }
-        taken.insert(candidate);
-        name_[id] = candidate;
+        // Short names by operation, numbered in order of creation when a letter is used twice.
+        final_names.clear();
+        std::set<std::string> used = taken;
+        std::map<char, int> per_prefix, counter;
+        for (auto id : abbreviated) ++per_prefix[prefix(arena[id].kind)];
+        for (auto id : abbreviated) {
+            char p = prefix(arena[id].kind);
+            std::string candidate(1, p);
+            if (per_prefix[p] > 1 || used.count(candidate)) {
+                do candidate = p + std::to_string(++counter[p]);
+                while (used.count(candidate));
+            }
+            used.insert(candidate);
+            final_names[id] = candidate;
+        }
+        bool stable = abbreviated == previous;
+        previous = abbreviated;
+        if (stable) break;
     }
-    // Pass 2: every expansion in its final form.
+    name_ = stored;
+    name_.insert(final_names.begin(), final_names.end());
     for (auto id : seen) text_[id] = expand(id);
 }
 

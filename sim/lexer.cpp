@@ -32,6 +32,8 @@ std::vector<Token> lex(const SourceFile& source) {
                 tokens.push_back({Tok::Ident, line.substr(start, i - start), at(start, i - start)});
             } else if (digit(ch) || (ch == '.' && i + 1 < line.size() && digit(line[i + 1]))) {
                 size_t start = i;
+                if (ch == '0' && i + 1 < line.size() && (line[i + 1] == 'x' || line[i + 1] == 'X' || line[i + 1] == 'b' || line[i + 1] == 'B'))
+                    throw ToyError(at(start, 2), "only decimal numbers are supported (no 0x or 0b prefixes)");
                 bool real = false;
                 while (i < line.size() && digit(line[i])) ++i;
                 // "0..n" is a range, not the real number "0."
@@ -49,6 +51,12 @@ std::vector<Token> lex(const SourceFile& source) {
                         while (i < line.size() && digit(line[i])) ++i;
                     }
                 }
+                // "2.0.5": a second fraction is a malformed number, not a range or a new number.
+                if (real && i < line.size() && line[i] == '.' && !(i + 1 < line.size() && line[i + 1] == '.')) {
+                    size_t end = i + 1;
+                    while (end < line.size() && (digit(line[end]) || line[end] == '.')) ++end;
+                    throw ToyError(at(start, end - start), fmt::format("malformed number '{}'", line.substr(start, end - start)));
+                }
                 // A letter right after a number is left to the parser: "3n" reads as 3 * n.
                 tokens.push_back({real ? Tok::Real : Tok::Integer, line.substr(start, i - start), at(start, i - start)});
             } else if (ch == '.' && i + 1 < line.size() && line[i + 1] == '.') {
@@ -63,7 +71,9 @@ std::vector<Token> lex(const SourceFile& source) {
                 size_t len = 1;
                 if (static_cast<unsigned char>(ch) >= 0x80)  // a whole UTF-8 sequence, e.g. "×" or "−"
                     while (i + len < line.size() && (static_cast<unsigned char>(line[i + len]) & 0xC0) == 0x80) ++len;
-                throw ToyError(at(i, 1), fmt::format("unexpected character '{}'", line.substr(i, len)));
+                std::string_view text = line.substr(i, len);
+                std::string hint = text == "×" || text == "·" ? "; write '*' for multiplication" : text == "−" ? "; write '-' for minus" : "";
+                throw ToyError(at(i, 1), fmt::format("unexpected character '{}'{}", text, hint));
             }
         }
         if (depth == 0) tokens.push_back({Tok::Newline, {}, at(line.size(), 1)});

@@ -112,23 +112,26 @@ int memory_operand_position(const Program& p, std::int32_t pc) {
 
 std::string subscript_text(const MemRef& m, const std::int64_t* vars) {
     std::string out;
-    for (const auto& s : m.subscripts) out += fmt::format("[{}]", s.eval(vars));
+    for (const auto& s : m.subscripts) {
+        std::int64_t v;
+        out += s.eval_checked(vars, v) ? fmt::format("[{}]", v) : "[(overflow)]";
+    }
     return out;
 }
 
 [[noreturn]] __attribute__((cold)) void fail_bounds(const Program& p, std::int32_t pc, const MemRef& m, const std::int64_t* vars) {
     const ArrayInfo& a = p.arrays[static_cast<size_t>(m.array)];
-    std::string shape = a.dims.size() == 1 ? fmt::format("{} element{} (index 0..{})", a.dims[0], a.dims[0] == 1 ? "" : "s", a.dims[0] - 1)
-                                           : fmt::format("{}", fmt::join(a.dims, "×"));
+    std::string shape = a.dims.size() == 1 ? fmt::format("has {} element{} (index 0..{})", a.dims[0], a.dims[0] == 1 ? "" : "s", a.dims[0] - 1)
+                                           : fmt::format("is {}", fmt::join(a.dims, "×"));
     throw ToyError(operand_loc(p, pc, memory_operand_position(p, pc)),
-                   fmt::format("{}{} is out of bounds: {} is {}{}", a.name, subscript_text(m, vars), a.name, shape, loop_context(p, pc, vars)));
+                   fmt::format("{}{} is out of bounds: {} {}{}", a.name, subscript_text(m, vars), a.name, shape, loop_context(p, pc, vars)));
 }
 
 [[noreturn]] __attribute__((cold)) void fail_unwritten_element(const Program& p, std::int32_t pc, const MemRef& m, const std::int64_t* vars) {
     const ArrayInfo& a = p.arrays[static_cast<size_t>(m.array)];
     throw ToyError(operand_loc(p, pc, memory_operand_position(p, pc)),
-                   fmt::format("{}{} is read before anything was stored there ({} is an {} array){}", a.name, subscript_text(m, vars),
-                               a.name, a.role == ast::Role::Output ? "output" : "scratch", loop_context(p, pc, vars)));
+                   fmt::format("{}{} is read before anything was stored there ({} is {} array){}", a.name, subscript_text(m, vars),
+                               a.name, a.role == ast::Role::Output ? "an output" : "a scratch", loop_context(p, pc, vars)));
 }
 
 [[noreturn]] __attribute__((cold)) void fail_unwritten_register(const Program& p, std::int32_t pc, int reg_index, std::int32_t reg,
@@ -144,9 +147,21 @@ std::string subscript_text(const MemRef& m, const std::int64_t* vars) {
 }
 
 [[noreturn]] __attribute__((cold)) void fail_register_range(const Program& p, std::int32_t pc, const DynamicRegister& d, std::int64_t r,
-                                                           const std::int64_t* vars) {
-    throw ToyError(d.loc, fmt::format("register R{} is beyond the register file ({} registers: R0..R{}){}", r, p.registers,
-                                      p.registers - 1, loop_context(p, pc, vars)));
+                                                           bool overflow, const std::int64_t* vars) {
+    std::string which = overflow ? "register index overflows" : fmt::format("register index {} is out of range", r);
+    throw ToyError(d.loc, fmt::format("{}: the register file has {} register{} (R0..R{}){}", which, p.registers,
+                                      p.registers == 1 ? "" : "s", p.registers - 1, loop_context(p, pc, vars)));
+}
+
+[[noreturn]] __attribute__((cold)) void fail_loop_bound(const Program& p, std::int32_t pc, const std::int64_t* vars) {
+    const LoopInfo& l = p.loops[static_cast<size_t>(p.code[static_cast<size_t>(pc)].loop)];
+    throw ToyError(l.loc, fmt::format("the bounds of loop '{}' overflow 64-bit integers{}", l.var, loop_context(p, pc, vars)));
+}
+
+[[noreturn]] __attribute__((cold)) void fail_iteration_limit(const Program& p, std::int32_t pc, std::uint64_t limit, const std::int64_t* vars) {
+    const LoopInfo& l = p.loops[static_cast<size_t>(p.code[static_cast<size_t>(pc)].loop)];
+    throw ToyError(l.loc, fmt::format("step limit reached: loops ran {} iterations and the program has not finished{}; raise it with --max-steps",
+                                      limit, loop_context(p, pc, vars)));
 }
 
 template <class Value>
@@ -173,6 +188,7 @@ void execute(const Program& p, Domain& dom, State<typename Domain::Value>& s, Tr
     std::int64_t vars[kMaxLoopDepth] = {};
     std::int64_t limit[kMaxLoopDepth] = {};
     std::uint64_t steps = 0;
+    std::uint64_t iterations = 0;  // loop iterations, against the same limit: no loop spins forever
     std::int32_t pc = 0;
     std::int32_t resolved[4];
 
@@ -180,11 +196,11 @@ void execute(const Program& p, Domain& dom, State<typename Domain::Value>& s, Tr
         if (!m.bounds_proven) {
             const ArrayInfo& a = p.arrays[static_cast<size_t>(m.array)];
             for (size_t d = 0; d < m.subscripts.size(); ++d) {
-                std::int64_t i = m.subscripts[d].eval(vars);
-                if (i < 0 || i >= a.dims[d]) fail_bounds(p, pc, m, vars);
+                std::int64_t i;
+                if (!m.subscripts[d].eval_checked(vars, i) || i < 0 || i >= a.dims[d]) fail_bounds(p, pc, m, vars);
             }
         }
-        return m.address.eval(vars);
+        return m.address.eval(vars);  // in bounds, so no overflow
     };
     auto registers_of = [&](const Inst& in) -> const std::int32_t* {
         if (!in.dynamic_registers) return in.reg.data();
@@ -192,8 +208,9 @@ void execute(const Program& p, Domain& dom, State<typename Domain::Value>& s, Tr
             resolved[k] = in.reg[static_cast<size_t>(k)];
             if (resolved[k] < 0) {
                 const DynamicRegister& d = p.dynamic_registers[static_cast<size_t>(-resolved[k] - 1)];
-                std::int64_t r = d.index.eval(vars);
-                if (r < 0 || r >= p.registers) fail_register_range(p, pc, d, r, vars);
+                std::int64_t r = 0;
+                bool fits = d.index.eval_checked(vars, r);
+                if (!fits || r < 0 || r >= p.registers) fail_register_range(p, pc, d, r, !fits, vars);
                 resolved[k] = static_cast<std::int32_t>(r);
             }
         }
@@ -215,12 +232,12 @@ void execute(const Program& p, Domain& dom, State<typename Domain::Value>& s, Tr
         switch (in.code) {
             case Code::LoopBegin: {
                 const LoopInfo& l = p.loops[static_cast<size_t>(in.loop)];
-                vars[l.slot] = l.lo.eval(vars);
-                limit[l.slot] = l.hi.eval(vars);
+                if (!l.lo.eval_checked(vars, vars[l.slot]) || !l.hi.eval_checked(vars, limit[l.slot])) fail_loop_bound(p, pc, vars);
                 pc = vars[l.slot] < limit[l.slot] ? pc + 1 : in.jump + 1;
                 continue;
             }
             case Code::LoopEnd: {
+                if (++iterations > max_steps) fail_iteration_limit(p, pc, max_steps, vars);
                 int slot = p.loops[static_cast<size_t>(in.loop)].slot;
                 pc = ++vars[slot] < limit[slot] ? in.jump + 1 : pc + 1;
                 continue;

@@ -75,6 +75,14 @@ private:
     }
 
     [[noreturn]] void fail(const Token& t, std::string_view what) {
+        // Inside ( ) and [ ] newlines are not tokens, so an unclosed bracket would be blamed
+        // on the next line: report it at the end of the line where the bracket is open.
+        if (pos_ > 0 && &t == &peek() && t.kind != Tok::End) {
+            const Token& before = tokens_[pos_ - 1];
+            if (before.kind != Tok::Newline && t.loc.line > before.loc.line)
+                throw ToyError(Loc{before.loc.line, before.loc.col + before.loc.len, 1},
+                               fmt::format("expected {} before the end of the line", what));
+        }
         throw ToyError(t.loc, fmt::format("expected {}, got {}", what, describe(t)));
     }
 
@@ -204,6 +212,7 @@ private:
     // ---- declarations ----
     void top_statement(Program& program) {
         const Token& head = peek();
+        if (head.kind == Tok::Punct && head.text == "}") throw ToyError(head.loc, "unmatched '}': no 'for' loop is open here");
         if (head.kind != Tok::Ident) fail(head, "a declaration, an instruction or 'for'");
         std::string_view word = head.text;
         if (word == "registers") {
@@ -280,7 +289,8 @@ private:
                     const Token& seed = peek();
                     if (seed.kind != Tok::Integer) fail(seed, "a seed (a non-negative integer)");
                     next();
-                    a.fill.seed = std::stoull(std::string(seed.text));
+                    auto [end, ec] = std::from_chars(seed.text.data(), seed.text.data() + seed.text.size(), a.fill.seed);
+                    if (ec != std::errc()) throw ToyError(seed.loc, fmt::format("seed '{}' is too large (at most 2^64 − 1)", seed.text));
                     if (at_punct(",")) {
                         next();
                         a.fill.lo = real_literal();
@@ -351,7 +361,9 @@ private:
         e.loc = counter.loc;
         if (at_punct("(")) {
             next();
-            e.array = std::string(expect_ident("an array name").text);
+            const Token& array = expect_ident("an array name");
+            e.array = std::string(array.text);
+            e.array_loc = array.loc;
             const Token& close = expect_punct(")");
             e.loc = span(counter.loc, close.loc);
         }
@@ -380,8 +392,12 @@ private:
         if (!at(Tok::Newline) && !at(Tok::End)) {
             for (;;) {
                 in.operands.push_back(operand());
-                if (!at_punct(",")) break;
-                next();
+                if (at_punct(",")) {
+                    next();
+                    continue;
+                }
+                if (!at(Tok::Newline) && !at(Tok::End)) fail(peek(), "',' between operands or the end of the line");
+                break;
             }
         }
         end_of_statement();

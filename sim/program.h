@@ -29,6 +29,14 @@ struct Affine {
         for (int t = 0; t < terms; ++t) v += coef[t] * vars[var[t]];
         return v;
     }
+    // The same with overflow detection, for values nothing proved small: false on overflow.
+    bool eval_checked(const std::int64_t* vars, std::int64_t& out) const {
+        std::int64_t v = constant, product;
+        for (int t = 0; t < terms; ++t)
+            if (__builtin_mul_overflow(coef[t], vars[var[t]], &product) || __builtin_add_overflow(v, product, &v)) return false;
+        out = v;
+        return true;
+    }
     bool is_constant() const { return terms == 0; }
 };
 

@@ -39,16 +39,15 @@ std::uint32_t ExprArena::make(ExprNode::Kind kind, std::uint32_t a, std::uint32_
     if (kind == K::Mul && y.kind == K::Const && y.value == 1) return a;
     if (kind == K::Add && x.kind == K::Const && x.value == 0) return b;
     if (kind == K::Add && y.kind == K::Const && y.value == 0) return a;
-    // Commutative operations list the running value first: compound operands before plain
-    // elements, then older before newer. So MAX R0, r1, r1 reads max(x0, x1, x2), as the seed.
+    // Commutative operations list the running value first: the taller expression, then the
+    // older one. So MAX R0, r1, r1 reads max(x0, x1, x2) and a MAC reads c + a·b, as the seed.
     if (kind == K::Add || kind == K::Mul || kind == K::Max) {
-        auto key = [&](std::uint32_t id) {
-            bool plain = nodes_[id].kind == K::Leaf || nodes_[id].kind == K::Const;
-            return std::pair{plain, id};
-        };
+        auto key = [&](std::uint32_t id) { return std::pair{-static_cast<std::int64_t>(nodes_[id].height), id}; };
         if (key(b) < key(a)) std::swap(a, b);
     }
+    std::uint32_t height = 1 + std::max(nodes_[a].height, kind == K::Exp ? 0u : nodes_[b].height);
     nodes_.push_back(ExprNode{kind, a, b});
+    nodes_.back().height = height;
     return static_cast<std::uint32_t>(nodes_.size() - 1);
 }
 

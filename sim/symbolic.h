@@ -1,6 +1,7 @@
 // The symbolic value domain: registers hold expressions over element names (a00, x1), built
-// in an arena. Nodes are created in program order, so a node's id tells which came first;
-// commutative operations list the older operand first, which is how the seed writes sums.
+// in an arena. Nodes are created in program order, so a node's id tells which came first.
+// Commutative operations list the accumulated operand first (the taller expression, then the
+// older one), which is how the seed writes running sums: s·e^(m − m') + e^(x − m').
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@ struct ExprNode {
     double value = 0;               // Const
     std::uint32_t leaf = 0;         // Leaf: index into leaf names
     std::int64_t stored_at = -1;    // first DRAM address this value was stored to
+    std::uint32_t height = 1;       // longest path to a leaf: how much has been accumulated
 };
 
 class ExprArena {

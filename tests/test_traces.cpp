@@ -5,15 +5,11 @@
 #include <sstream>
 
 #include "sim/cli/app.h"
+#include "support.h"
+
+using namespace toysim::testing;
 
 namespace {
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 // The first line where two texts differ, for a readable failure.
 std::string first_difference(const std::string& want, const std::string& got) {
     std::istringstream a(want), b(got);
@@ -29,7 +25,7 @@ std::string first_difference(const std::string& want, const std::string& got) {
 
 TEST_CASE("golden traces match byte for byte", "[traces]") {
     std::string root = TOYSIM_SOURCE_DIR;
-    std::istringstream manifest(slurp(root + "/traces/MANIFEST"));
+    std::istringstream manifest(read_text(root + "/traces/MANIFEST"));
     std::string line;
     int checked = 0;
     while (std::getline(manifest, line)) {
@@ -41,7 +37,7 @@ TEST_CASE("golden traces match byte for byte", "[traces]") {
         while (words >> word) args.push_back(word);
         std::ostringstream out, err;
         int code = toysim::cli::main(args, out, err);
-        std::string golden = slurp(root + "/traces/" + file);
+        std::string golden = read_text(root + "/traces/" + file);
         INFO("traces/" << file << ": toysim " << line.substr(line.find_first_not_of(' ', file.size())));
         INFO(first_difference(golden, out.str()));
         CHECK(code == 0);

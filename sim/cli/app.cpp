@@ -1,6 +1,7 @@
 #include "app.h"
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <fmt/format.h>
 #include <memory>
 #include <set>
@@ -72,13 +73,23 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
     bool stats = false, ditto = false;
     std::uint64_t max_steps = 0;
     const std::vector<std::string> formats = {"table", "json", "markdown", "csv"};
+    const CLI::Validator positive(
+        [](std::string& text) -> std::string {
+            std::uint64_t v = 0;
+            auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            if (ec != std::errc() || end != text.data() + text.size() || v == 0)
+                return "'" + text + "' is not a positive whole number";
+            return "";
+        },
+        "POSITIVE");
 
     auto* run_cmd = app.add_subcommand("run", "Run a program: its check verdict, expected figures and every counter.");
     run_cmd->add_option("file", file, "the .toy program")->required();
     run_cmd->add_option("--set", sets, "override a parameter, e.g. --set n=1024 (repeatable)");
     run_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
     run_cmd->add_flag("--stats", stats, "also report simulated instructions per second");
-    run_cmd->add_option("--max-steps", max_steps, "stop with an error after this many instructions (default 10000000000)");
+    run_cmd->add_option("--max-steps", max_steps, "stop with an error after this many instructions (default 10000000000)")
+        ->check(positive);
     run_cmd->footer("\nexamples:\n"
                     "  toysim run programs/p1_c00.toy\n"
                     "  toysim run programs/p4_softmax_3pass.toy --set n=1000000\n"
@@ -90,7 +101,8 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
     trace_cmd->add_option("--set", sets, "override a parameter, e.g. --set n=4 (repeatable)");
     trace_cmd->add_option("--values", values, "symbolic (a00·b00, the seed's notation) or numeric")
         ->check(CLI::IsMember({"symbolic", "numeric"}));
-    trace_cmd->add_option("--max-steps", max_steps, "stop with an error after this many instructions (default 10000)");
+    trace_cmd->add_option("--max-steps", max_steps, "stop with an error after this many instructions (default 10000)")
+        ->check(positive);
     trace_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
     trace_cmd->add_flag("--ditto", ditto, "print \" where a register is unchanged since the row above, as the seed does");
     trace_cmd->footer("\nexamples:\n"

@@ -1,0 +1,82 @@
+// Helpers shared by the test files: build programs from text or from the repository, run the
+// command line in-process, and read files.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/cli/app.h"
+#include "sim/parser.h"
+#include "sim/program.h"
+
+namespace toysim::testing {
+
+inline Program build(const std::string& text, const ParamSettings& settings = {}) {
+    auto source = std::make_shared<SourceFile>("test.toy", text);
+    return compile(std::make_shared<const ast::Program>(parse(source)), settings);
+}
+
+// A program of the repository, by its path from the repository root.
+inline Program build_file(const std::string& path, const ParamSettings& settings = {}) {
+    auto tree = std::make_shared<const ast::Program>(parse(SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/" + path)));
+    return compile(tree, settings);
+}
+
+struct CliResult {
+    int code = -1;
+    std::string out, err;
+    std::string escaped;  // what() of an exception that left toysim::cli::main, if any
+};
+
+// toysim ARGS, in-process, from the repository root (the CLI's examples use relative paths).
+inline CliResult run_cli(const std::vector<std::string>& args) {
+    std::filesystem::current_path(TOYSIM_SOURCE_DIR);
+    CliResult r;
+    std::ostringstream out, err;
+    try {
+        r.code = toysim::cli::main(args, out, err);
+    } catch (const std::exception& e) {
+        r.escaped = e.what();
+    }
+    r.out = out.str();
+    r.err = err.str();
+    return r;
+}
+
+inline std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        lines.push_back(line);
+    }
+    return lines;
+}
+
+inline std::string read_text(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    return buffer.str();
+}
+
+// Problem 1 on known data: c00 = 1·5 + 2·7 = 19.
+inline const char* const kP1Literal = R"(registers 3
+input  a[2][2] = [[1, 2], [3, 4]]
+input  b[2][2] = [[5, 6], [7, 8]]
+output c[2][2]
+check c[0][0] = matmul(a, b)[0][0]
+LOAD a[0][0], R0
+LOAD b[0][0], R1
+MAC_Z R0, R1, R2
+LOAD a[0][1], R0
+LOAD b[1][0], R1
+MAC R0, R1, R2, R2
+STORE R2, c[0][0]
+)";
+
+}  // namespace toysim::testing
