@@ -115,7 +115,6 @@ struct TestCase {
 struct Program {
     std::shared_ptr<const SourceFile> source;
     ExprPtr registers;
-    Loc registers_loc;
     std::vector<Param> params;
     std::vector<Array> arrays;
     std::vector<Check> checks;

@@ -453,7 +453,7 @@ private:
             for (int a : spec.args) shapes.push_back(p_.arrays[static_cast<size_t>(a)].dims);
             std::vector<std::int64_t> ref_shape = reference_shape(spec.function, shapes, c.function_loc);
             auto sub = [&](std::vector<std::int64_t> shape, const std::vector<std::int64_t>& index, const std::vector<Loc>& locs,
-                           Loc loc, std::string_view what) {
+                           std::string_view what) {
                 if (index.size() > shape.size())
                     throw ToyError(locs[shape.size()], fmt::format("{} has {} dimension{}; too many indices", what, shape.size(),
                                                                    shape.size() == 1 ? "" : "s"));
@@ -461,11 +461,10 @@ private:
                     if (index[d] < 0 || index[d] >= shape[d])
                         throw ToyError(locs[d], fmt::format("index {} is out of range for {}: dimension {} has {} entries (0..{})",
                                                             index[d], what, d + 1, shape[d], shape[d] - 1));
-                (void)loc;
                 return std::vector<std::int64_t>(shape.begin() + static_cast<long>(index.size()), shape.end());
             };
-            auto lhs = sub(p_.arrays[static_cast<size_t>(spec.target)].dims, spec.target_index, target_locs, c.target_loc, c.target);
-            auto rhs = sub(ref_shape, spec.reference_index, reference_locs, c.function_loc, c.function + "(...)");
+            auto lhs = sub(p_.arrays[static_cast<size_t>(spec.target)].dims, spec.target_index, target_locs, c.target);
+            auto rhs = sub(ref_shape, spec.reference_index, reference_locs, c.function + "(...)");
             if (lhs != rhs)
                 throw ToyError(c.loc, fmt::format("the two sides differ in shape: {} is {}, but the reference is {}",
                                                   c.target + index_text(spec.target_index), shape_text(lhs), shape_text(rhs)));

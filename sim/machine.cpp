@@ -56,7 +56,6 @@ template <class Value>
 struct Recorder {
     static constexpr bool enabled = true;
     std::vector<TraceStep>* steps;
-    int depth_hint = kMaxLoopDepth;
     void step(std::int32_t pc, std::int32_t reg, const std::int64_t* vars, Value v) {
         TraceStep s;
         s.pc = pc;
@@ -459,14 +458,25 @@ RunResult run(const Program& p, const RunOptions& options) {
     return r;
 }
 
+namespace {
+// Runs with every step recorded; a fault ends the run and is kept with the rows before it.
+template <class Domain>
+void record(const Program& p, Domain& dom, State<typename Domain::Value>& state, Trace& t, const RunOptions& options) {
+    Recorder<typename Domain::Value> recorder{&t.steps};
+    try {
+        execute(p, dom, state, recorder, options.max_steps);
+    } catch (const ToyError& e) {
+        t.error = e;
+    }
+    t.counters = tally(p, state);
+    for (int r = 0; r < p.registers; ++r)
+        if (state.written[static_cast<size_t>(r)]) t.registers_used.push_back(r);
+}
+}  // namespace
+
 Trace trace(const Program& p, bool symbolic, const RunOptions& options) {
     Trace t;
     t.symbolic = symbolic;
-    auto finish = [&](auto& state) {
-        t.counters = tally(p, state);
-        for (int r = 0; r < p.registers; ++r)
-            if (state.written[static_cast<size_t>(r)]) t.registers_used.push_back(r);
-    };
     if (symbolic) {
         auto state = fresh_state<std::uint32_t>(p);
         for (size_t a = 0; a < p.arrays.size(); ++a) {
@@ -476,24 +486,12 @@ Trace trace(const Program& p, bool symbolic, const RunOptions& options) {
                 state.dram[static_cast<size_t>(info.base + i)] = t.arena.leaf(p.element_symbol(static_cast<int>(a), i));
         }
         SymbolicDomain dom{&t.arena};
-        Recorder<std::uint32_t> recorder{&t.steps};
-        try {
-            execute(p, dom, state, recorder, options.max_steps);
-        } catch (const ToyError& e) {
-            t.error = e;
-        }
-        finish(state);
+        record(p, dom, state, t, options);
     } else {
         auto state = fresh_state<double>(p);
         load_inputs(p, state);
         NumericDomain dom;
-        Recorder<double> recorder{&t.steps};
-        try {
-            execute(p, dom, state, recorder, options.max_steps);
-        } catch (const ToyError& e) {
-            t.error = e;
-        }
-        finish(state);
+        record(p, dom, state, t, options);
     }
     return t;
 }

@@ -218,7 +218,6 @@ private:
         if (word == "registers") {
             next();
             if (program.registers) throw ToyError(head.loc, "the register file size is already declared");
-            program.registers_loc = head.loc;
             program.registers = expr();
             end_of_statement();
         } else if (word == "param") {

@@ -272,7 +272,8 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
         std::vector<std::string> previous = current;
         if (s.reg >= 0) current[column[s.reg]] = value_text(s);
         cycle += static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(p.code[static_cast<size_t>(s.pc)].code)]);
-        std::vector<std::string> row = {std::to_string(i + 1), render_instruction(p, s.pc, s.vars.data())};
+        std::string instruction = render_instruction(p, s.pc, s.vars.data());
+        std::vector<std::string> row = {std::to_string(i + 1), instruction};
         if (!unit_costs) row.insert(row.begin() + 1, std::to_string(cycle));
         for (size_t c = 0; c < current.size(); ++c)
             row.push_back(options.ditto && !current[c].empty() && current[c] == previous[c] && !(s.reg >= 0 && column[s.reg] == c) ? "\""
@@ -281,7 +282,7 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
             json regs = json::object();
             for (size_t c = 0; c < current.size(); ++c)
                 if (!current[c].empty()) regs[t.header[c + first_register]] = current[c];
-            json step = {{"step", i + 1}, {"cycle", cycle}, {"instruction", render_instruction(p, s.pc, s.vars.data())}, {"registers", regs}};
+            json step = {{"step", i + 1}, {"cycle", cycle}, {"instruction", instruction}, {"registers", regs}};
             if (s.reg >= 0) step["writes"] = fmt::format("R{}", s.reg);
             steps.push_back(step);
         }
