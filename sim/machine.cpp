@@ -157,10 +157,11 @@ std::string subscript_text(const MemRef& m, const std::int64_t* vars) {
     throw ToyError(l.loc, fmt::format("the bounds of loop '{}' overflow 64-bit integers{}", l.var, loop_context(p, pc, vars)));
 }
 
-[[noreturn]] __attribute__((cold)) void fail_iteration_limit(const Program& p, std::int32_t pc, std::uint64_t limit, const std::int64_t* vars) {
+[[noreturn]] __attribute__((cold)) void fail_empty_loops(const Program& p, std::int32_t pc, std::uint64_t limit, const std::int64_t* vars) {
     const LoopInfo& l = p.loops[static_cast<size_t>(p.code[static_cast<size_t>(pc)].loop)];
-    throw ToyError(l.loc, fmt::format("step limit reached: loops ran {} iterations and the program has not finished{}; raise it with --max-steps",
-                                      limit, loop_context(p, pc, vars)));
+    throw ToyError(l.loc, fmt::format("step limit reached: loop '{}' was entered {} times without running once, and the program "
+                                      "has not finished{}; raise it with --max-steps",
+                                      l.var, limit, loop_context(p, pc, vars)));
 }
 
 template <class Value>
@@ -187,7 +188,10 @@ void execute(const Program& p, Domain& dom, State<typename Domain::Value>& s, Tr
     std::int64_t vars[kMaxLoopDepth] = {};
     std::int64_t limit[kMaxLoopDepth] = {};
     std::uint64_t steps = 0;
-    std::uint64_t iterations = 0;  // loop iterations, against the same limit: no loop spins forever
+    // Every loop body holds an instruction (the compiler checks), so each iteration runs one or
+    // enters a nested loop; only entries into loops that run zero times make no progress.
+    // Counting those against the same limit means no program spins forever.
+    std::uint64_t empty_entries = 0;
     std::int32_t pc = 0;
     std::int32_t resolved[4];
 
@@ -232,11 +236,15 @@ void execute(const Program& p, Domain& dom, State<typename Domain::Value>& s, Tr
             case Code::LoopBegin: {
                 const LoopInfo& l = p.loops[static_cast<size_t>(in.loop)];
                 if (!l.lo.eval_checked(vars, vars[l.slot]) || !l.hi.eval_checked(vars, limit[l.slot])) fail_loop_bound(p, pc, vars);
-                pc = vars[l.slot] < limit[l.slot] ? pc + 1 : in.jump + 1;
+                if (vars[l.slot] < limit[l.slot]) {
+                    ++pc;
+                } else {
+                    if (++empty_entries > max_steps) fail_empty_loops(p, pc, max_steps, vars);
+                    pc = in.jump + 1;
+                }
                 continue;
             }
             case Code::LoopEnd: {
-                if (++iterations > max_steps) fail_iteration_limit(p, pc, max_steps, vars);
                 int slot = p.loops[static_cast<size_t>(in.loop)].slot;
                 pc = ++vars[slot] < limit[slot] ? in.jump + 1 : pc + 1;
                 continue;
