@@ -70,8 +70,7 @@ private:
         std::vector<std::string_view> names;
         for (auto& [name, v] : params_) names.push_back(name);
         for (auto& [name, slot] : scope_) names.push_back(name);
-        auto guess = nearest(e.name, names);
-        std::string hint = guess ? fmt::format("; did you mean '{}'?", *guess) : "";
+        std::string hint = did_you_mean(e.name, names);
         if (p_.find_array(e.name) >= 0)
             throw ToyError(e.loc, fmt::format("'{}' is an array, not a number: use it with subscripts in an instruction", e.name));
         for (const auto& p : tree_->params)
@@ -184,8 +183,7 @@ private:
                     names.push_back(p.name);
                     list += (list.empty() ? "" : ", ") + p.name;
                 }
-                auto guess = nearest(name, names);
-                std::string hint = guess ? fmt::format("; did you mean '{}'?", *guess) : "";
+                std::string hint = did_you_mean(name, names);
                 throw ToyError(fmt::format("--set {}: unknown parameter '{}'{} (this program's parameters: {})", name, name, hint,
                                            list.empty() ? "none" : list));
             }
@@ -371,14 +369,7 @@ private:
     }
 
     int lower_memory(const ast::Operand& o, bool write, const OpInfo& op) {
-        int array = p_.find_array(o.array);
-        if (array < 0) {
-            std::vector<std::string_view> names;
-            for (const auto& a : p_.arrays) names.push_back(a.name);
-            auto guess = nearest(o.array, names);
-            std::string hint = guess ? fmt::format("; did you mean '{}'?", *guess) : "";
-            throw ToyError(o.array_loc, fmt::format("unknown array '{}'{}", o.array, hint));
-        }
+        int array = array_named(o.array, o.array_loc);
         const ArrayInfo& a = p_.arrays[static_cast<size_t>(array)];
         if (o.subscripts.size() != a.dims.size())
             throw ToyError(o.loc, fmt::format("array '{}' has {} dimension{}, but {} subscript{} given", a.name, a.dims.size(),
@@ -417,8 +408,7 @@ private:
         if (a < 0) {
             std::vector<std::string_view> names;
             for (const auto& arr : p_.arrays) names.push_back(arr.name);
-            auto guess = nearest(name, names);
-            throw ToyError(loc, fmt::format("unknown array '{}'{}", name, guess ? fmt::format("; did you mean '{}'?", *guess) : ""));
+            throw ToyError(loc, fmt::format("unknown array '{}'{}", name, did_you_mean(name, names)));
         }
         return a;
     }
@@ -493,8 +483,7 @@ private:
             } else {
                 std::vector<std::string_view> names = {"cycles", "instructions", "reads", "writes", "registers"};
                 for (const auto& row : all_ops()) names.push_back(row.mnemonic);
-                auto guess = nearest(c, names);
-                throw ToyError(e.loc, fmt::format("unknown counter '{}'{}", c, guess ? fmt::format("; did you mean '{}'?", *guess) : ""));
+                throw ToyError(e.loc, fmt::format("unknown counter '{}'{}", c, did_you_mean(c, names)));
             }
             if (!e.array.empty()) {
                 if (spec.counter != Counter::Reads && spec.counter != Counter::Writes)

@@ -407,9 +407,7 @@ private:
         std::vector<std::string_view> words;
         for (const auto& row : all_ops()) words.push_back(row.mnemonic);
         for (auto kw : statement_keywords()) words.push_back(kw);
-        auto guess = nearest(t.text, words);
-        std::string hint = guess ? fmt::format("; did you mean '{}'?", *guess) : "";
-        throw ToyError(t.loc, fmt::format("unknown opcode '{}'{}", t.text, hint));
+        throw ToyError(t.loc, fmt::format("unknown opcode '{}'{}", t.text, did_you_mean(t.text, words)));
     }
 
     Operand operand() {

@@ -85,8 +85,7 @@ std::vector<std::int64_t> reference_shape(std::string_view name, const std::vect
     }
     std::vector<std::string_view> names;
     for (const auto& f : reference_functions()) names.push_back(f.name);
-    auto guess = nearest(name, names);
-    bad(loc, fmt::format("unknown reference function '{}'{}", name, guess ? fmt::format("; did you mean '{}'?", *guess) : ""));
+    bad(loc, fmt::format("unknown reference function '{}'{}", name, did_you_mean(name, names)));
 }
 
 Tensor reference(std::string_view name, const std::vector<Tensor>& args) {

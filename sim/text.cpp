@@ -50,6 +50,11 @@ std::optional<std::string_view> nearest(std::string_view word, const std::vector
     return best;
 }
 
+std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& candidates) {
+    auto guess = nearest(word, candidates);
+    return guess ? fmt::format("; did you mean '{}'?", *guess) : "";
+}
+
 int display_width(std::string_view s) {
     int width = 0;
     for (unsigned char ch : s)

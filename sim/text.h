@@ -13,6 +13,9 @@ std::string upper(std::string_view s);
 // The candidate closest to `word` (case-insensitive edit distance), if close enough to be a
 // plausible typo: at most a third of the word's length, and at least one edit allowed.
 std::optional<std::string_view> nearest(std::string_view word, const std::vector<std::string_view>& candidates);
+// "; did you mean 'X'?" with the nearest candidate, or "" when none is close: the suffix every
+// "unknown ..." message uses.
+std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& candidates);
 // Display width of UTF-8 text in a terminal (each code point one column).
 int display_width(std::string_view s);
 std::string pad_right(std::string_view s, int width);
