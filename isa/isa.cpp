@@ -21,6 +21,7 @@ OperandKind OpInfo::operand(int i) const {
         case 'r': return OperandKind::RegRead;
         case 'R': return OperandKind::RegWrite;
         case 'm': return OperandKind::MemRead;
+        case 'i': return OperandKind::Immediate;
         default: return OperandKind::MemWrite;
     }
 }

@@ -25,12 +25,12 @@ inline constexpr int kOpCount = 0
 
 enum class OpClass : std::uint8_t { Memory, Move, Compute };
 
-enum class OperandKind : std::uint8_t { RegRead, RegWrite, MemRead, MemWrite };
+enum class OperandKind : std::uint8_t { RegRead, RegWrite, MemRead, MemWrite, Immediate };
 
 struct OpInfo {
     Op op;
     std::string_view mnemonic;
-    std::string_view signature;  // one letter per operand: r R m M
+    std::string_view signature;  // one letter per operand: r R m M i
     std::string_view operands;   // "Ra, Rb, Rd": names for help and errors
     std::string_view meaning;    // "Rd = Ra + Rb"
     int cycles;                  // the seed's default cost

@@ -14,24 +14,30 @@
 
 namespace toysim::ast {
 
-// Integer expression over numbers, parameters and loop variables: + - * / % and parentheses.
+// Integer expression over numbers, parameters and loop variables: + - * / % and parentheses,
+// and the functions cdiv(a, b) (ceiling division), min(a, b) and max(a, b) of constants.
 struct Expr {
-    enum class Kind { Number, Name, Binary, Negate } kind = Kind::Number;
+    enum class Kind { Number, Name, Binary, Negate, Call } kind = Kind::Number;
     std::int64_t value = 0;
-    std::string name;
+    std::string name;  // Name; Call: the function
     char op = 0;
-    std::unique_ptr<Expr> lhs, rhs;
+    std::unique_ptr<Expr> lhs, rhs;  // Call: the two arguments
     Loc loc;
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
+// A bare name (no subscripts) is a tile when a tile of that name is declared; the parser
+// leaves that to the compiler, which knows the declarations.
 struct Operand {
-    enum class Kind { Register, IndexedRegister, Memory } kind = Kind::Register;
+    enum class Kind { Register, IndexedRegister, Memory, Immediate } kind = Kind::Register;
     int reg = 0;               // Register: R<reg>
     ExprPtr reg_index;         // IndexedRegister: R[expr]
-    std::string array;         // Memory: array[sub][sub]...
+    std::string array;         // Memory: array[sub][sub]... (or a tile's name)
     Loc array_loc;
     std::vector<ExprPtr> subscripts;
+    std::vector<ExprPtr> subscript_ends;  // per subscript: the end of a range a..b, or null
+    bool transposed = false;   // tile.T
+    double immediate = 0;      // Immediate
     Loc loc;
 };
 
@@ -55,8 +61,8 @@ struct Loop {
 enum class Role { Input, Output, Scratch };
 
 struct Fill {
-    enum class Kind { Default, Literal, Random } kind = Kind::Default;
-    std::vector<double> values;  // Literal, row-major
+    enum class Kind { Default, Literal, Random, Constant } kind = Kind::Default;
+    std::vector<double> values;  // Literal, row-major; Constant: the one value
     std::uint64_t seed = 0;      // Random
     double lo = -1, hi = 1;      // Random: uniform in [lo, hi)
     Loc loc;
@@ -73,6 +79,14 @@ struct Array {
 struct Param {
     std::string name;
     ExprPtr value;
+    bool derived = false;  // 'let': computed from the parameters above it, not settable
+    Loc loc;
+};
+
+// tile NAME[rows][cols] (or [cols]): a named bank of registers, the SRAM of the tiled machine.
+struct Tile {
+    std::string name;
+    std::vector<ExprPtr> dims;
     Loc loc;
 };
 
@@ -115,7 +129,8 @@ struct TestCase {
 struct Program {
     std::shared_ptr<const SourceFile> source;
     ExprPtr registers;
-    std::vector<Param> params;
+    std::vector<Param> params;  // and lets, in declaration order
+    std::vector<Tile> tiles;
     std::vector<Array> arrays;
     std::vector<Check> checks;
     std::vector<Cost> costs;

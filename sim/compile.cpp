@@ -99,6 +99,7 @@ private:
                 unknown_name(e);
             }
             case Expr::Kind::Negate: return scale(affine(*e.lhs), -1, e.loc);
+            case Expr::Kind::Call: out.constant = call(e); return out;
             case Expr::Kind::Binary: break;
         }
         Affine l = affine(*e.lhs), r = affine(*e.rhs);
@@ -118,6 +119,18 @@ private:
                 return out;
             }
         }
+    }
+
+    std::int64_t call(const Expr& e) {
+        if (e.name != "cdiv" && e.name != "min" && e.name != "max")
+            throw ToyError(e.loc, fmt::format("unknown function '{}'{} (there are cdiv, min and max)", e.name,
+                                              did_you_mean(e.name, {"cdiv", "min", "max"})));
+        std::int64_t a = constant(*e.lhs, fmt::format("an argument of {}", e.name));
+        std::int64_t b = constant(*e.rhs, fmt::format("an argument of {}", e.name));
+        if (e.name == "min") return std::min(a, b);
+        if (e.name == "max") return std::max(a, b);
+        if (b == 0) throw ToyError(e.rhs->loc, "division by zero");
+        return -floor_div(-a, b);  // ceiling: the number of tiles of size b that cover a
     }
 
     static Affine scale(Affine a, std::int64_t k, Loc loc) {
@@ -176,10 +189,14 @@ private:
         std::set<std::string, std::less<>> given;
         for (const auto& [name, value] : settings) {
             auto it = std::find_if(tree_->params.begin(), tree_->params.end(), [&](const ast::Param& p) { return p.name == name; });
+            if (it != tree_->params.end() && it->derived)
+                throw ToyError(fmt::format("--set {}: '{}' is derived from the parameters (let {} = ...) and cannot be set", name,
+                                           name, name));
             if (it == tree_->params.end()) {
                 std::vector<std::string_view> names;
                 std::string list;
                 for (const auto& p : tree_->params) {
+                    if (p.derived) continue;
                     names.push_back(p.name);
                     list += (list.empty() ? "" : ", ") + p.name;
                 }
@@ -206,13 +223,52 @@ private:
         if (n < 1 || n > kMaxRegisters)
             throw ToyError(tree_->registers->loc, fmt::format("the register file must have 1 to {} registers, not {}", kMaxRegisters, n));
         p_.registers = static_cast<int>(n);
-        definitely_written_.assign(static_cast<size_t>(n), false);
+        bind_tiles();
+        definitely_written_.assign(static_cast<size_t>(p_.scalar_registers), false);
         for (const auto& row : all_ops()) p_.cycles[static_cast<size_t>(row.op)] = row.cycles;
         for (const auto& cost : tree_->costs) {
             std::int64_t c = constant(*cost.cycles, "a cycle cost");
             if (c < 0 || c > 1'000'000) throw ToyError(cost.cycles->loc, fmt::format("cycle cost must be 0 to 1000000, not {}", c));
             p_.cycles[static_cast<size_t>(cost.op)] = static_cast<int>(c);
         }
+    }
+
+    // Tiles take the register file's elements in declaration order; the scalar registers
+    // R0.. are what is left. A program whose tiles do not fit is refused here.
+    void bind_tiles() {
+        for (const auto& t : tree_->tiles) {
+            if (p_.find_bank(t.name) >= 0) throw ToyError(t.loc, fmt::format("tile '{}' is declared twice", t.name));
+            if (params_.count(t.name)) throw ToyError(t.loc, fmt::format("'{}' is already a parameter", t.name));
+            if (t.dims.size() > 2) throw ToyError(t.dims[2]->loc, "tiles have one or two dimensions");
+            Bank b;
+            b.name = t.name;
+            b.loc = t.loc;
+            b.rank = static_cast<int>(t.dims.size());
+            std::vector<std::int64_t> dims;
+            for (const auto& d : t.dims) {
+                std::int64_t extent = constant(*d, "a tile dimension");
+                if (extent < 1 || extent > kMaxRegisters)
+                    throw ToyError(d->loc, fmt::format("tile dimension must be 1 to {}, not {}", kMaxRegisters, extent));
+                dims.push_back(extent);
+            }
+            b.rows = b.rank == 2 ? dims[0] : 1;
+            b.cols = dims.back();
+            b.base = p_.bank_elements;
+            p_.bank_elements += b.rows * b.cols;
+            if (p_.bank_elements > p_.registers) {
+                std::string list;
+                for (const auto& other : p_.banks) list += fmt::format("{} {}, ", other.name, bank_shape(other));
+                throw ToyError(t.loc, fmt::format("tile '{}' does not fit in the register file: the tiles need {} registers ({}{} {}) "
+                                                  "but the machine has {} (registers {})",
+                                                  t.name, p_.bank_elements, list, t.name, bank_shape(b), p_.registers, p_.registers));
+            }
+            p_.banks.push_back(std::move(b));
+        }
+        p_.scalar_registers = static_cast<int>(p_.registers - p_.bank_elements);
+    }
+
+    static std::string bank_shape(const Bank& b) {
+        return b.rank == 2 ? fmt::format("{}×{}", b.rows, b.cols) : fmt::format("{}", b.cols);
     }
 
     void bind_arrays() {
@@ -307,31 +363,137 @@ private:
     }
 
     static std::string_view kind_name(ast::Operand::Kind k) {
-        return k == ast::Operand::Kind::Memory ? "a DRAM element" : "a register";
+        return k == ast::Operand::Kind::Memory ? "a DRAM element" : k == ast::Operand::Kind::Immediate ? "a number" : "a register";
+    }
+
+    bool names_tile(const ast::Operand& o) const {
+        return o.kind == ast::Operand::Kind::Memory && o.subscripts.empty() && p_.find_bank(o.array) >= 0;
+    }
+
+    // A tile instruction names a tile or moves a slice (a range a..b in a subscript).
+    bool is_tile_instruction(const ast::Instruction& in) const {
+        for (const auto& o : in.operands) {
+            if (names_tile(o)) return true;
+            for (const auto& end : o.subscript_ends)
+                if (end) return true;
+        }
+        return false;
+    }
+
+    void check_operand_count(const ast::Instruction& in, const OpInfo& op) {
+        if (static_cast<int>(in.operands.size()) == op.operand_count()) return;
+        Loc loc = in.operands.size() > static_cast<size_t>(op.operand_count()) ? in.operands[static_cast<size_t>(op.operand_count())].loc : in.loc;
+        throw ToyError(loc, fmt::format("{} takes {} operand{} ({}), got {}", op.mnemonic, op.operand_count(),
+                                        op.operand_count() == 1 ? "" : "s", op.operands, in.operands.size()));
+    }
+
+    [[noreturn]] void wrong_operand(const ast::Operand& o, const OpInfo& op, int i, std::string_view want) {
+        std::string got = o.kind == ast::Operand::Kind::Memory && o.subscripts.empty() && p_.find_array(o.array) < 0 && p_.find_bank(o.array) < 0
+                              ? fmt::format("'{}'", o.array)
+                          : names_tile(o) ? fmt::format("tile '{}'", o.array)
+                                          : std::string(kind_name(o.kind));
+        throw ToyError(o.loc, fmt::format("operand {} of {} ({}) must be {}, got {}", i + 1, op.mnemonic, operand_name(op, i), want, got));
+    }
+
+    void lower_tile_instruction(const ast::Instruction& in, const OpInfo& op) {
+        TileInst t;
+        t.op = in.op;
+        const Bank* dest_bank = nullptr;
+        int slice_ranges = -1;
+        Loc slice_loc;
+        for (int i = 0; i < op.operand_count(); ++i) {
+            const ast::Operand& o = in.operands[static_cast<size_t>(i)];
+            OperandKind want = op.operand(i);
+            if (want == OperandKind::Immediate) {
+                if (o.kind != ast::Operand::Kind::Immediate) wrong_operand(o, op, i, "a number such as 0 or -inf");
+                t.imm = o.immediate;
+                continue;
+            }
+            if (want == OperandKind::MemRead || want == OperandKind::MemWrite) {
+                if (o.kind != ast::Operand::Kind::Memory || names_tile(o)) wrong_operand(o, op, i, "a DRAM slice such as x[i*B..i*B+B]");
+                t.mem = lower_memory(o, want == OperandKind::MemWrite, op);
+                slice_ranges = p_.mems[static_cast<size_t>(t.mem)].range_count();
+                slice_loc = o.loc;
+                continue;
+            }
+            TileOperand arg;
+            if (names_tile(o)) {
+                arg.kind = TileOperand::Kind::Bank;
+                arg.index = p_.find_bank(o.array);
+                if (want == OperandKind::RegWrite) dest_bank = &p_.banks[static_cast<size_t>(arg.index)];
+            } else if (o.kind == ast::Operand::Kind::Register || o.kind == ast::Operand::Kind::IndexedRegister) {
+                Inst scratch{};
+                arg.kind = TileOperand::Kind::Register;
+                arg.index = lower_register(o, scratch);
+            } else {
+                wrong_operand(o, op, i, "a tile or a register");
+            }
+            if (o.transposed) {
+                bool matmul_source = (in.op == Op::MAC || in.op == Op::MAC_Z) && i < 2;
+                if (!matmul_source) throw ToyError(o.loc, "a transposed tile (.T) is a source of MAC or MAC_Z, a matrix product");
+                arg.transposed = true;
+            }
+            t.args[static_cast<size_t>(t.count++)] = arg;
+        }
+        // A slice's ranges are the tile's dimensions: Q[i*Br..i*Br+Br][0..d] fills a Br×d tile.
+        if (t.mem >= 0) {
+            const TileOperand& other = t.args[0];
+            if (other.kind == TileOperand::Kind::Register && slice_ranges > 0)
+                throw ToyError(slice_loc, fmt::format("{} of a slice needs a tile, not a scalar register", op.mnemonic));
+            if (other.kind == TileOperand::Kind::Bank) {
+                const Bank& b = p_.banks[static_cast<size_t>(other.index)];
+                if (slice_ranges != 0 && slice_ranges != b.rank)
+                    throw ToyError(slice_loc, fmt::format("the slice has {} range{} but tile '{}' has {} dimension{}", slice_ranges,
+                                                          slice_ranges == 1 ? "" : "s", b.name, b.rank, b.rank == 1 ? "" : "s"));
+                check_slice_widths(p_.mems[static_cast<size_t>(t.mem)], b, slice_loc);
+            }
+        }
+        (void)dest_bank;
+        p_.tile_insts.push_back(t);
+        Inst inst{Code::Tile};
+        inst.mem = static_cast<std::int32_t>(p_.tile_insts.size()) - 1;
+        int at = emit_plain(inst.code);
+        p_.code[static_cast<size_t>(at)] = inst;
+        p_.origin[static_cast<size_t>(at)] = &in;
+    }
+
+    // A range whose width is known now must fit the tile; widths that vary are checked as they run.
+    void check_slice_widths(const MemRef& m, const Bank& b, Loc loc) {
+        std::vector<std::int64_t> capacity = b.rank == 2 ? std::vector<std::int64_t>{b.rows, b.cols} : std::vector<std::int64_t>{b.cols};
+        size_t k = 0;
+        for (size_t d = 0; d < m.subscripts.size(); ++d) {
+            if (!m.is_range[d]) continue;
+            Affine width = combine(m.ends[d], m.subscripts[d], -1, loc);
+            if (width.is_constant()) {
+                if (width.constant < 1) throw ToyError(loc, fmt::format("range {} of the slice is empty (its end is not after its start)", k + 1));
+                if (k < capacity.size() && width.constant > capacity[k])
+                    throw ToyError(loc, fmt::format("range {} of the slice spans {} elements but tile '{}' holds {} in that dimension",
+                                                    k + 1, width.constant, b.name, capacity[k]));
+            }
+            ++k;
+        }
     }
 
     void lower_instruction(const ast::Instruction& in) {
         const OpInfo& op = info(in.op);
-        if (static_cast<int>(in.operands.size()) != op.operand_count()) {
-            Loc loc = in.operands.size() > static_cast<size_t>(op.operand_count()) ? in.operands[static_cast<size_t>(op.operand_count())].loc : in.loc;
-            throw ToyError(loc, fmt::format("{} takes {} operand{} ({}), got {}", op.mnemonic, op.operand_count(),
-                                            op.operand_count() == 1 ? "" : "s", op.operands, in.operands.size()));
-        }
+        check_operand_count(in, op);
+        if (is_tile_instruction(in)) return lower_tile_instruction(in, op);
         Inst inst{static_cast<Code>(in.op)};
         for (int i = 0; i < op.operand_count(); ++i) {
             const ast::Operand& o = in.operands[static_cast<size_t>(i)];
             OperandKind want = op.operand(i);
+            if (want == OperandKind::Immediate) {
+                if (o.kind != ast::Operand::Kind::Immediate) wrong_operand(o, op, i, "a number such as 0 or -inf");
+                p_.immediates.push_back(o.immediate);
+                inst.mem = static_cast<std::int32_t>(p_.immediates.size()) - 1;
+                continue;
+            }
+            if (o.transposed) throw ToyError(o.loc, "a transposed tile (.T) is a source of MAC or MAC_Z, a matrix product");
             bool want_mem = want == OperandKind::MemRead || want == OperandKind::MemWrite;
             bool is_mem = o.kind == ast::Operand::Kind::Memory;
-            if (want_mem != is_mem) {
-                // An unknown bare word where a register belongs is most likely a misspelt register.
-                std::string got = is_mem && o.subscripts.empty() && p_.find_array(o.array) < 0
-                                      ? fmt::format("'{}'", o.array)
-                                      : std::string(kind_name(o.kind));
-                throw ToyError(o.loc, fmt::format("operand {} of {} ({}) must be {}, got {}", i + 1, op.mnemonic,
-                                                  operand_name(op, i), want_mem ? "a DRAM element such as x[i]" : "a register such as R0",
-                                                  got));
-            }
+            // (An unknown bare word where a register belongs is most likely a misspelt register.)
+            if (want_mem != is_mem || o.kind == ast::Operand::Kind::Immediate)
+                wrong_operand(o, op, i, want_mem ? "a DRAM element such as x[i]" : "a register such as R0");
             if (is_mem) {
                 inst.mem = lower_memory(o, want == OperandKind::MemWrite, op);
                 continue;
@@ -355,14 +517,13 @@ private:
 
     std::int32_t lower_register(const ast::Operand& o, Inst& inst) {
         if (o.kind == ast::Operand::Kind::Register) {
-            if (o.reg >= p_.registers)
-                throw ToyError(o.loc, fmt::format("register R{} is beyond the register file ({} register{}: R0..R{})", o.reg,
-                                                  p_.registers, p_.registers == 1 ? "" : "s", p_.registers - 1));
+            if (o.reg >= p_.scalar_registers)
+                throw ToyError(o.loc, fmt::format("register R{} is beyond the register file ({})", o.reg, p_.register_file_text()));
             return o.reg;
         }
         DynamicRegister d{affine(*o.reg_index), o.loc};
         Interval r = range(d.index);
-        if (r.lo <= r.hi && r.lo >= 0 && r.hi < p_.registers && d.index.is_constant()) return static_cast<std::int32_t>(r.lo);
+        if (r.lo <= r.hi && r.lo >= 0 && r.hi < p_.scalar_registers && d.index.is_constant()) return static_cast<std::int32_t>(r.lo);
         inst.dynamic_registers = true;
         p_.dynamic_registers.push_back(d);
         return -static_cast<std::int32_t>(p_.dynamic_registers.size());
@@ -381,13 +542,17 @@ private:
         m.array = array;
         m.address.constant = a.base;
         m.bounds_proven = true;
-        m.always_present = a.role == ast::Role::Input;
+        m.always_present = a.role == ast::Role::Input || a.fill.kind == ast::Fill::Kind::Constant;
         for (size_t d = 0; d < a.dims.size(); ++d) {
             Affine s = affine(*o.subscripts[d]);
             Interval r = range(s);
             if (r.lo <= r.hi && (r.lo < 0 || r.hi >= a.dims[d])) m.bounds_proven = false;
             m.address = combine(m.address, scale(s, a.strides[d], o.loc), 1, o.loc);
             m.subscripts.push_back(s);
+            bool ranged = d < o.subscript_ends.size() && o.subscript_ends[d];
+            m.is_range.push_back(ranged);
+            m.ends.push_back(ranged ? affine(*o.subscript_ends[d]) : Affine{});
+            if (ranged) m.bounds_proven = false;  // slices are checked and clipped as they run
         }
         p_.mems.push_back(std::move(m));
         return static_cast<int>(p_.mems.size()) - 1;
@@ -498,6 +663,32 @@ private:
 };
 
 }  // namespace
+
+int MemRef::range_count() const { return static_cast<int>(std::count(is_range.begin(), is_range.end(), 1)); }
+
+int Program::find_bank(std::string_view name) const {
+    for (size_t i = 0; i < banks.size(); ++i)
+        if (banks[i].name == name) return static_cast<int>(i);
+    return -1;
+}
+
+Op Program::op_at(std::int32_t pc) const {
+    const Inst& in = code[static_cast<size_t>(pc)];
+    return in.code == Code::Tile ? tile_insts[static_cast<size_t>(in.mem)].op : static_cast<Op>(in.code);
+}
+
+std::string Program::register_file_text() const {
+    int n = scalar_registers;
+    if (banks.empty()) return fmt::format("{} register{}: R0..R{}", n, n == 1 ? "" : "s", n - 1);
+    std::string rest = n == 0 ? "no scalar registers remain" : n == 1 ? "R0 remains" : fmt::format("R0..R{} remain", n - 1);
+    return fmt::format("the tiles take {} of {} registers; {}", bank_elements, registers, rest);
+}
+
+bool Program::uses(Op op) const {
+    for (size_t pc = 0; pc < code.size(); ++pc)
+        if (origin[pc] && origin[pc]->op == op) return true;
+    return false;
+}
 
 int Program::find_array(std::string_view name) const {
     for (size_t i = 0; i < arrays.size(); ++i)

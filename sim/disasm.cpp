@@ -11,33 +11,39 @@ std::string_view source_text(const Program& p, Loc loc) {
     if (start >= line.size()) return {};
     return line.substr(start, static_cast<size_t>(loc.len));
 }
+
+std::string register_text(const Program& p, std::int32_t r, const std::int64_t* vars) {
+    return fmt::format("R{}", r >= 0 ? r : p.dynamic_registers[static_cast<size_t>(-r - 1)].index.eval(vars));
+}
 }  // namespace
 
+// With loop variables, subscripts and register indices are evaluated ("LOAD x[3], R0",
+// "LOAD K[2..4][0..4], k"); without, operands are shown as written in the source.
 std::string render_instruction(const Program& p, std::int32_t pc, const std::int64_t* vars) {
     const Inst& in = p.code[static_cast<size_t>(pc)];
     const ast::Instruction* origin = p.origin[static_cast<size_t>(pc)];
     const OpInfo& op = info(origin->op);
+    const TileInst* tile = in.code == Code::Tile ? &p.tile_insts[static_cast<size_t>(in.mem)] : nullptr;
     std::string out(op.mnemonic);
     int reg = 0;
     for (int i = 0; i < op.operand_count(); ++i) {
         out += i ? ", " : " ";
         OperandKind kind = op.operand(i);
-        if (kind == OperandKind::MemRead || kind == OperandKind::MemWrite) {
-            const MemRef& m = p.mems[static_cast<size_t>(in.mem)];
-            if (!vars) {
-                out += source_text(p, origin->operands[static_cast<size_t>(i)].loc);
-                continue;
-            }
+        const ast::Operand& written = origin->operands[static_cast<size_t>(i)];
+        if (!vars || kind == OperandKind::Immediate) {
+            out += source_text(p, written.loc);
+        } else if (kind == OperandKind::MemRead || kind == OperandKind::MemWrite) {
+            const MemRef& m = p.mems[static_cast<size_t>(tile ? tile->mem : in.mem)];
             out += p.arrays[static_cast<size_t>(m.array)].name;
-            for (const auto& s : m.subscripts) out += fmt::format("[{}]", s.eval(vars));
+            for (size_t d = 0; d < m.subscripts.size(); ++d)
+                out += m.is_range[d] ? fmt::format("[{}..{}]", m.subscripts[d].eval(vars), m.ends[d].eval(vars))
+                                     : fmt::format("[{}]", m.subscripts[d].eval(vars));
+        } else if (tile) {
+            const TileOperand& a = tile->args[static_cast<size_t>(reg++)];
+            out += a.kind == TileOperand::Kind::Bank ? p.banks[static_cast<size_t>(a.index)].name + (a.transposed ? ".T" : "")
+                                                     : register_text(p, a.index, vars);
         } else {
-            std::int32_t r = in.reg[static_cast<size_t>(reg++)];
-            if (r >= 0)
-                out += fmt::format("R{}", r);
-            else if (vars)
-                out += fmt::format("R{}", p.dynamic_registers[static_cast<size_t>(-r - 1)].index.eval(vars));
-            else
-                out += source_text(p, origin->operands[static_cast<size_t>(i)].loc);
+            out += register_text(p, in.reg[static_cast<size_t>(reg++)], vars);
         }
     }
     return out;

@@ -46,7 +46,7 @@ ExprFormatter::ExprFormatter(const ExprArena& arena, const Program& program, con
         if (!seen.insert(id).second) continue;
         const ExprNode& n = arena[id];
         if (atomic(n)) continue;
-        int arity = n.kind == K::Exp ? 1 : 2;
+        int arity = n.kind == K::Exp || n.kind == K::Log ? 1 : 2;
         for (int i = 0; i < arity; ++i) {
             std::uint32_t child = i ? n.b : n.a;
             bool splice = associative(n.kind) && arena[child].kind == n.kind;
@@ -147,6 +147,7 @@ std::string ExprFormatter::expand(std::uint32_t id) const {
         case K::Sub: return ref(n.a) + " − " + operand(n.b, true, false);
         case K::Div: return operand(n.a, true, false) + "/" + operand(n.b, true, true);
         case K::Exp: return atomic(arena_[n.a]) || name_.count(n.a) ? "e^" + ref(n.a) : "e^(" + ref(n.a) + ")";
+        case K::Log: return "ln(" + ref(n.a) + ")";
         default: return "?";
     }
 }

@@ -22,11 +22,12 @@ struct ArrayStats {
 struct Counters {
     std::uint64_t cycles = 0;
     std::uint64_t instructions = 0;
-    std::array<std::uint64_t, kOpCount> by_opcode{};
+    std::array<std::uint64_t, kOpCount> by_opcode{};       // instructions
+    std::array<std::uint64_t, kOpCount> work_by_opcode{};  // units of work: elements, multiply-adds
     std::uint64_t dram_reads = 0, dram_writes = 0;
     std::vector<ArrayStats> arrays;  // parallel to Program::arrays
-    int peak_registers = 0;          // distinct registers the run used
-    std::uint64_t compute_ops = 0;   // instructions of class Compute
+    int peak_registers = 0;          // distinct registers the run used (tile registers included)
+    std::uint64_t compute_ops = 0;   // work of class Compute (a scalar instruction is one unit)
     double arithmetic_intensity() const {
         std::uint64_t traffic = dram_reads + dram_writes;
         return traffic ? static_cast<double>(compute_ops) / static_cast<double>(traffic) : 0.0;
@@ -67,6 +68,9 @@ RunResult run(const Program& program, const RunOptions& options = {});
 struct TraceStep {
     std::int32_t pc = 0;
     std::int32_t reg = -1;  // register written, or -1
+    std::int32_t bank = -1; // tile instructions: the tile written (or stored), or -1
+    std::int32_t rows = 0, cols = 0;  // tile instructions: the block of values recorded
+    std::uint32_t first = 0;          // where they start in Trace::tile_numbers / tile_symbols
     std::array<std::int64_t, kMaxLoopDepth> vars{};
     double number = 0;         // numeric mode: the value written
     std::uint32_t symbol = 0;  // symbolic mode: the expression written
@@ -75,6 +79,8 @@ struct TraceStep {
 struct Trace {
     bool symbolic = false;
     std::vector<TraceStep> steps;
+    std::vector<double> tile_numbers;          // tile steps' values, numeric mode
+    std::vector<std::uint32_t> tile_symbols;   // and symbolic mode
     ExprArena arena;
     Counters counters;
     std::vector<int> registers_used;  // ascending

@@ -10,8 +10,8 @@
 namespace toysim {
 
 const std::vector<std::string_view>& statement_keywords() {
-    static const std::vector<std::string_view> words = {"registers", "param", "input",  "output", "scratch",
-                                                        "check",     "cost",  "expect", "test",   "for"};
+    static const std::vector<std::string_view> words = {"registers", "param", "let",    "tile", "input", "output",
+                                                        "scratch",   "check", "cost",   "expect", "test",  "for"};
     return words;
 }
 
@@ -161,6 +161,7 @@ private:
             e->kind = Expr::Kind::Name;
             e->name = std::string(t.text);
             e->loc = t.loc;
+            if (at_punct("(")) return call(std::move(e));
             return e;
         }
         if (at_punct("(")) {
@@ -171,6 +172,17 @@ private:
         }
         if (t.kind == Tok::Real) throw ToyError(t.loc, fmt::format("expected an integer, got '{}'", t.text));
         fail(t, "an integer expression");
+    }
+    // cdiv(a, b), min(a, b), max(a, b): the compiler checks the name and that both are constant.
+    ExprPtr call(ExprPtr name) {
+        name->kind = Expr::Kind::Call;
+        next();  // (
+        name->lhs = expr();
+        expect_punct(",");
+        name->rhs = expr();
+        const Token& close = expect_punct(")");
+        name->loc = span(name->loc, close.loc);
+        return name;
     }
     ExprPtr binary(const Token& op, ExprPtr lhs, ExprPtr rhs) {
         auto e = std::make_unique<Expr>();
@@ -200,6 +212,10 @@ private:
             next();
         }
         const Token& t = peek();
+        if (t.kind == Tok::Ident && t.text == "inf") {
+            next();
+            return negative ? -INFINITY : INFINITY;
+        }
         if (t.kind != Tok::Integer && t.kind != Tok::Real) fail(t, "a number");
         next();
         std::string text(t.text);
@@ -220,15 +236,28 @@ private:
             if (program.registers) throw ToyError(head.loc, "the register file size is already declared");
             program.registers = expr();
             end_of_statement();
-        } else if (word == "param") {
+        } else if (word == "param" || word == "let") {
             next();
             Param p;
-            const Token& name = expect_ident("a parameter name");
+            p.derived = word == "let";
+            const Token& name = expect_ident(p.derived ? "a name" : "a parameter name");
             p.name = std::string(name.text);
             p.loc = name.loc;
             expect_punct("=");
             p.value = expr();
             program.params.push_back(std::move(p));
+            end_of_statement();
+        } else if (word == "tile") {
+            next();
+            Tile t;
+            const Token& name = expect_ident("a tile name");
+            if (register_number(name.text) || iequals(name.text, "R"))
+                throw ToyError(name.loc, fmt::format("'{}' is a register name; choose another tile name", name.text));
+            t.name = std::string(name.text);
+            t.loc = name.loc;
+            t.dims = subscripts();
+            if (t.dims.empty()) fail(peek(), "the tile's shape, such as [Br][d]");
+            program.tiles.push_back(std::move(t));
             end_of_statement();
         } else if (word == "input" || word == "output" || word == "scratch") {
             next();
@@ -300,10 +329,16 @@ private:
                     }
                 }
                 expect_punct(")");
+            } else if (peek().kind == Tok::Integer || peek().kind == Tok::Real || at_punct("-") || at_word("inf")) {
+                // "= 0", "= -inf": every element starts with this value, as FlashAttention-1
+                // initializes O, m and ℓ in HBM.
+                a.fill.kind = Fill::Kind::Constant;
+                a.fill.values = {real_literal()};
             } else {
-                fail(peek(), "'[' values ']' or 'random(seed)'");
+                fail(peek(), "'[' values ']', 'random(seed)' or a number");
             }
-            if (role != Role::Input) throw ToyError(a.fill.loc, "only input arrays take initial values");
+            if (role != Role::Input && a.fill.kind != Fill::Kind::Constant)
+                throw ToyError(a.fill.loc, "only input arrays take initial values; an output or scratch array may start as one number (= 0)");
         }
         end_of_statement();
         return a;
@@ -412,10 +447,16 @@ private:
 
     Operand operand() {
         const Token& t = peek();
-        if (t.kind != Tok::Ident) fail(t, "a register or a DRAM element");
-        next();
         Operand o;
         o.loc = t.loc;
+        if (t.kind == Tok::Integer || t.kind == Tok::Real || at_punct("-") || (t.kind == Tok::Ident && t.text == "inf")) {
+            o.kind = Operand::Kind::Immediate;
+            o.immediate = real_literal();
+            o.loc = span(t.loc, tokens_[pos_ - 1].loc);
+            return o;
+        }
+        if (t.kind != Tok::Ident) fail(t, "a register or a DRAM element");
+        next();
         if (auto r = register_number(t.text)) {
             o.kind = Operand::Kind::Register;
             o.reg = *r;
@@ -432,8 +473,25 @@ private:
         o.kind = Operand::Kind::Memory;
         o.array = std::string(t.text);
         o.array_loc = t.loc;
-        o.subscripts = subscripts();
-        if (!o.subscripts.empty()) o.loc = span(t.loc, tokens_[pos_ - 1].loc);
+        while (at_punct("[")) {
+            next();
+            o.subscripts.push_back(expr());
+            ExprPtr end;
+            if (at_punct("..")) {  // a range lo..hi: a tile slice
+                next();
+                end = expr();
+            }
+            o.subscript_ends.push_back(std::move(end));
+            expect_punct("]");
+        }
+        if (o.subscripts.empty() && at_punct(".")) {  // tile.T: the transposed tile
+            next();
+            const Token& t2 = peek();
+            if (!(t2.kind == Tok::Ident && t2.text == "T")) fail(t2, "'T' (tile.T is the transposed tile)");
+            next();
+            o.transposed = true;
+        }
+        if (pos_ > 0 && tokens_[pos_ - 1].loc.col != t.loc.col) o.loc = span(t.loc, tokens_[pos_ - 1].loc);
         return o;
     }
 

@@ -53,10 +53,39 @@ struct ArrayInfo {
 
 struct MemRef {
     int array = -1;
-    std::vector<Affine> subscripts;  // one per dimension
-    Affine address;                  // absolute flat DRAM address
+    std::vector<Affine> subscripts;  // one per dimension; for a range a..b, its start a
+    Affine address;                  // absolute flat DRAM address (of the first element)
     bool bounds_proven = false;      // every reachable subscript is in range: skip the check
-    bool always_present = false;     // an input array: every element holds a value
+    bool always_present = false;     // an input (or constant-filled) array: every element holds a value
+    // Tile slices: per dimension, whether it is a range, and the range's end b. An end past
+    // the array is clipped to it (the edge tile), so only the elements really there move.
+    std::vector<std::uint8_t> is_range;
+    std::vector<Affine> ends;
+    int range_count() const;
+};
+
+// A named register bank (a tile): part of the register file, which is the SRAM.
+struct Bank {
+    std::string name;
+    int rank = 2;                      // as declared: [cols] is a row vector, [rows][cols] a matrix
+    std::int64_t rows = 1, cols = 1;   // capacity; the current shape is set by what is written
+    std::int64_t base = 0;             // first element in the tile storage
+    Loc loc;
+};
+
+// A register operand of a tile instruction: a tile, or a scalar register (a 1×1 tile).
+struct TileOperand {
+    enum class Kind : std::uint8_t { Bank, Register } kind = Kind::Bank;
+    std::int32_t index = 0;  // bank; or register, -1-k for dynamic register entry k
+    bool transposed = false; // tile.T (MAC / MAC_Z sources)
+};
+
+struct TileInst {
+    Op op;
+    int count = 0;                    // register operands, in source order (destination last)
+    std::array<TileOperand, 3> args;
+    std::int32_t mem = -1;            // the slice MemRef (LOAD / STORE)
+    double imm = 0;                   // SET
 };
 
 // Internal codes beyond the ISA's opcodes: loop control and the end of the program.
@@ -67,6 +96,7 @@ enum class Code : std::uint8_t {
     LoopBegin,
     LoopEnd,
     Halt,
+    Tile,  // an instruction on tiles or slices: Inst::mem indexes Program::tile_insts
 };
 
 struct Inst {
@@ -77,7 +107,7 @@ struct Inst {
     // checks it. Reads the compiler proves safe (definite assignment) skip the check.
     std::uint8_t unproven_reads = 0;
     std::array<std::int32_t, 4> reg{};  // register operands in source order; -1-k: dynamic entry k
-    std::int32_t mem = -1;              // MemRef index (LOAD/STORE)
+    std::int32_t mem = -1;              // MemRef index (LOAD/STORE); Tile: TileInst; SET: immediate
     std::int32_t loop = -1;             // LoopInfo index (LoopBegin/LoopEnd)
     std::int32_t jump = -1;             // LoopBegin: its LoopEnd; LoopEnd: its LoopBegin
 };
@@ -119,8 +149,13 @@ struct ExpectSpec {
 struct Program {
     std::shared_ptr<const SourceFile> source;
     std::shared_ptr<const ast::Program> tree;
-    std::vector<std::pair<std::string, std::int64_t>> params;  // in declaration order
-    int registers = 0;
+    std::vector<std::pair<std::string, std::int64_t>> params;  // in declaration order (lets too)
+    int registers = 0;           // the register file (SRAM) in elements: tiles and scalar registers
+    int scalar_registers = 0;    // R0.. : what the tiles leave
+    std::vector<Bank> banks;
+    std::int64_t bank_elements = 0;
+    std::vector<TileInst> tile_insts;
+    std::vector<double> immediates;  // SET on scalar registers
     std::vector<ArrayInfo> arrays;
     std::int64_t dram_size = 0;
     std::vector<Inst> code;
@@ -134,6 +169,13 @@ struct Program {
     std::vector<ExpectSpec> expects;
 
     int find_array(std::string_view name) const;
+    int find_bank(std::string_view name) const;
+    bool has_tiles() const { return !banks.empty() || !tile_insts.empty(); }
+    bool uses(Op op) const;  // some instruction of the program is this opcode
+    // "3 registers: R0..R2", or with tiles "the tiles take 96 of 100 registers; R0..R3 remain".
+    std::string register_file_text() const;
+    // The op an instruction executes (ISA instructions only, not loop control).
+    Op op_at(std::int32_t pc) const;
     // "a01" / "x3" (the seed's symbol style), or "a[1][10]" when an index has two digits.
     std::string element_symbol(int array, std::int64_t offset) const;
     // "a[0][1]": how instructions and errors name an element.

@@ -19,10 +19,14 @@ struct Table {
 // Table, Markdown or CSV (Json is not a table format).
 std::string render_table(const Table& table, Format format);
 
-// The flat list of every counter, zeros included: (key, value) in a stable order.
-// Keys: registers, peak_registers, cycles, instructions, one per opcode, dram.reads,
+// The flat list of counters, zeros included: (key, value) in a stable order.
+// Keys: registers, peak_registers, cycles, instructions, one per opcode used, dram.reads,
 // dram.writes, reads(ARRAY), writes(ARRAY) per array, arithmetic_intensity.
-std::vector<std::pair<std::string, std::string>> counter_rows(const Program& program, const Counters& counters);
+// Opcode rows: those `shown` (by default the opcodes the program uses).
+using OpcodeSet = std::array<bool, kOpCount>;
+OpcodeSet opcodes_used(const Program& program);
+std::vector<std::pair<std::string, std::string>> counter_rows(const Program& program, const Counters& counters,
+                                                              const OpcodeSet* shown = nullptr);
 
 std::string format_run(const Program& program, const RunResult& result, Format format, bool stats);
 nlohmann::ordered_json run_json(const Program& program, const RunResult& result, bool stats);

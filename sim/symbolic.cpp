@@ -21,7 +21,7 @@ std::uint32_t ExprArena::make(ExprNode::Kind kind, std::uint32_t a, std::uint32_
     const ExprNode& x = nodes_[a];
     const ExprNode& y = nodes_[b];
     // Fold constants and the identities the seed's traces rely on (x − x = 0, e^0 = 1).
-    if (x.kind == K::Const && (kind == K::Exp || y.kind == K::Const)) {
+    if (x.kind == K::Const && (kind == K::Exp || kind == K::Log || y.kind == K::Const)) {
         double u = x.value, v = y.value;
         switch (kind) {
             case K::Add: return constant(u + v);
@@ -30,11 +30,15 @@ std::uint32_t ExprArena::make(ExprNode::Kind kind, std::uint32_t a, std::uint32_
             case K::Div: return constant(u / v);
             case K::Max: return constant(std::max(u, v));
             case K::Exp: return constant(std::exp(u));
+            case K::Log: return constant(std::log(u));
             default: break;
         }
     }
     if (kind == K::Sub && a == b) return constant(0);
     if (kind == K::Max && a == b) return a;
+    // −∞ is where a running max starts (SET -inf): max(−∞, x) = x.
+    if (kind == K::Max && x.kind == K::Const && x.value == -INFINITY) return b;
+    if (kind == K::Max && y.kind == K::Const && y.value == -INFINITY) return a;
     if (kind == K::Mul && x.kind == K::Const && x.value == 1) return b;
     if (kind == K::Mul && y.kind == K::Const && y.value == 1) return a;
     if (kind == K::Add && x.kind == K::Const && x.value == 0) return b;
@@ -45,7 +49,7 @@ std::uint32_t ExprArena::make(ExprNode::Kind kind, std::uint32_t a, std::uint32_
         auto key = [&](std::uint32_t id) { return std::pair{-static_cast<std::int64_t>(nodes_[id].height), id}; };
         if (key(b) < key(a)) std::swap(a, b);
     }
-    std::uint32_t height = 1 + std::max(nodes_[a].height, kind == K::Exp ? 0u : nodes_[b].height);
+    std::uint32_t height = 1 + std::max(nodes_[a].height, kind == K::Exp || kind == K::Log ? 0u : nodes_[b].height);
     nodes_.push_back(ExprNode{kind, a, b});
     nodes_.back().height = height;
     return static_cast<std::uint32_t>(nodes_.size() - 1);

@@ -11,7 +11,7 @@
 namespace toysim {
 
 struct ExprNode {
-    enum class Kind : std::uint8_t { Leaf, Const, Add, Sub, Mul, Div, Max, Exp } kind;
+    enum class Kind : std::uint8_t { Leaf, Const, Add, Sub, Mul, Div, Max, Exp, Log } kind;
     std::uint32_t a = 0, b = 0;     // operands (node ids)
     double value = 0;               // Const
     std::uint32_t leaf = 0;         // Leaf: index into leaf names
@@ -47,6 +47,8 @@ struct SymbolicDomain {
     Value div(Value a, Value b) { return arena->make(ExprNode::Kind::Div, a, b); }
     Value max(Value a, Value b) { return arena->make(ExprNode::Kind::Max, a, b); }
     Value exp(Value a) { return arena->make(ExprNode::Kind::Exp, a); }
+    Value log(Value a) { return arena->make(ExprNode::Kind::Log, a); }
+    Value constant(double v) { return arena->constant(v); }
     void stored(Value v, std::int64_t address) { arena->mark_stored(v, address); }
 };
 

@@ -221,7 +221,7 @@ for i in 0..3 {
         run(p);
         FAIL("R[2] on a 2-register machine ran");
     } catch (const ToyError& e) {
-        CHECK_THAT(e.what(), Catch::Contains("register index 2 is out of range: the register file has 2 registers (R0..R1)"));
+        CHECK_THAT(e.what(), Catch::Contains("register index 2 is out of range for the register file (2 registers: R0..R1)"));
         CHECK_THAT(e.what(), Catch::Contains("i = 2"));
     }
 }
