@@ -61,8 +61,12 @@ struct Loop {
 enum class Role { Input, Output, Scratch };
 
 struct Fill {
-    enum class Kind { Default, Literal, Random, Constant } kind = Kind::Default;
+    enum class Kind { Default, Literal, Random, Constant, Reference } kind = Kind::Default;
     std::vector<double> values;  // Literal, row-major; Constant: the one value
+    // Reference: computed from inputs declared above, as a forward pass would have saved it:
+    // input O[n][d] = attention(Q, K, V)
+    std::string function;
+    std::vector<std::pair<std::string, Loc>> args;
     std::uint64_t seed = 0;      // Random
     double lo = -1, hi = 1;      // Random: uniform in [lo, hi)
     Loc loc;

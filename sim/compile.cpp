@@ -302,11 +302,29 @@ private:
             if (p_.dram_size + info.size > kMaxDram)
                 throw ToyError(a.loc, fmt::format("the arrays are too large for the simulator (at most {} elements in all)", kMaxDram));
             p_.dram_size += info.size;
+            if (info.fill.kind == ast::Fill::Kind::Reference) bind_reference_fill(info);
             if (info.fill.kind == ast::Fill::Kind::Literal && static_cast<std::int64_t>(info.fill.values.size()) != info.size)
                 throw ToyError(info.fill.loc, fmt::format("array '{}' has {} elements but {} values are given", a.name, info.size,
                                                           info.fill.values.size()));
             p_.arrays.push_back(std::move(info));
         }
+    }
+
+    // input O[n][d] = attention(Q, K, V): the arguments are inputs declared above, and the
+    // reference's shape must be the array's.
+    void bind_reference_fill(ArrayInfo& info) {
+        std::vector<std::vector<std::int64_t>> shapes;
+        for (const auto& [name, loc] : info.fill.args) {
+            int a = array_named(name, loc);
+            if (p_.arrays[static_cast<size_t>(a)].role != ast::Role::Input)
+                throw ToyError(loc, fmt::format("'{}' is not an input; an input's values are computed only from inputs", name));
+            info.fill_args.push_back(a);
+            shapes.push_back(p_.arrays[static_cast<size_t>(a)].dims);
+        }
+        auto shape = reference_shape(info.fill.function, shapes, info.fill.loc);
+        if (shape != info.dims)
+            throw ToyError(info.fill.loc, fmt::format("{}(...) is {} but '{}' is {}", info.fill.function, shape_text(shape), info.name,
+                                                      shape_text(info.dims)));
     }
 
     // ---- the body ----
@@ -442,10 +460,13 @@ private:
                 throw ToyError(slice_loc, fmt::format("{} of a slice needs a tile, not a scalar register", op.mnemonic));
             if (other.kind == TileOperand::Kind::Bank) {
                 const Bank& b = p_.banks[static_cast<size_t>(other.index)];
-                if (slice_ranges != 0 && slice_ranges != b.rank)
+                // One range into a column tile (Br×1): the slice is that column, as L[i*Br..i*Br+Br]
+                // is stored from the column of row statistics.
+                t.column = slice_ranges == 1 && b.rank == 2 && b.cols == 1;
+                if (slice_ranges != 0 && slice_ranges != b.rank && !t.column)
                     throw ToyError(slice_loc, fmt::format("the slice has {} range{} but tile '{}' has {} dimension{}", slice_ranges,
                                                           slice_ranges == 1 ? "" : "s", b.name, b.rank, b.rank == 1 ? "" : "s"));
-                check_slice_widths(p_.mems[static_cast<size_t>(t.mem)], b, slice_loc);
+                check_slice_widths(p_.mems[static_cast<size_t>(t.mem)], b, t.column, slice_loc);
             }
         }
         (void)dest_bank;
@@ -458,8 +479,10 @@ private:
     }
 
     // A range whose width is known now must fit the tile; widths that vary are checked as they run.
-    void check_slice_widths(const MemRef& m, const Bank& b, Loc loc) {
-        std::vector<std::int64_t> capacity = b.rank == 2 ? std::vector<std::int64_t>{b.rows, b.cols} : std::vector<std::int64_t>{b.cols};
+    void check_slice_widths(const MemRef& m, const Bank& b, bool column, Loc loc) {
+        std::vector<std::int64_t> capacity = column ? std::vector<std::int64_t>{b.rows}
+                                             : b.rank == 2 ? std::vector<std::int64_t>{b.rows, b.cols}
+                                                           : std::vector<std::int64_t>{b.cols};
         size_t k = 0;
         for (size_t d = 0; d < m.subscripts.size(); ++d) {
             if (!m.is_range[d]) continue;
@@ -499,7 +522,9 @@ private:
                 continue;
             }
             std::int32_t r = lower_register(o, inst);
-            bool proven = r >= 0 && definitely_written_[static_cast<size_t>(r)];
+            // SET's middle operand only lends its rows, and a scalar's shape is always 1×1.
+            bool shape_only = in.op == Op::SET && i == 1;
+            bool proven = shape_only || (r >= 0 && definitely_written_[static_cast<size_t>(r)]);
             if (want == OperandKind::RegRead && !proven) inst.unproven_reads |= static_cast<std::uint8_t>(1u << inst.reg_count);
             if (want == OperandKind::RegWrite && r >= 0) definitely_written_[static_cast<size_t>(r)] = true;
             inst.reg[inst.reg_count++] = r;
@@ -620,7 +645,8 @@ private:
             };
             auto lhs = sub(p_.arrays[static_cast<size_t>(spec.target)].dims, spec.target_index, target_locs, c.target);
             auto rhs = sub(ref_shape, spec.reference_index, reference_locs, c.function + "(...)");
-            if (lhs != rhs)
+            auto one = [](const std::vector<std::int64_t>& s) { return s.empty() || s == std::vector<std::int64_t>{1}; };
+            if (lhs != rhs && !(one(lhs) && one(rhs)))
                 throw ToyError(c.loc, fmt::format("the two sides differ in shape: {} is {}, but the reference is {}",
                                                   c.target + index_text(spec.target_index), shape_text(lhs), shape_text(rhs)));
             p_.checks.push_back(std::move(spec));
@@ -642,17 +668,24 @@ private:
             else if (c == "reads") spec.counter = Counter::Reads;
             else if (c == "writes") spec.counter = Counter::Writes;
             else if (c == "registers") spec.counter = Counter::Registers;
+            else if (c == "work") spec.counter = Counter::Work;
+            else if (c == "traffic") spec.counter = Counter::Traffic;
             else if (auto op = find_op(c)) {
                 spec.counter = Counter::Opcode;
                 spec.op = *op;
             } else {
-                std::vector<std::string_view> names = {"cycles", "instructions", "reads", "writes", "registers"};
+                std::vector<std::string_view> names = {"cycles", "instructions", "reads", "writes", "traffic", "registers", "work"};
                 for (const auto& row : all_ops()) names.push_back(row.mnemonic);
                 throw ToyError(e.loc, fmt::format("unknown counter '{}'{}", c, did_you_mean(c, names)));
             }
-            if (!e.array.empty()) {
+            if (c == "work") {  // work(MAC): units of work of one opcode (tile cost model)
+                auto op = find_op(e.array);
+                if (e.array.empty() || !op) throw ToyError(e.array.empty() ? e.loc : e.array_loc, "work takes an opcode: work(MAC)");
+                spec.counter = Counter::Work;
+                spec.op = *op;
+            } else if (!e.array.empty()) {
                 if (spec.counter != Counter::Reads && spec.counter != Counter::Writes)
-                    throw ToyError(e.loc, "only reads(ARRAY) and writes(ARRAY) take an array");
+                    throw ToyError(e.loc, "only reads(ARRAY), writes(ARRAY) and work(OPCODE) take an argument");
                 spec.array = array_named(e.array, e.array_loc);
             }
             spec.value = constant(*e.value, "an expected figure");

@@ -288,7 +288,8 @@ std::uint64_t execute_tile(const Program& p, Domain& D, State<typename Domain::V
         const TileOperand& a = t.args[static_cast<size_t>(k)];
         if (a.kind == TileOperand::Kind::Register) {
             std::int32_t r = resolve_register(p, pc, a.index, vars);
-            if (!s.written[static_cast<size_t>(r)]) fail_unwritten_register(p, pc, k, r, vars);
+            bool shape_only = t.op == Op::SET;  // SET reads only the rows of its source: a scalar's is 1
+            if (!shape_only && !s.written[static_cast<size_t>(r)]) fail_unwritten_register(p, pc, k, r, vars);
             return {&s.regs[static_cast<size_t>(r)], 1, 1, 0, 0};
         }
         const Bank& b = p.banks[static_cast<size_t>(a.index)];
@@ -350,6 +351,10 @@ std::uint64_t execute_tile(const Program& p, Domain& D, State<typename Domain::V
     if (t.op == Op::LOAD || t.op == Op::STORE) {
         const MemRef& m = p.mems[static_cast<size_t>(t.mem)];
         SliceGeometry g = slice_geometry(p, pc, m, vars);
+        if (t.column) {
+            std::swap(g.rows, g.cols);
+            std::swap(g.row_stride, g.col_stride);
+        }
         if (t.op == Op::LOAD) {
             View<V> out = destination(g.rows, g.cols);
             for (std::int64_t i = 0; i < g.rows; ++i)
@@ -670,20 +675,28 @@ State<Value> fresh_state(const Program& p) {
     return s;
 }
 
-void load_inputs(const Program& p, State<double>& s) {
-    for (const auto& a : p.arrays)
-        if (starts_filled(a)) {
-            auto values = initial_values(a);
-            std::copy(values.begin(), values.end(), s.dram.begin() + a.base);
-        }
-}
-
 Tensor region(const Program& p, const State<double>& s, int array) {
     const ArrayInfo& a = p.arrays[static_cast<size_t>(array)];
     Tensor t;
     t.shape = a.dims;
     t.data.assign(s.dram.begin() + a.base, s.dram.begin() + a.base + a.size);
     return t;
+}
+
+// In declaration order, so a reference fill finds its arguments already filled.
+void load_inputs(const Program& p, State<double>& s) {
+    for (const auto& a : p.arrays) {
+        if (!starts_filled(a)) continue;
+        std::vector<double> values;
+        if (a.fill.kind == ast::Fill::Kind::Reference) {
+            std::vector<Tensor> args;
+            for (int arg : a.fill_args) args.push_back(region(p, s, arg));
+            values = reference(a.fill.function, args).data;
+        } else {
+            values = initial_values(a);
+        }
+        std::copy(values.begin(), values.end(), s.dram.begin() + a.base);
+    }
 }
 
 std::int64_t offset_of(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& prefix, std::int64_t& count) {
@@ -748,6 +761,8 @@ std::uint64_t Counters::counter(const ExpectSpec& e) const {
         case Counter::Writes: return e.array < 0 ? dram_writes : arrays[static_cast<size_t>(e.array)].writes;
         case Counter::Registers: return static_cast<std::uint64_t>(peak_registers);
         case Counter::Opcode: return by_opcode[static_cast<size_t>(e.op)];
+        case Counter::Work: return work_by_opcode[static_cast<size_t>(e.op)];
+        case Counter::Traffic: return dram_reads + dram_writes;
     }
     return 0;
 }
@@ -756,6 +771,16 @@ bool RunResult::checks_ok() const {
     for (const auto& c : checks)
         if (!c.ok) return false;
     return true;
+}
+
+std::vector<double> RunResult::array_values(const Program& p, int array) const {
+    const ArrayInfo& a = p.arrays[static_cast<size_t>(array)];
+    std::vector<double> out(static_cast<size_t>(a.size));
+    for (std::int64_t i = 0; i < a.size; ++i) {
+        auto at = static_cast<size_t>(a.base + i);
+        out[static_cast<size_t>(i)] = present[at] ? dram[at] : NAN;
+    }
+    return out;
 }
 
 bool RunResult::expects_ok() const {
@@ -780,6 +805,8 @@ RunResult run(const Program& p, const RunOptions& options) {
         std::uint64_t actual = r.counters.counter(e);
         r.expects.push_back({actual, e.value >= 0 && actual == static_cast<std::uint64_t>(e.value)});
     }
+    r.dram = std::move(state.dram);
+    r.present = std::move(state.present);
     return r;
 }
 

@@ -56,8 +56,12 @@ struct RunResult {
     std::vector<CheckResult> checks;    // parallel to Program::checks
     std::vector<ExpectResult> expects;  // parallel to Program::expects
     double seconds = 0;                 // execution only, for instructions per second
+    std::vector<double> dram;           // DRAM when the program ended (Program::arrays give the layout)
+    std::vector<std::uint8_t> present;  // per element: holds a value
     bool checks_ok() const;
     bool expects_ok() const;
+    // An array's final values, row-major; NaN where nothing was ever stored.
+    std::vector<double> array_values(const Program& program, int array) const;
 };
 
 // Numeric run: counters, checks against the references, and the program's expected figures.

@@ -329,13 +329,17 @@ private:
                     }
                 }
                 expect_punct(")");
+            } else if (at(Tok::Ident) && peek(1).kind == Tok::Punct && peek(1).text == "(") {
+                a.fill.kind = Fill::Kind::Reference;
+                a.fill.function = std::string(next().text);
+                a.fill.args = call_arguments();
             } else if (peek().kind == Tok::Integer || peek().kind == Tok::Real || at_punct("-") || at_word("inf")) {
                 // "= 0", "= -inf": every element starts with this value, as FlashAttention-1
                 // initializes O, m and ℓ in HBM.
                 a.fill.kind = Fill::Kind::Constant;
                 a.fill.values = {real_literal()};
             } else {
-                fail(peek(), "'[' values ']', 'random(seed)' or a number");
+                fail(peek(), "'[' values ']', 'random(seed)', a number or a reference function such as attention(Q, K, V)");
             }
             if (role != Role::Input && a.fill.kind != Fill::Kind::Constant)
                 throw ToyError(a.fill.loc, "only input arrays take initial values; an output or scratch array may start as one number (= 0)");
@@ -361,6 +365,19 @@ private:
         }
     }
 
+    // "(a, b)": array names, as a reference function takes them.
+    std::vector<std::pair<std::string, Loc>> call_arguments() {
+        std::vector<std::pair<std::string, Loc>> args;
+        expect_punct("(");
+        while (!at_punct(")")) {
+            const Token& arg = expect_ident("an array name");
+            args.emplace_back(std::string(arg.text), arg.loc);
+            if (!at_punct(")")) expect_punct(",");
+        }
+        next();
+        return args;
+    }
+
     Check check_decl(Loc loc) {
         Check c;
         c.loc = loc;
@@ -372,13 +389,7 @@ private:
         const Token& fn = expect_ident("a reference function such as matmul or softmax");
         c.function = std::string(fn.text);
         c.function_loc = fn.loc;
-        expect_punct("(");
-        while (!at_punct(")")) {
-            const Token& arg = expect_ident("an array name");
-            c.args.emplace_back(std::string(arg.text), arg.loc);
-            if (!at_punct(")")) expect_punct(",");
-        }
-        next();
+        c.args = call_arguments();
         c.reference_index = subscripts();
         if (at_word("within")) {
             next();

@@ -48,6 +48,7 @@ struct ArrayInfo {
     std::int64_t base = 0;  // first flat DRAM address
     std::int64_t size = 1;
     ast::Fill fill;
+    std::vector<int> fill_args;  // Reference fill: the arrays it is computed from
     Loc loc;
 };
 
@@ -85,6 +86,7 @@ struct TileInst {
     int count = 0;                    // register operands, in source order (destination last)
     std::array<TileOperand, 3> args;
     std::int32_t mem = -1;            // the slice MemRef (LOAD / STORE)
+    bool column = false;              // a one-range slice that is a column tile's rows
     double imm = 0;                   // SET
 };
 
@@ -135,11 +137,11 @@ struct CheckSpec {
     Loc loc;
 };
 
-enum class Counter { Cycles, Instructions, Reads, Writes, Registers, Opcode };
+enum class Counter { Cycles, Instructions, Reads, Writes, Traffic, Registers, Opcode, Work };
 
 struct ExpectSpec {
     Counter counter;
-    Op op = Op::LOAD;   // Counter::Opcode
+    Op op = Op::LOAD;   // Counter::Opcode, Counter::Work
     int array = -1;     // reads(x) / writes(x); -1: all arrays
     std::int64_t value = 0;
     std::string text;   // "reads(x) = 3n"

@@ -20,6 +20,8 @@ const std::vector<ReferenceFunction>& reference_functions() {
         {"attention_lse", "attention_lse(q, k)", "L_i = m_i + ln ℓ_i, one per row (FlashAttention-2 keeps L)"},
         {"attention_delta", "attention_delta(q, k, v, do)", "D_i = Σ_j do_ij·O_ij with O = attention(q, k, v)"},
         {"attention_dv", "attention_dv(q, k, v, do)", "dV = Pᵀ·do with P = softmax(q·kᵀ): m×dv"},
+        {"attention_dp", "attention_dp(q, k, v, do)", "dP = do·vᵀ: n×m"},
+        {"attention_ds", "attention_ds(q, k, v, do)", "dS = P ∘ (dP − D): n×m"},
         {"attention_dq", "attention_dq(q, k, v, do)", "dQ = dS·k with dS = P ∘ (do·vᵀ − D): n×d"},
         {"attention_dk", "attention_dk(q, k, v, do)", "dK = dSᵀ·q with dS = P ∘ (do·vᵀ − D): m×d"},
         {"transpose", "transpose(a)", "the transpose of a matrix"},
@@ -129,9 +131,13 @@ Values delta(const Forward& f, const double* dout) {
     return d;
 }
 
+Values probabilities_grad(const Forward& f, const double* v, const double* dout) {
+    return matmul(dout, transposed(v, f.m, f.dv).data(), f.n, f.dv, f.m);
+}
+
 // The scores' gradient dS = P ∘ (dP − D), with dP = dO·vᵀ and D broadcast along each row.
 Values scores_grad(const Forward& f, const double* v, const double* dout) {
-    const Values dp = matmul(dout, transposed(v, f.m, f.dv).data(), f.n, f.dv, f.m);
+    const Values dp = probabilities_grad(f, v, dout);
     const Values d = delta(f, dout);
     Values ds(dp.size());
     for (std::int64_t i = 0; i < f.n; ++i)
@@ -156,14 +162,16 @@ Values attention_family(std::string_view name, const std::vector<Tensor>& args) 
     const double* dout = args[3].data.data();
     if (name == "attention_delta") return delta(f, dout);
     if (name == "attention_dv") return matmul(transposed(f.p.data(), f.n, f.m).data(), dout, f.m, f.n, f.dv);
+    if (name == "attention_dp") return probabilities_grad(f, args[2].data.data(), dout);
     const Values ds = scores_grad(f, args[2].data.data(), dout);
+    if (name == "attention_ds") return ds;
     if (name == "attention_dq") return matmul(ds.data(), k, f.n, f.m, f.d);
     return matmul(transposed(ds.data(), f.n, f.m).data(), q, f.m, f.n, f.d);  // attention_dk
 }
 
 // The attention family's functions of (q, k) and of (q, k, v, do).
 constexpr std::string_view kOfScores[] = {"scores", "attention_rowmax", "attention_rowsum", "attention_lse"};
-constexpr std::string_view kGradients[] = {"attention_delta", "attention_dv", "attention_dq", "attention_dk"};
+constexpr std::string_view kGradients[] = {"attention_delta", "attention_dv", "attention_dp", "attention_ds", "attention_dq", "attention_dk"};
 
 bool is_one_of(std::string_view name, std::span<const std::string_view> names) { return std::ranges::find(names, name) != names.end(); }
 }  // namespace
@@ -214,6 +222,7 @@ std::vector<std::int64_t> reference_shape(std::string_view name, const std::vect
         attention_args(4);
         if (name == "attention_delta") return {s[0][0]};
         if (name == "attention_dv") return {s[1][0], s[2][1]};
+        if (name == "attention_dp" || name == "attention_ds") return {s[0][0], s[1][0]};
         if (name == "attention_dq") return {s[0][0], s[0][1]};
         return {s[1][0], s[0][1]};  // attention_dk
     }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <functional>
+#include <optional>
 #include <set>
 
 #include "disasm.h"
@@ -36,6 +38,19 @@ std::string number(double v) {
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     if (std::isnan(v)) return "nan";
     return format_number(v, 4);
+}
+
+std::string plural(std::uint64_t n, std::string_view word);
+
+// "7 cycles, 7 instructions (4 LOAD, ...); DRAM: 4 reads, 1 write; 3 registers used"
+std::string trace_summary(const Program& p, const Counters& c) {
+    std::string mix;
+    for (const auto& row : all_ops())
+        if (auto n = c.by_opcode[static_cast<size_t>(row.op)]) mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", n, row.mnemonic);
+    std::string registers = p.has_tiles() ? fmt::format("{} of {} registers used", c.peak_registers, p.registers)
+                                          : fmt::format("{} used", plural(static_cast<std::uint64_t>(c.peak_registers), "register"));
+    return fmt::format("{}, {} ({}); DRAM: {}, {}; {}", plural(c.cycles, "cycle"), plural(c.instructions, "instruction"),
+                       mix.empty() ? "none" : mix, plural(c.dram_reads, "read"), plural(c.dram_writes, "write"), registers);
 }
 
 // What one unit of an opcode's work is, in the tile cost model.
@@ -277,8 +292,87 @@ std::string format_run(const Program& p, const RunResult& r, Format format, bool
     return out;
 }
 
+namespace {
+// A tile's values as rows: "[1, 0.36788; 0.36788, 1]". Large tiles show their top-left corner.
+constexpr std::int32_t kShownRows = 8, kShownCols = 8;
+
+std::string block_text(const TraceStep& s, const std::function<std::string(size_t)>& value) {
+    std::string out = "[";
+    for (std::int32_t i = 0; i < std::min(s.rows, kShownRows); ++i) {
+        if (i) out += "; ";
+        for (std::int32_t j = 0; j < std::min(s.cols, kShownCols); ++j)
+            out += (j ? ", " : "") + value(s.first + static_cast<size_t>(i) * static_cast<size_t>(s.cols) + static_cast<size_t>(j));
+        if (s.cols > kShownCols) out += ", …";
+    }
+    if (s.rows > kShownRows) out += "; …";
+    return out + "]";
+}
+
+// Tile programs: one row per instruction with the block it wrote (or stored), since a row of
+// register columns cannot show tiles.
+std::string format_tile_trace(const Program& p, const Trace& tr, const TraceOptions& options, const std::string& summary) {
+    using json = nlohmann::ordered_json;
+    std::vector<std::uint32_t> shown;
+    if (tr.symbolic) shown = tr.tile_symbols;
+    std::optional<ExprFormatter> names;
+    if (tr.symbolic) names.emplace(tr.arena, p, shown);
+    auto value = [&](size_t k) { return tr.symbolic ? names->cell(tr.tile_symbols[k]) : format_number(tr.tile_numbers[k], 5); };
+    auto scalar = [&](const TraceStep& s) { return tr.symbolic ? names->cell(s.symbol) : format_number(s.number, 5); };
+    Table t{{"Step", "Instruction", "Result"}, {true, false, false}, {}};
+    json steps = json::array();
+    for (size_t i = 0; i < tr.steps.size(); ++i) {
+        const TraceStep& s = tr.steps[i];
+        std::string instruction = render_instruction(p, s.pc, s.vars.data());
+        bool tile_step = s.rows > 0;
+        bool stored = p.op_at(s.pc) == Op::STORE;
+        std::string target = stored ? "stored" : s.bank >= 0 ? p.banks[static_cast<size_t>(s.bank)].name : s.reg >= 0 ? fmt::format("R{}", s.reg) : "";
+        std::string text = tile_step ? block_text(s, value) : scalar(s);
+        t.rows.push_back({std::to_string(i + 1), instruction, target.empty() ? text : target + " = " + text});
+        if (options.format == Format::Json) {
+            json step = {{"step", i + 1}, {"instruction", instruction}};
+            if (!stored && !target.empty()) step["writes"] = target;
+            json rows = json::array();
+            for (std::int32_t r = 0; r < (tile_step ? s.rows : 1); ++r) {
+                json row = json::array();
+                for (std::int32_t c = 0; c < (tile_step ? s.cols : 1); ++c) {
+                    size_t k = s.first + static_cast<size_t>(r) * static_cast<size_t>(s.cols) + static_cast<size_t>(c);
+                    if (!tile_step) row.push_back(tr.symbolic ? json(scalar(s)) : json_number(s.number));
+                    else row.push_back(tr.symbolic ? json(value(k)) : json_number(tr.tile_numbers[k]));
+                }
+                rows.push_back(row);
+            }
+            step["values"] = rows;
+            steps.push_back(step);
+        }
+    }
+    std::vector<std::pair<std::string, std::string>> legend;
+    if (names) legend = names->legend();
+    if (options.format == Format::Json) {
+        json j;
+        j["program"] = p.source->path;
+        j["values"] = tr.symbolic ? "symbolic" : "numeric";
+        j["steps"] = steps;
+        j["legend"] = json::object();
+        for (const auto& [name, def] : legend) j["legend"][name] = def;
+        const Counters& c = tr.counters;
+        j["counters"] = {{"cycles", c.cycles}, {"instructions", c.instructions}, {"dram_reads", c.dram_reads}, {"dram_writes", c.dram_writes}};
+        j["complete"] = !tr.error.has_value();
+        return j.dump(2) + "\n";
+    }
+    std::string out = render_table(t, options.format);
+    if (options.format == Format::Csv) return out;
+    if (!legend.empty()) {
+        out += "\n";
+        for (const auto& [name, def] : legend) out += fmt::format("{}{} = {}\n", options.format == Format::Markdown ? "- " : "", name, def);
+    }
+    if (!tr.error) out += "\n" + summary + "\n";
+    return out;
+}
+}  // namespace
+
 std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& options) {
     using json = nlohmann::ordered_json;
+    if (p.has_tiles()) return format_tile_trace(p, tr, options, trace_summary(p, tr.counters));
     std::vector<std::uint32_t> shown;
     if (tr.symbolic)
         for (const auto& s : tr.steps)
@@ -332,12 +426,7 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
     std::vector<std::pair<std::string, std::string>> legend;
     if (names) legend = names->legend();
     const Counters& c = tr.counters;
-    std::string mix;
-    for (const auto& row : all_ops())
-        if (auto n = c.by_opcode[static_cast<size_t>(row.op)]) mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", n, row.mnemonic);
-    std::string summary = fmt::format("{}, {} ({}); DRAM: {}, {}; {} used", plural(c.cycles, "cycle"),
-                                      plural(c.instructions, "instruction"), mix.empty() ? "none" : mix, plural(c.dram_reads, "read"),
-                                      plural(c.dram_writes, "write"), plural(static_cast<std::uint64_t>(c.peak_registers), "register"));
+    std::string summary = trace_summary(p, c);
     if (options.format == Format::Json) {
         json j;
         j["program"] = p.source->path;
@@ -359,6 +448,25 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
         for (const auto& [name, def] : legend) out += fmt::format("{}{} = {}\n", options.format == Format::Markdown ? "- " : "", name, def);
     }
     if (!tr.error) out += "\n" + summary + "\n";
+    return out;
+}
+
+std::string format_array(const Program& p, const RunResult& r, int array) {
+    const ArrayInfo& a = p.arrays[static_cast<size_t>(array)];
+    std::vector<double> values = r.array_values(p, array);
+    std::int64_t cols = a.dims.empty() ? 1 : a.dims.back();
+    std::vector<std::string> cells;
+    int width = 0;
+    for (double v : values) {
+        cells.push_back(std::isnan(v) ? "—" : fmt::format("{:.4f}", v == 0 ? 0.0 : v));
+        width = std::max(width, display_width(cells.back()));
+    }
+    std::string shape = a.dims.empty() ? "one element" : fmt::format("{}", fmt::join(a.dims, "×"));
+    std::string out = fmt::format("{} ({}):\n", a.name, shape);
+    for (size_t i = 0; i < cells.size(); ++i) {
+        out += (i % static_cast<size_t>(cols) == 0 ? "  " : "  ") + pad_left(cells[i], width);
+        if ((i + 1) % static_cast<size_t>(cols) == 0) out += "\n";
+    }
     return out;
 }
 

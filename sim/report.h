@@ -42,6 +42,9 @@ std::string format_trace(const Program& program, const Trace& trace, const Trace
 std::string format_compare(const std::vector<std::string>& names, const std::vector<const Program*>& programs,
                            const std::vector<const RunResult*>& results, Format format);
 
-std::string format_params(const Program& program);  // "n = 4, b = 2" or "none"
+std::string format_params(const Program& program);
+
+// An array's final values as a block of rows with 4 decimals ("—" where nothing was stored).
+std::string format_array(const Program& program, const RunResult& result, int array);  // "n = 4, b = 2" or "none"
 
 }  // namespace toysim

@@ -56,6 +56,62 @@ std::string isa_listing() {
     return out;
 }
 
+// Every combination of the swept values, the first --set varying slowest.
+std::vector<ParamSettings> sweep_settings(const std::vector<std::string>& sets) {
+    std::vector<ParamSettings> combos{{}};
+    for (const auto& s : sets) {
+        auto eq = s.find('=');
+        std::string name = s.substr(0, eq);
+        std::vector<std::int64_t> values;
+        if (eq != std::string::npos) {
+            std::string list = s.substr(eq + 1);
+            for (size_t start = 0;;) {
+                size_t comma = list.find(',', start);
+                values.push_back(parse_setting(name + "=" + list.substr(start, comma - start)).second);
+                if (comma == std::string::npos) break;
+                start = comma + 1;
+            }
+        } else {
+            parse_setting(s);  // throws the usual message
+        }
+        std::vector<ParamSettings> next;
+        for (const auto& c : combos)
+            for (auto v : values) {
+                ParamSettings more = c;
+                more.emplace_back(name, v);
+                next.push_back(std::move(more));
+            }
+        combos = std::move(next);
+    }
+    return combos;
+}
+
+int sweep(const std::string& file, const std::vector<std::string>& sets, Format format, std::ostream& out,
+          std::shared_ptr<const SourceFile>& source) {
+    source = SourceFile::read(file);
+    auto tree = std::make_shared<const ast::Program>(parse(source));
+    std::vector<Program> programs;
+    std::vector<RunResult> results;
+    std::vector<std::string> names;
+    for (const auto& settings : sweep_settings(sets)) {
+        programs.push_back(compile(tree, settings));
+        results.push_back(run(programs.back()));
+        std::string name;
+        for (const auto& [k, v] : settings) name += fmt::format("{}{}={}", name.empty() ? "" : " ", k, v);
+        names.push_back(name);
+    }
+    std::vector<const Program*> program_ptrs;
+    std::vector<const RunResult*> result_ptrs;
+    bool ok = true;
+    for (size_t i = 0; i < programs.size(); ++i) {
+        program_ptrs.push_back(&programs[i]);
+        result_ptrs.push_back(&results[i]);
+        ok = ok && results[i].checks_ok() && results[i].expects_ok();
+    }
+    out << format_compare(names, program_ptrs, result_ptrs, format);
+    return ok ? kOk : kCheckFailed;
+}
+
 }  // namespace
 
 int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -68,7 +124,7 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
                "\nexit codes: 0 ok, 1 a check or an expected figure failed, 2 bad input or a run-time fault.\n"
                "Run 'toysim COMMAND --help' for examples.");
 
-    std::string file, format = "table", values = "symbolic";
+    std::string file, format = "table", values = "auto";
     std::vector<std::string> files, sets;
     bool stats = false, ditto = false;
     std::uint64_t max_steps = 0;
@@ -88,6 +144,8 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
     run_cmd->add_option("--set", sets, "override a parameter, e.g. --set n=1024 (repeatable)");
     run_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
     run_cmd->add_flag("--stats", stats, "also report simulated instructions per second");
+    std::vector<std::string> shown_arrays;
+    run_cmd->add_option("--show", shown_arrays, "also print an array's final values (repeatable), e.g. --show O");
     run_cmd->add_option("--max-steps", max_steps, "stop with an error after this many instructions (default 10000000000)")
         ->check(positive);
     run_cmd->footer("\nexamples:\n"
@@ -99,8 +157,9 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
     auto* trace_cmd = app.add_subcommand("trace", "Print the step table: each instruction and the registers after it.");
     trace_cmd->add_option("file", file, "the .toy program")->required();
     trace_cmd->add_option("--set", sets, "override a parameter, e.g. --set n=4 (repeatable)");
-    trace_cmd->add_option("--values", values, "symbolic (a00·b00, the seed's notation) or numeric")
-        ->check(CLI::IsMember({"symbolic", "numeric"}));
+    trace_cmd->add_option("--values", values,
+                          "symbolic (a00·b00, the seed's notation) or numeric; by default symbolic, and numeric for tile programs")
+        ->check(CLI::IsMember({"auto", "symbolic", "numeric"}));
     trace_cmd->add_option("--max-steps", max_steps, "stop with an error after this many instructions (default 10000)")
         ->check(positive);
     trace_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
@@ -109,7 +168,20 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
                       "  toysim trace programs/p1_c00.toy\n"
                       "  toysim trace programs/p3_matmul_outer_6reg.toy --ditto\n"
                       "  toysim trace programs/p5_online_softmax.toy --set n=4 --values numeric\n"
-                      "  toysim trace programs/p4_softmax_3pass.toy --format markdown");
+                      "  toysim trace programs/p4_softmax_3pass.toy --format markdown\n"
+                      "  toysim trace programs/attention/seed001_fa2_tiled.toy");
+
+    std::vector<std::string> sweep_sets;
+    auto* sweep_cmd = app.add_subcommand("sweep", "Every counter of one program across parameter values, side by side.");
+    sweep_cmd->add_option("file", file, "the .toy program")->required();
+    sweep_cmd->add_option("--set", sweep_sets,
+                          "NAME=V1,V2,... values to sweep (repeatable; several lists sweep every combination)")
+        ->required();
+    sweep_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
+    sweep_cmd->footer("\nexamples:\n"
+                      "  toysim sweep programs/p5_online_softmax.toy --set n=10,100,1000\n"
+                      "  toysim sweep programs/attention/fa2.toy --set n=128,256,512,1024 --format csv\n"
+                      "  toysim sweep programs/attention/fa1.toy --set n=256 --set Bc=16,32,64");
 
     auto* compare_cmd = app.add_subcommand("compare", "Side-by-side cost table of several programs.");
     compare_cmd->add_option("files", files, "the .toy programs")->required();
@@ -134,15 +206,24 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
             Loaded l = load(file, settings, source);
             RunOptions options;
             if (max_steps) options.max_steps = max_steps;
+            std::vector<int> shown;
+            for (const auto& name : shown_arrays) {
+                int a = l.program.find_array(name);
+                if (a < 0) throw ToyError(fmt::format("--show {}: the program has no array '{}'", name, name));
+                if (format == "json" || format == "csv") throw ToyError("--show prints a block of numbers; use it with --format table or markdown");
+                shown.push_back(a);
+            }
             RunResult r = run(l.program, options);
             out << format_run(l.program, r, parse_format(format), stats);
+            for (int a : shown) out << "\n" << format_array(l.program, r, a);
             return r.checks_ok() && r.expects_ok() ? kOk : kCheckFailed;
         }
         if (trace_cmd->parsed()) {
             Loaded l = load(file, settings, source);
             RunOptions options;
             options.max_steps = max_steps ? max_steps : 10'000;
-            Trace t = trace(l.program, values == "symbolic", options);
+            bool symbolic = values == "symbolic" || (values == "auto" && !l.program.has_tiles());
+            Trace t = trace(l.program, symbolic, options);
             out << format_trace(l.program, t, TraceOptions{parse_format(format), ditto});
             if (t.error) {
                 err << format_error(*t.error, source.get());
@@ -150,6 +231,7 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
             }
             return kOk;
         }
+        if (sweep_cmd->parsed()) return sweep(file, sweep_sets, parse_format(format), out, source);
         // compare: --set applies to the programs that declare the parameter.
         std::set<std::string> used;
         std::vector<Loaded> loaded;

@@ -1,0 +1,106 @@
+// What a program costs in DRAM traffic, found without running it.
+//
+// Two analyses of a compiled Program, neither of which executes an instruction:
+//
+//  - count_traffic: the exact reads and writes of each array, in elements, that a full run
+//    would count. It walks the loop structure and iterates only the loops whose variable
+//    changes how much an instruction moves (a slice clipped at the array's edge, or the
+//    bounds of a deeper loop); every other loop is a multiplicative trip count. FlashAttention
+//    at n = 1,000,000 takes milliseconds.
+//
+//  - derive_formulas: the same figures in closed form over the parameters, from the source:
+//    reads(K) = n·d·Tr. The standard tiling pattern `for j in 0..cdiv(n, Bc)` with the slice
+//    K[j*Bc..j*Bc+Bc] collapses to the array's dimension n, exactly, even when Bc does not
+//    divide n. What has no closed form here (triangular loops, other clipped ranges) gets an
+//    estimate, marked inexact, with a note saying why.
+//
+// Neither checks bounds, register use or anything else a run checks: a program that would
+// fault part-way is counted as if every instruction ran to the end. Run it to know it is
+// correct; count it to know what it costs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "program.h"
+#include "report.h"
+
+namespace toysim {
+
+// ---- exact counts ----
+
+struct ArrayTraffic {
+    std::uint64_t reads = 0, writes = 0;  // elements, as run() counts them
+};
+
+// Per array (parallel to Program::arrays). Throws ToyError if a count overflows 64 bits.
+// Bounds are not checked: an out-of-range access that a run would stop at is counted.
+std::vector<ArrayTraffic> count_traffic(const Program& program);
+
+// ---- closed-form formulas ----
+
+// One factor of a term: a parameter or let name, or an expression that is not a polynomial
+// in them ("(n/t)", "cdiv(n, Bc)", "min(Bc, n)").
+struct FormulaFactor {
+    std::string text;
+    std::shared_ptr<const ast::Expr> expr;  // null: `text` is a parameter or let name
+};
+
+struct FormulaTerm {
+    std::int64_t coefficient = 0;
+    std::vector<FormulaFactor> factors;  // empty: a constant term; a repeated factor is a power
+};
+
+// A sum of terms with like terms combined, highest degree first: "n·d·Tr", "2·n − 1", "0".
+struct Formula {
+    std::vector<FormulaTerm> terms;
+
+    std::string text() const;
+    // The value with every name bound (Program::params has the parameters and lets); nullopt
+    // when a name is unbound, a division is by zero, or the arithmetic overflows.
+    std::optional<std::int64_t> evaluate(const std::vector<std::pair<std::string, std::int64_t>>& bindings) const;
+};
+
+struct ArrayFormulas {
+    Formula reads, writes;
+    bool exact = true;  // false: an estimate (see note); count_traffic has the exact figure
+    std::string note;   // why it is not exact, one clause per reason, "; "-separated
+};
+
+// Per array (parallel to Program::arrays). A loop's trip count is taken as HI − LO, so a
+// formula is exact for parameters where no loop's range is reversed (LO > HI): the bound
+// parameters are checked, and a loop that is reversed there makes its array's formula inexact.
+std::vector<ArrayFormulas> derive_formulas(const Program& program);
+
+// The lets a formula uses (directly, or through another let used), in declaration order.
+struct LetLegend {
+    std::string name;
+    std::string definition;  // "cdiv(n, Br)"
+    std::string math;        // "⌈n/Br⌉"; empty when it would only repeat the definition
+    std::int64_t value = 0;  // at the program's parameters
+};
+std::vector<LetLegend> let_legend(const Program& program, const std::vector<ArrayFormulas>& formulas);
+// One line per let: "Tr = cdiv(n, Br) = ⌈n/Br⌉ = 16".
+std::string describe_lets(const Program& program, const std::vector<ArrayFormulas>& formulas);
+
+// ---- printing ----
+
+// The table array | reads | = | writes | =, where "=" is the formula's value at the program's
+// parameters. Where the exact count differs (an inexact formula) the cell shows both,
+// "72 (counted 64) *", with the note below. Then the lets' legend. CSV has one row per array
+// with separate columns (array, reads, reads_value, reads_counted, writes, writes_value,
+// writes_counted, exact, note); JSON is cost_json.
+std::string format_cost(const Program& program, const std::vector<ArrayFormulas>& formulas,
+                        const std::vector<ArrayTraffic>& counted, Format format);
+// {"program", "params": {name: value}, "arrays": {NAME: {"role", "shape", "reads": {"formula",
+//  "value", "counted"}, "writes": {...}, "exact", "note"}}, "lets": [{"name", "definition",
+//  "math", "value"}]}; "value" is null where the formula cannot be evaluated, "note" null when exact.
+nlohmann::ordered_json cost_json(const Program& program, const std::vector<ArrayFormulas>& formulas,
+                                 const std::vector<ArrayTraffic>& counted);
+
+}  // namespace toysim
