@@ -442,9 +442,9 @@ private:
     int opaque(const std::string& fn, Poly a, Poly b) {
         std::string text;
         if (fn == "/" || fn == "%")
-            text = "(" + operand_text(a, false) + (fn == "/" ? "/" : " % ") + operand_text(b, true) + ")";
+            text = fmt::format("({}{}{})", operand_text(a, false), fn == "/" ? "/" : " % ", operand_text(b, true));
         else
-            text = fn + "(" + poly_text(a) + ", " + poly_text(b) + ")";
+            text = fmt::format("{}({}, {})", fn, poly_text(a), poly_text(b));
         if (auto it = opaque_.find(text); it != opaque_.end()) return it->second;
         std::shared_ptr<const Expr> expr = fn.size() == 1 ? make_binary(fn[0], poly_expr(a), poly_expr(b))
                                                           : make_call(fn, poly_expr(a), poly_expr(b));
@@ -462,7 +462,7 @@ private:
             if (!divisor && c > 0) return t;
             if (divisor && ((m.size() == 1 && c == 1) || (m.empty() && c > 0))) return t;
         }
-        return "(" + t + ")";
+        return fmt::format("({})", t);
     }
 
     std::unique_ptr<Expr> atom_expr(int id) const {

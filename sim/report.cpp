@@ -308,6 +308,19 @@ std::string block_text(const TraceStep& s, const std::function<std::string(size_
     return out + "]";
 }
 
+// Four decimals, trailing zeros dropped (1.3679, 0.5, 12), the precision of the seed's
+// worked examples; very large or very small magnitudes in scientific notation.
+std::string tile_number(double v) {
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (std::isnan(v)) return "nan";
+    double a = std::abs(v);
+    if (a != 0 && (a >= 1e6 || a < 1e-4)) return format_number(v, 5);
+    std::string t = fmt::format("{:.4f}", v);
+    while (t.back() == '0') t.pop_back();
+    if (t.back() == '.') t.pop_back();
+    return t == "-0" ? "0" : t;
+}
+
 // Tile programs: one row per instruction with the block it wrote (or stored), since a row of
 // register columns cannot show tiles.
 std::string format_tile_trace(const Program& p, const Trace& tr, const TraceOptions& options, const std::string& summary) {
@@ -316,8 +329,8 @@ std::string format_tile_trace(const Program& p, const Trace& tr, const TraceOpti
     if (tr.symbolic) shown = tr.tile_symbols;
     std::optional<ExprFormatter> names;
     if (tr.symbolic) names.emplace(tr.arena, p, shown);
-    auto value = [&](size_t k) { return tr.symbolic ? names->cell(tr.tile_symbols[k]) : format_number(tr.tile_numbers[k], 5); };
-    auto scalar = [&](const TraceStep& s) { return tr.symbolic ? names->cell(s.symbol) : format_number(s.number, 5); };
+    auto value = [&](size_t k) { return tr.symbolic ? names->cell(tr.tile_symbols[k]) : tile_number(tr.tile_numbers[k]); };
+    auto scalar = [&](const TraceStep& s) { return tr.symbolic ? names->cell(s.symbol) : tile_number(s.number); };
     Table t{{"Step", "Instruction", "Result"}, {true, false, false}, {}};
     json steps = json::array();
     for (size_t i = 0; i < tr.steps.size(); ++i) {
