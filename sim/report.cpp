@@ -160,7 +160,8 @@ std::vector<std::pair<std::string, std::string>> counter_rows(const Program& p, 
     rows.emplace_back("dram.writes", std::to_string(c.dram_writes));
     for (size_t a = 0; a < p.arrays.size(); ++a) {
         rows.emplace_back(fmt::format("reads({})", p.arrays[a].name), std::to_string(c.arrays[a].reads));
-        rows.emplace_back(fmt::format("writes({})", p.arrays[a].name), std::to_string(c.arrays[a].writes));
+        if (p.arrays[a].role != ast::Role::Input)  // inputs are never written
+            rows.emplace_back(fmt::format("writes({})", p.arrays[a].name), std::to_string(c.arrays[a].writes));
     }
     rows.emplace_back("arithmetic_intensity", number(c.arithmetic_intensity()));
     return rows;
