@@ -251,10 +251,13 @@ SliceGeometry slice_geometry(const Program& p, std::int32_t pc, const MemRef& m,
     int ranges = 0;
     for (size_t d = 0; d < m.subscripts.size(); ++d) {
         std::int64_t start = 0, end = 0;
-        if (!m.subscripts[d].eval_checked(vars, start) || start < 0 || start >= a.dims[d]) fail_bounds(p, pc, m, vars);
+        if (!m.subscripts[d].eval_checked(vars, start) || start < 0 || start >= a.dims[d] ||
+            (m.is_range[d] && !m.ends[d].eval_checked(vars, end)))
+            throw ToyError(operand_loc(p, pc, memory_operand_position(p, pc)),
+                           fmt::format("the slice {} starts outside {}: {} is {}{}", slice_text(p, m, vars), a.name, a.name,
+                                       fmt::join(a.dims, "×"), loop_context(p, pc, vars)));
         g.address += start * a.strides[d];
         if (!m.is_range[d]) continue;
-        if (!m.ends[d].eval_checked(vars, end)) fail_bounds(p, pc, m, vars);
         if (end <= start)
             throw ToyError(operand_loc(p, pc, memory_operand_position(p, pc)),
                            fmt::format("the slice {} is empty: a range's end must be after its start{}", slice_text(p, m, vars),
