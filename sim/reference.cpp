@@ -71,12 +71,19 @@ Values softmax_rows(const double* x, std::int64_t cols, const RowStats& st) {
 }
 
 // c = a·b for a m×k, b k×n.
+Values transposed(const double* a, std::int64_t rows, std::int64_t cols);
+
+// Each element sums its products in order of p; b is transposed first so that both factors
+// are read along contiguous rows (the same sums, without striding through b).
 Values matmul(const double* a, const double* b, std::int64_t m, std::int64_t k, std::int64_t n) {
     Values c(static_cast<size_t>(m * n));
+    const Values bt = transposed(b, k, n);
     for (std::int64_t i = 0; i < m; ++i)
         for (std::int64_t j = 0; j < n; ++j) {
+            const double* row = a + i * k;
+            const double* col = bt.data() + j * k;
             double sum = 0;
-            for (std::int64_t p = 0; p < k; ++p) sum += a[i * k + p] * b[p * n + j];
+            for (std::int64_t p = 0; p < k; ++p) sum += row[p] * col[p];
             c[at(i, n, j)] = sum;
         }
     return c;

@@ -289,6 +289,14 @@ std::string format_run(const Program& p, const RunResult& r, Format format, bool
     if (stats) {
         double rate = r.seconds > 0 ? static_cast<double>(c.instructions) / r.seconds : 0.0;
         out += fmt::format("\nspeed: {} instructions in {:.3f} s = {:.1f} M instructions/s\n", c.instructions, r.seconds, rate / 1e6);
+        if (p.has_tiles()) {
+            // A tile instruction is many units of work: the rate that says how fast tiles run.
+            std::uint64_t units = 0, multiply_adds = c.work_by_opcode[static_cast<size_t>(Op::MAC)] + c.work_by_opcode[static_cast<size_t>(Op::MAC_Z)];
+            for (auto w : c.work_by_opcode) units += w;
+            double seconds = r.seconds > 0 ? r.seconds : 1e-9;
+            out += fmt::format("       {} units of work ({} multiply-adds) = {:.2f} G units/s, {:.2f} GFLOP/s in MAC and MAC_Z\n", units,
+                               multiply_adds, static_cast<double>(units) / seconds / 1e9, 2.0 * static_cast<double>(multiply_adds) / seconds / 1e9);
+        }
     }
     return out;
 }
