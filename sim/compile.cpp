@@ -16,7 +16,9 @@ namespace {
 
 using ast::Expr;
 
-constexpr std::int64_t kMaxDram = std::int64_t{1} << 28;  // 2 GiB of doubles
+// DRAM a program may declare: far more than a run can hold, so `toysim cost` can count
+// programs at any size; run() refuses more than kMaxRunDram (program.h).
+constexpr std::int64_t kMaxDram = std::int64_t{1} << 44;
 constexpr std::int64_t kMaxRegisters = 1 << 20;
 
 std::int64_t mul_checked(std::int64_t a, std::int64_t b, Loc loc) {
@@ -291,7 +293,7 @@ private:
                 std::int64_t extent = constant(*d, "an array dimension");
                 if (extent < 1) throw ToyError(d->loc, fmt::format("array dimension must be at least 1, not {}", extent));
                 if (extent > kMaxDram || info.size * extent > kMaxDram)
-                    throw ToyError(d->loc, fmt::format("array '{}' is too large for the simulator (at most {} elements in all)", a.name, kMaxDram));
+                    throw ToyError(d->loc, fmt::format("array '{}' is too large (at most {} elements in all)", a.name, kMaxDram));
                 info.dims.push_back(extent);
                 info.size *= extent;
             }
@@ -300,7 +302,7 @@ private:
                 info.strides[static_cast<size_t>(i)] = info.strides[static_cast<size_t>(i) + 1] * info.dims[static_cast<size_t>(i) + 1];
             info.base = p_.dram_size;
             if (p_.dram_size + info.size > kMaxDram)
-                throw ToyError(a.loc, fmt::format("the arrays are too large for the simulator (at most {} elements in all)", kMaxDram));
+                throw ToyError(a.loc, fmt::format("the arrays are too large (at most {} elements in all)", kMaxDram));
             p_.dram_size += info.size;
             if (info.fill.kind == ast::Fill::Kind::Reference) bind_reference_fill(info);
             if (info.fill.kind == ast::Fill::Kind::Literal && static_cast<std::int64_t>(info.fill.values.size()) != info.size)

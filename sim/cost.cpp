@@ -587,7 +587,8 @@ private:
                 continue;
             }
             const ast::Loop& l = *std::get<std::unique_ptr<ast::Loop>>(s);
-            Level level{l.var, static_cast<int>(atoms_.size()), to_poly(*l.lo, scope_), to_poly(*l.hi, scope_)};
+            Poly lo = to_poly(*l.lo, scope_), hi = to_poly(*l.hi, scope_);  // may add atoms: before the variable's
+            Level level{l.var, static_cast<int>(atoms_.size()), std::move(lo), std::move(hi)};
             atoms_.push_back(Atom{Atom::Kind::Var, l.var, nullptr, {}, {}});
             scope_.push_back(std::move(level));
             walk(l.body);

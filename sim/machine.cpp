@@ -661,6 +661,12 @@ Counters tally(const Program& p, const State<Value>& s) {
 
 template <class Value>
 State<Value> fresh_state(const Program& p) {
+    // The first array that does not fit is where the error points.
+    if (p.dram_size > kMaxRunDram)
+        for (const auto& a : p.arrays)
+            if (a.base + a.size > kMaxRunDram)
+                throw ToyError(a.loc, fmt::format("{} too large to run (at most {} elements in all); `toysim cost` counts it without running",
+                                                  a.base == 0 ? fmt::format("array '{}' is", a.name) : "the arrays are", kMaxRunDram));
     State<Value> s;
     s.regs.assign(static_cast<size_t>(p.scalar_registers), Value{});
     s.written.assign(static_cast<size_t>(p.scalar_registers), 0);

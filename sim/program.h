@@ -17,6 +17,7 @@
 namespace toysim {
 
 inline constexpr int kMaxLoopDepth = 8;
+inline constexpr std::int64_t kMaxRunDram = std::int64_t{1} << 28;  // elements a run allocates: 2 GiB of doubles
 
 struct Affine {
     std::int64_t constant = 0;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "../cost.h"
 #include "../parser.h"
 #include "../program.h"
 #include "../reference.h"
@@ -183,6 +184,17 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
                       "  toysim sweep programs/attention/fa2.toy --set n=128,256,512,1024 --format csv\n"
                       "  toysim sweep programs/attention/fa1.toy --set n=256 --set Bc=16,32,64");
 
+    auto* cost_cmd = app.add_subcommand("cost", "DRAM reads and writes per array as formulas of the parameters, without running.");
+    cost_cmd->add_option("file", file, "the .toy program")->required();
+    cost_cmd->add_option("--set", sets, "evaluate the formulas at these parameter values, e.g. --set n=1000000");
+    cost_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
+    cost_cmd->footer("\nThe formulas come from the loops and slices of the program; the counts beside them come from a\n"
+                     "count-only pass over the loops (no arithmetic), so both answer at any n in milliseconds.\n"
+                     "\nexamples:\n"
+                     "  toysim cost programs/attention/fa2.toy\n"
+                     "  toysim cost programs/attention/fa1.toy --set n=1000000 --set d=128 --set Bc=128\n"
+                     "  toysim cost programs/p4_softmax_3pass.toy --format json");
+
     auto* compare_cmd = app.add_subcommand("compare", "Side-by-side cost table of several programs.");
     compare_cmd->add_option("files", files, "the .toy programs")->required();
     compare_cmd->add_option("--set", sets, "override a parameter in every program that declares it");
@@ -232,6 +244,11 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
             return kOk;
         }
         if (sweep_cmd->parsed()) return sweep(file, sweep_sets, parse_format(format), out, source);
+        if (cost_cmd->parsed()) {
+            Loaded l = load(file, settings, source);
+            out << format_cost(l.program, derive_formulas(l.program), count_traffic(l.program), parse_format(format));
+            return kOk;
+        }
         // compare: --set applies to the programs that declare the parameter.
         std::set<std::string> used;
         std::vector<Loaded> loaded;
