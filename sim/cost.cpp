@@ -106,6 +106,8 @@ public:
             mark_vars(m_.ends[d], relevant_);
         }
         if (constant_extent_ == 0) return 0;
+        skip_.assign(m_.subscripts.size(), false);
+        find_sliding_dims();
         return walk(0);
     }
 
@@ -115,8 +117,87 @@ private:
     std::vector<const LoopInfo*> chain_;
     std::vector<bool> relevant_;
     std::vector<size_t> variable_dims_;
+    std::vector<bool> skip_;  // per dimension: summed in closed form by an enclosing level
+    // Per loop level: the one clipped dimension whose sum over this loop has a closed form
+    // (see find_sliding_dims), or -1.
+    std::vector<int> sliding_;
     std::uint64_t constant_extent_ = 1;
     std::int64_t vars_[kMaxLoopDepth] = {};
+
+    static std::int64_t coefficient(const Affine& a, size_t slot) {
+        std::int64_t c = 0;
+        for (int t = 0; t < a.terms; ++t)
+            if (a.var[t] == slot) c += a.coef[t];
+        return c;
+    }
+    static bool mentions_deeper(const Affine& a, size_t slot) {
+        for (int t = 0; t < a.terms; ++t)
+            if (a.var[t] > slot && a.coef[t] != 0) return true;
+        return false;
+    }
+
+    // A level whose variable v only slides one range of constant width W forward (start and
+    // end both v·a + ..., a > 0), with nothing deeper depending on v: the range is whole up to
+    // some v, then clipped for fewer than W/a + 1 values, then past the edge. Its sum over v is
+    // then arithmetic, and the deeper levels need walking once, not once per v. This keeps the
+    // tiled loop of a causal (triangular) attention at n = 10⁶ in milliseconds.
+    void find_sliding_dims() {
+        sliding_.assign(chain_.size(), -1);
+        for (size_t k = 0; k < chain_.size(); ++k) {
+            if (!relevant_[k]) continue;
+            bool bounds = false;
+            for (size_t j = k + 1; j < chain_.size(); ++j)
+                bounds = bounds || coefficient(chain_[j]->lo, k) != 0 || coefficient(chain_[j]->hi, k) != 0;
+            if (bounds) continue;
+            int found = -1, uses = 0;
+            for (size_t d : variable_dims_)
+                if (coefficient(m_.subscripts[d], k) != 0 || coefficient(m_.ends[d], k) != 0) {
+                    ++uses;
+                    found = static_cast<int>(d);
+                }
+            if (uses != 1) continue;
+            const Affine& start = m_.subscripts[static_cast<size_t>(found)];
+            const Affine& end = m_.ends[static_cast<size_t>(found)];
+            if (mentions_deeper(start, k) || mentions_deeper(end, k) || !constant_width(start, end) || coefficient(end, k) <= 0)
+                continue;
+            sliding_[k] = found;
+        }
+    }
+
+    static i128 floor_div128(i128 a, i128 b) {
+        i128 q = a / b;
+        if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+        return q;
+    }
+    i128 mul128(i128 a, i128 b) const {
+        i128 v;
+        if (__builtin_mul_overflow(a, b, &v)) overflow();
+        return v;
+    }
+
+    // Σ over v in [lo, hi) of the clipped extent of dimension d, which slides with level k.
+    std::uint64_t sliding_sum(size_t k, size_t d, std::int64_t lo, std::int64_t hi) {
+        const Affine& start = m_.subscripts[d];
+        const Affine& end = m_.ends[d];
+        vars_[k] = 0;
+        i128 s0 = value(start), e0 = value(end), a = coefficient(end, k);
+        i128 dim = p_.arrays[static_cast<size_t>(m_.array)].dims[d], width = e0 - s0;
+        i128 last = static_cast<i128>(hi) - 1;
+        // Whole: e0 + a·v <= dim.
+        i128 whole_to = std::min(last, floor_div128(dim - e0, a));
+        i128 sum = 0;
+        if (whole_to >= lo) sum = mul128(whole_to - lo + 1, std::max<i128>(width, 0));
+        // Clipped: past the edge but starting inside it (s0 + a·v < dim); dim − s0 − a·v each.
+        i128 from = std::max(static_cast<i128>(lo), whole_to + 1);
+        i128 to = std::min(last, floor_div128(dim - 1 - s0, a));
+        if (from <= to) {
+            i128 count = to - from + 1;
+            sum += mul128(count, dim - s0) - mul128(a, mul128(from + to, count) / 2);
+        }
+        // Beyond that the slice starts past the array: nothing (a run stops with an error there).
+        if (sum < 0 || sum > static_cast<i128>(std::numeric_limits<std::uint64_t>::max())) overflow();
+        return static_cast<std::uint64_t>(sum);
+    }
 
     [[noreturn]] void overflow() const {
         throw ToyError(fmt::format("the traffic of array '{}' overflows 64 bits",
@@ -143,6 +224,7 @@ private:
         std::uint64_t n = constant_extent_;
         const ArrayInfo& a = p_.arrays[static_cast<size_t>(m_.array)];
         for (size_t d : variable_dims_) {
+            if (skip_[d]) continue;
             std::int64_t start = value(m_.subscripts[d]), end = value(m_.ends[d]);
             i128 e = static_cast<i128>(std::min(end, a.dims[d])) - start;  // the edge tile is clipped
             n = mul(n, e > 0 ? static_cast<std::uint64_t>(e) : 0);
@@ -159,6 +241,12 @@ private:
             auto trip = static_cast<std::uint64_t>(static_cast<i128>(hi) - lo);
             std::uint64_t inner = walk(k + 1);
             return inner == 0 ? 0 : mul(trip, inner);
+        }
+        if (int d = sliding_[k]; d >= 0) {
+            skip_[static_cast<size_t>(d)] = true;
+            std::uint64_t inner = walk(k + 1);  // nothing deeper reads v
+            skip_[static_cast<size_t>(d)] = false;
+            return inner == 0 ? 0 : mul(inner, sliding_sum(k, static_cast<size_t>(d), lo, hi));
         }
         std::uint64_t sum = 0;
         for (std::int64_t v = lo; v < hi; ++v) {
@@ -890,13 +978,18 @@ std::string format_cost(const Program& p, const std::vector<ArrayFormulas>& form
         for (const auto& l : lets)
             out += fmt::format("{}{} = {}{} = {}\n", md ? "- " : "", l.name, l.definition, l.math.empty() ? "" : " = " + l.math, l.value);
     }
-    bool any_note = false;
+    bool any_note = false, all_agree = true;
     for (size_t a = 0; a < n; ++a) {
+        all_agree = all_agree && formulas[a].reads.evaluate(p.params) == std::optional<std::int64_t>(static_cast<std::int64_t>(counted[a].reads)) &&
+                    formulas[a].writes.evaluate(p.params) == std::optional<std::int64_t>(static_cast<std::int64_t>(counted[a].writes));
         if (formulas[a].exact) continue;
         if (!any_note) out += "\n";
         any_note = true;
         out += fmt::format("{}* {}\n", md ? "- " : "", formulas[a].note);
     }
+    // Say what the figures rest on: the formulas' values were compared with counting the loops.
+    out += all_agree ? "\nEvery value equals the count-only pass over the loops (elements, as `run` counts them).\n"
+                     : "\n* where a formula is an estimate, \"counted\" is the exact figure from the count-only pass.\n";
     return out;
 }
 

@@ -346,6 +346,87 @@ TEST_CASE("cost: count_traffic answers for n = 1,000,000 without iterating", "[c
     }
 }
 
+TEST_CASE("cost: 2-D edge tiles in both dimensions are exact", "[cost]") {
+    const char* text = R"(param n = 7
+param m = 5
+param B = 2
+param C = 3
+registers B*C
+tile t[B][C]
+input  A[n][m]
+output Y[n][m]
+for i in 0..cdiv(n, B) {
+    for j in 0..cdiv(m, C) {
+        LOAD A[i*B..i*B+B][j*C..j*C+C], t
+        STORE t, Y[i*B..i*B+B][j*C..j*C+C]
+    }
+}
+)";
+    Program p = build(text);
+    auto f = derive_formulas(p);
+    CHECK(reads_text(p, f, "A") == "n·m");
+    CHECK(writes_text(p, f, "Y") == "n·m");
+    for (std::int64_t n = 1; n <= 9; ++n)
+        for (std::int64_t m = 1; m <= 9; ++m)
+            for (std::int64_t b : {1, 2, 4})
+                for (std::int64_t c : {1, 3, 5}) CHECK(disagreement(build(text, {{"n", n}, {"m", m}, {"B", b}, {"C", c}}), true) == "");
+}
+
+TEST_CASE("cost: windows with a stride other than their width, clipped at the edge", "[cost]") {
+    // S < B overlaps, S > B leaves gaps: the count is exact, the formula B·cdiv(n, S) an upper bound.
+    const char* text = R"(param n = 10
+param B = 3
+param S = 2
+registers B + 1
+tile t[B]
+input  x[n]
+output y[n]
+for j in 0..cdiv(n, S) {
+    LOAD x[j*S..j*S+B], t
+}
+LOAD x[0], R0
+STORE R0, y[0]
+)";
+    Program p = build(text);
+    const ArrayFormulas x = derive_formulas(p)[static_cast<size_t>(p.find_array("x"))];
+    CHECK(x.reads.text() == "B·cdiv(n, S) + 1");
+    CHECK(x.note.find("the range j·S..j·S + B may be clipped") != std::string::npos);
+    for (std::int64_t n = 1; n <= 20; ++n)
+        for (std::int64_t b = 1; b <= 5; ++b)
+            for (std::int64_t stride = 1; stride <= 5; ++stride) {
+                Program q = build(text, {{"n", n}, {"B", b}, {"S", stride}});
+                CHECK(disagreement(q, false) == "");
+                std::uint64_t expected = 1;
+                for (std::int64_t j = 0; j < (n + stride - 1) / stride; ++j)
+                    expected += static_cast<std::uint64_t>(std::min(j * stride + b, n) - j * stride);
+                CHECK(count_traffic(q)[static_cast<size_t>(q.find_array("x"))].reads == expected);
+                // Symbolic: B and S are different names, so even where they are equal this is not the pattern.
+                CHECK_FALSE(derive_formulas(q)[static_cast<size_t>(q.find_array("x"))].exact);
+            }
+}
+
+TEST_CASE("cost: causal (triangular) attention: inexact formula, exact and fast count", "[cost][fa2]") {
+    std::string text = kFa2;
+    auto at = text.find("for j in 0..Tc {");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, std::string("for j in 0..Tc {").size(), "for j in 0..i+1 {");
+    auto tree = std::make_shared<const ast::Program>(parse(std::make_shared<SourceFile>("causal.toy", text)));
+    for (std::int64_t n = 1; n <= 20; ++n)
+        for (std::int64_t b : {1, 2, 3, 5})
+            for (std::int64_t d : {1, 3}) {
+                Program p = compile(tree, {{"n", n}, {"d", d}, {"Br", b}, {"Bc", b}});
+                CHECK(disagreement(p, false) == "");
+                CHECK_FALSE(derive_formulas(p)[static_cast<size_t>(p.find_array("K"))].exact);
+            }
+    // At n = 999,999 the count walks the 15625 query tiles, each key tile loop in closed form.
+    const std::int64_t n = 999'999, b = 64, d = 64;
+    Program p = compile(tree, {{"n", n}, {"d", d}, {"Br", b}, {"Bc", b}});
+    std::uint64_t expected = 0;
+    for (std::int64_t i = 0; i < (n + b - 1) / b; ++i)  // the whole tiles j < i, then j = i
+        expected += static_cast<std::uint64_t>(i * b * d + (std::min(i * b + b, n) - i * b) * d);
+    CHECK(count_traffic(p)[static_cast<size_t>(p.find_array("K"))].reads == expected);
+}
+
 TEST_CASE("cost: a count past 64 bits is an error", "[cost]") {
     const char* text = R"(param N = 4194304
 registers 1
