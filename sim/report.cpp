@@ -330,6 +330,38 @@ std::string tile_number(double v) {
     return t == "-0" ? "0" : t;
 }
 
+using Legend = std::vector<std::pair<std::string, std::string>>;
+
+// What every trace ends with: JSON with its steps, or the table, the legend of named values
+// and the summary line. Scalar traces list their register columns in JSON; tile traces, whose
+// rows name what they wrote, pass null and get none.
+std::string finish_trace(const Program& p, const Trace& tr, const TraceOptions& options, const Table& t, nlohmann::ordered_json steps,
+                         const Legend& legend, const std::string& summary, nlohmann::ordered_json registers) {
+    using json = nlohmann::ordered_json;
+    if (options.format == Format::Json) {
+        const Counters& c = tr.counters;
+        json j;
+        j["program"] = p.source->path;
+        j["values"] = tr.symbolic ? "symbolic" : "numeric";
+        if (registers.is_array()) j["registers"] = std::move(registers);
+        j["steps"] = std::move(steps);
+        j["legend"] = json::object();
+        for (const auto& [name, def] : legend) j["legend"][name] = def;
+        j["counters"] = {{"cycles", c.cycles}, {"instructions", c.instructions}, {"dram_reads", c.dram_reads}, {"dram_writes", c.dram_writes}};
+        for (const auto& row : all_ops()) j["counters"]["by_opcode"][std::string(row.mnemonic)] = c.by_opcode[static_cast<size_t>(row.op)];
+        j["complete"] = !tr.error.has_value();
+        return j.dump(2) + "\n";
+    }
+    std::string out = render_table(t, options.format);
+    if (options.format == Format::Csv) return out;
+    if (!legend.empty()) {
+        out += "\n";
+        for (const auto& [name, def] : legend) out += fmt::format("{}{} = {}\n", options.format == Format::Markdown ? "- " : "", name, def);
+    }
+    if (!tr.error) out += "\n" + summary + "\n";
+    return out;
+}
+
 // Tile programs: one row per instruction with the block it wrote (or stored), since a row of
 // register columns cannot show tiles.
 std::string format_tile_trace(const Program& p, const Trace& tr, const TraceOptions& options, const std::string& summary) {
@@ -367,28 +399,7 @@ std::string format_tile_trace(const Program& p, const Trace& tr, const TraceOpti
             steps.push_back(step);
         }
     }
-    std::vector<std::pair<std::string, std::string>> legend;
-    if (names) legend = names->legend();
-    if (options.format == Format::Json) {
-        json j;
-        j["program"] = p.source->path;
-        j["values"] = tr.symbolic ? "symbolic" : "numeric";
-        j["steps"] = steps;
-        j["legend"] = json::object();
-        for (const auto& [name, def] : legend) j["legend"][name] = def;
-        const Counters& c = tr.counters;
-        j["counters"] = {{"cycles", c.cycles}, {"instructions", c.instructions}, {"dram_reads", c.dram_reads}, {"dram_writes", c.dram_writes}};
-        j["complete"] = !tr.error.has_value();
-        return j.dump(2) + "\n";
-    }
-    std::string out = render_table(t, options.format);
-    if (options.format == Format::Csv) return out;
-    if (!legend.empty()) {
-        out += "\n";
-        for (const auto& [name, def] : legend) out += fmt::format("{}{} = {}\n", options.format == Format::Markdown ? "- " : "", name, def);
-    }
-    if (!tr.error) out += "\n" + summary + "\n";
-    return out;
+    return finish_trace(p, tr, options, t, std::move(steps), names ? names->legend() : Legend{}, summary, json());
 }
 }  // namespace
 
@@ -449,28 +460,9 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
     if (names) legend = names->legend();
     const Counters& c = tr.counters;
     std::string summary = trace_summary(p, c);
-    if (options.format == Format::Json) {
-        json j;
-        j["program"] = p.source->path;
-        j["values"] = tr.symbolic ? "symbolic" : "numeric";
-        j["registers"] = json::array();
-        for (size_t k = first_register; k < t.header.size(); ++k) j["registers"].push_back(t.header[k]);
-        j["steps"] = steps;
-        j["legend"] = json::object();
-        for (const auto& [name, def] : legend) j["legend"][name] = def;
-        j["counters"] = {{"cycles", c.cycles}, {"instructions", c.instructions}, {"dram_reads", c.dram_reads}, {"dram_writes", c.dram_writes}};
-        for (const auto& row : all_ops()) j["counters"]["by_opcode"][std::string(row.mnemonic)] = c.by_opcode[static_cast<size_t>(row.op)];
-        j["complete"] = !tr.error.has_value();
-        return j.dump(2) + "\n";
-    }
-    std::string out = render_table(t, options.format);
-    if (options.format == Format::Csv) return out;
-    if (!legend.empty()) {
-        out += "\n";
-        for (const auto& [name, def] : legend) out += fmt::format("{}{} = {}\n", options.format == Format::Markdown ? "- " : "", name, def);
-    }
-    if (!tr.error) out += "\n" + summary + "\n";
-    return out;
+    json registers = json::array();
+    for (size_t k = first_register; k < t.header.size(); ++k) registers.push_back(t.header[k]);
+    return finish_trace(p, tr, options, t, std::move(steps), legend, summary, std::move(registers));
 }
 
 std::string format_array(const Program& p, const RunResult& r, int array) {

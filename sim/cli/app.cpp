@@ -57,6 +57,21 @@ std::string isa_listing() {
     return out;
 }
 
+// compare and sweep: one column per run; exit 1 if any check or expected figure failed.
+int side_by_side(const std::vector<std::string>& names, const std::vector<Program>& programs, const std::vector<RunResult>& results,
+                 Format format, std::ostream& out) {
+    std::vector<const Program*> program_ptrs;
+    std::vector<const RunResult*> result_ptrs;
+    bool ok = true;
+    for (size_t i = 0; i < programs.size(); ++i) {
+        program_ptrs.push_back(&programs[i]);
+        result_ptrs.push_back(&results[i]);
+        ok = ok && results[i].checks_ok() && results[i].expects_ok();
+    }
+    out << format_compare(names, program_ptrs, result_ptrs, format);
+    return ok ? kOk : kCheckFailed;
+}
+
 // Every combination of the swept values, the first --set varying slowest.
 std::vector<ParamSettings> sweep_settings(const std::vector<std::string>& sets) {
     std::vector<ParamSettings> combos{{}};
@@ -101,16 +116,7 @@ int sweep(const std::string& file, const std::vector<std::string>& sets, Format 
         for (const auto& [k, v] : settings) name += fmt::format("{}{}={}", name.empty() ? "" : " ", k, v);
         names.push_back(name);
     }
-    std::vector<const Program*> program_ptrs;
-    std::vector<const RunResult*> result_ptrs;
-    bool ok = true;
-    for (size_t i = 0; i < programs.size(); ++i) {
-        program_ptrs.push_back(&programs[i]);
-        result_ptrs.push_back(&results[i]);
-        ok = ok && results[i].checks_ok() && results[i].expects_ok();
-    }
-    out << format_compare(names, program_ptrs, result_ptrs, format);
-    return ok ? kOk : kCheckFailed;
+    return side_by_side(names, programs, results, format, out);
 }
 
 }  // namespace
@@ -274,16 +280,9 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
         source.reset();
         for (const auto& s : settings)
             if (!used.count(s.first)) throw ToyError(fmt::format("--set {}: no program here has a parameter '{}'", s.first, s.first));
-        std::vector<const Program*> programs;
-        std::vector<const RunResult*> result_ptrs;
-        bool ok = true;
-        for (size_t i = 0; i < loaded.size(); ++i) {
-            programs.push_back(&loaded[i].program);
-            result_ptrs.push_back(&results[i]);
-            ok = ok && results[i].checks_ok() && results[i].expects_ok();
-        }
-        out << format_compare(names, programs, result_ptrs, parse_format(format));
-        return ok ? kOk : kCheckFailed;
+        std::vector<Program> programs;
+        for (auto& l : loaded) programs.push_back(std::move(l.program));
+        return side_by_side(names, programs, results, parse_format(format), out);
     } catch (const ToyError& e) {
         err << format_error(e, source.get(), "toysim");
         return kBadInput;
