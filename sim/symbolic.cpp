@@ -36,6 +36,10 @@ std::uint32_t ExprArena::make(ExprNode::Kind kind, std::uint32_t a, std::uint32_
     }
     if (kind == K::Sub && a == b) return constant(0);
     if (kind == K::Max && a == b) return a;
+    // Symbols stand for finite numbers, so −∞ − x = −∞ and 0·x = 0: a running state that
+    // starts empty (SET -inf, SET 0) drops out of the first update, as e^(−∞) = 0 says.
+    if (kind == K::Sub && x.kind == K::Const && x.value == -INFINITY) return constant(-INFINITY);
+    if (kind == K::Mul && ((x.kind == K::Const && x.value == 0) || (y.kind == K::Const && y.value == 0))) return constant(0);
     // −∞ is where a running max starts (SET -inf): max(−∞, x) = x.
     if (kind == K::Max && x.kind == K::Const && x.value == -INFINITY) return b;
     if (kind == K::Max && y.kind == K::Const && y.value == -INFINITY) return a;
