@@ -6,6 +6,9 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include <map>
+
+#include "sim/cost.h"
 #include "sim/machine.h"
 #include "support.h"
 
@@ -204,4 +207,43 @@ TEST_CASE("the seed 001 tiled program runs exactly the instructions of fa2.toy",
         return text.substr(text.find("\nfor i in 0..Tr {"));
     };
     CHECK(body("seed001_fa2_tiled.toy") == body("fa2.toy"));
+}
+
+// `toysim cost` derives, without running, the formulas the seeds derive by hand.
+TEST_CASE("derived formulas are the seeds' figures", "[attention][seed][cost]") {
+    auto formulas = [](const std::string& path) {
+        Program p = build_file("programs/" + path);
+        std::map<std::string, std::pair<std::string, std::string>> out;
+        auto f = derive_formulas(p);
+        for (size_t a = 0; a < p.arrays.size(); ++a) {
+            INFO(path << " " << p.arrays[a].name << ": " << f[a].note);
+            CHECK(f[a].exact);
+            out[p.arrays[a].name] = {f[a].reads.text(), f[a].writes.text()};
+        }
+        return out;
+    };
+    // Problems 4 and 5: 3n and 2n reads, n writes.
+    CHECK(formulas("p4_softmax_3pass.toy")["x"].first == "3·n");
+    CHECK(formulas("p5_online_softmax.toy")["x"].first == "2·n");
+    CHECK(formulas("p5_online_softmax.toy")["out"].second == "n");
+    // Seed 004's loop orders, in elements (d per row).
+    auto inner = formulas("attention/loop_inner_product.toy"), outer = formulas("attention/loop_outer_product.toy");
+    CHECK(inner["Q"].first == "n·d");
+    CHECK(inner["K"].first == "n·n·d");
+    CHECK(outer["Q"].first == "n·n·d");
+    CHECK(outer["K"].first == "n·d");
+    CHECK(outer["O"].second == "n·n·d");
+    // FlashAttention-1 and -2 (seed 000), the D trick (seed 004).
+    auto fa1 = formulas("attention/fa1.toy"), fa2 = formulas("attention/fa2.toy");
+    CHECK(fa1["Q"].first == "n·d·Tc");
+    CHECK(fa1["O"].second == "n·d·Tc");
+    CHECK(fa1["K"].first == "n·d");
+    CHECK(fa2["K"].first == "n·d·Tr");
+    CHECK(fa2["O"].second == "n·d");
+    CHECK(formulas("attention/fa2_backward.toy")["K"].first == "n·d");
+    CHECK(formulas("attention/fa2_backward_no_d_trick.toy")["K"].first == "2·n·d");
+    // Seed 002: S and P written and read once each.
+    auto standard = formulas("attention/standard.toy");
+    CHECK(standard["S"] == std::pair<std::string, std::string>{"n·n", "n·n"});
+    CHECK(standard["P"] == std::pair<std::string, std::string>{"n·n", "n·n"});
 }
