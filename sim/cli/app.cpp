@@ -11,6 +11,7 @@
 #include "../program.h"
 #include "../reference.h"
 #include "../report.h"
+#include "../text.h"
 
 namespace toysim::cli {
 
@@ -48,12 +49,17 @@ ParamSettings settings_from(const std::vector<std::string>& sets) {
 }
 
 std::string isa_listing() {
-    std::string out = "instruction set (destination last, as in the seed):\n";
+    std::string out = "instruction set (destination last, as in the seed; cycles per unit of work, one unit per scalar\n"
+                      "instruction; on tiles see isa/README.md):\n";
+    int meaning = 0;
+    for (const auto& row : all_ops()) meaning = std::max(meaning, display_width(row.meaning));
     for (const auto& row : all_ops())
-        out += fmt::format("  {:<6} {:<16} {:<20} {} cycle{}\n", row.mnemonic, row.operands, row.meaning, row.cycles,
-                           row.cycles == 1 ? "" : "s");
-    out += "\nreference functions for 'check':\n";
-    for (const auto& f : reference_functions()) out += fmt::format("  {:<20} {}\n", f.signature, f.meaning);
+        out += fmt::format("  {:<6} {:<16} {} {} cycle{}\n", row.mnemonic, row.operands, pad_right(std::string(row.meaning), meaning),
+                           row.cycles, row.cycles == 1 ? "" : "s");
+    out += "\nreference functions for 'check' (and for computed inputs):\n";
+    size_t width = 0;
+    for (const auto& f : reference_functions()) width = std::max(width, f.signature.size());
+    for (const auto& f : reference_functions()) out += fmt::format("  {:<{}} {}\n", f.signature, width, f.meaning);
     return out;
 }
 
