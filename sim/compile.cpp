@@ -418,7 +418,6 @@ private:
     void lower_tile_instruction(const ast::Instruction& in, const OpInfo& op) {
         TileInst t;
         t.op = in.op;
-        const Bank* dest_bank = nullptr;
         int slice_ranges = -1;
         Loc slice_loc;
         for (int i = 0; i < op.operand_count(); ++i) {
@@ -440,7 +439,6 @@ private:
             if (names_tile(o)) {
                 arg.kind = TileOperand::Kind::Bank;
                 arg.index = p_.find_bank(o.array);
-                if (want == OperandKind::RegWrite) dest_bank = &p_.banks[static_cast<size_t>(arg.index)];
             } else if (o.kind == ast::Operand::Kind::Register || o.kind == ast::Operand::Kind::IndexedRegister) {
                 Inst scratch{};
                 arg.kind = TileOperand::Kind::Register;
@@ -471,7 +469,6 @@ private:
                 check_slice_widths(p_.mems[static_cast<size_t>(t.mem)], b, t.column, slice_loc);
             }
         }
-        (void)dest_bank;
         p_.tile_insts.push_back(t);
         Inst inst{Code::Tile};
         inst.mem = static_cast<std::int32_t>(p_.tile_insts.size()) - 1;
@@ -569,7 +566,7 @@ private:
         m.array = array;
         m.address.constant = a.base;
         m.bounds_proven = true;
-        m.always_present = a.role == ast::Role::Input || a.fill.kind == ast::Fill::Kind::Constant;
+        m.always_present = a.starts_filled();
         for (size_t d = 0; d < a.dims.size(); ++d) {
             Affine s = affine(*o.subscripts[d]);
             Interval r = range(s);

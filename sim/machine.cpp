@@ -41,8 +41,6 @@ struct Random {
     }
 };
 
-bool starts_filled(const ArrayInfo& a) { return a.role == ast::Role::Input || a.fill.kind == ast::Fill::Kind::Constant; }
-
 std::vector<double> initial_values(const ArrayInfo& a) {
     std::vector<double> values(static_cast<size_t>(a.size));
     if (a.fill.kind == ast::Fill::Kind::Literal) return a.fill.values;
@@ -184,9 +182,10 @@ std::int32_t resolve_register(const Program& p, std::int32_t pc, std::int32_t in
     return static_cast<std::int32_t>(r);
 }
 
-[[noreturn]] __attribute__((cold)) void fail_tile(const Program& p, std::int32_t pc, int operand, const std::string& message,
+// A tile instruction's fault, pointed at its reg_index-th register operand.
+[[noreturn]] __attribute__((cold)) void fail_tile(const Program& p, std::int32_t pc, int reg_index, const std::string& message,
                                                   const std::int64_t* vars) {
-    throw ToyError(operand_loc(p, pc, operand), message + loop_context(p, pc, vars));
+    throw ToyError(operand_loc(p, pc, register_operand_position(p, pc, reg_index)), message + loop_context(p, pc, vars));
 }
 
 [[noreturn]] __attribute__((cold)) void fail_loop_bound(const Program& p, std::int32_t pc, const std::int64_t* vars) {
@@ -285,8 +284,6 @@ std::uint64_t execute_tile(const Program& p, Domain& D, State<typename Domain::V
     using V = typename Domain::Value;
     const TileInst& t = p.tile_insts[static_cast<size_t>(p.code[static_cast<size_t>(pc)].mem)];
     const OpInfo& op = info(t.op);
-    int first_register = t.op == Op::SET ? 1 : (t.op == Op::LOAD ? 1 : 0);  // source position of args[0]
-    auto operand_position = [&](int k) { return first_register + k; };
     auto source = [&](int k) -> View<V> {
         const TileOperand& a = t.args[static_cast<size_t>(k)];
         if (a.kind == TileOperand::Kind::Register) {
@@ -297,7 +294,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, State<typename Domain::V
         }
         const Bank& b = p.banks[static_cast<size_t>(a.index)];
         std::int64_t rows = s.tile_rows[static_cast<size_t>(a.index)], cols = s.tile_cols[static_cast<size_t>(a.index)];
-        if (rows == 0) fail_tile(p, pc, operand_position(k), fmt::format("tile '{}' is read before it was ever written", b.name), vars);
+        if (rows == 0) fail_tile(p, pc, k, fmt::format("tile '{}' is read before it was ever written", b.name), vars);
         View<V> v{s.tiles.data() + b.base, rows, cols, b.cols, 1};
         if (a.transposed) {
             std::swap(v.rows, v.cols);
@@ -317,13 +314,13 @@ std::uint64_t execute_tile(const Program& p, Domain& D, State<typename Domain::V
         if (d.kind == TileOperand::Kind::Register) {
             std::int32_t r = resolve_register(p, pc, d.index, vars);
             if (rows != 1 || cols != 1)
-                fail_tile(p, pc, operand_position(dest), fmt::format("{}: the result is {} but R{} holds one number", op.mnemonic, shape_text(rows, cols), r), vars);
+                fail_tile(p, pc, dest, fmt::format("{}: the result is {} but R{} holds one number", op.mnemonic, shape_text(rows, cols), r), vars);
             s.written[static_cast<size_t>(r)] = 1;
             return {&s.regs[static_cast<size_t>(r)], 1, 1, 0, 0};
         }
         const Bank& b = p.banks[static_cast<size_t>(d.index)];
         if (rows > b.rows || cols > b.cols)
-            fail_tile(p, pc, operand_position(dest), fmt::format("{}: the result is {} but tile '{}' holds at most {}", op.mnemonic,
+            fail_tile(p, pc, dest, fmt::format("{}: the result is {} but tile '{}' holds at most {}", op.mnemonic,
                                                           shape_text(rows, cols), b.name, shape_text(b.rows, b.cols)), vars);
         s.tile_rows[static_cast<size_t>(d.index)] = rows;
         s.tile_cols[static_cast<size_t>(d.index)] = cols;
@@ -339,16 +336,26 @@ std::uint64_t execute_tile(const Program& p, Domain& D, State<typename Domain::V
         s.scratch.resize(static_cast<size_t>(rows * cols));
         return {s.scratch.data(), rows, cols, cols, 1};
     };
+    // A trace row shows the block an instruction wrote, or for STORE the block it stored.
+    auto record = [&](int k, View<V> v) {
+        if constexpr (Tracer::enabled) {
+            const TileOperand& a = t.args[static_cast<size_t>(k)];
+            bool bank = a.kind == TileOperand::Kind::Bank;
+            tracer.tile_step(pc, vars, bank ? a.index : -1, bank ? -1 : resolve_register(p, pc, a.index, vars), v.rows, v.cols, v.rs, v.data);
+        }
+    };
     auto finish = [&](View<V> out, View<V> built) {
         if (built.data != out.data)
             for (std::int64_t i = 0; i < out.rows; ++i)
                 for (std::int64_t j = 0; j < out.cols; ++j) out.at(i, j) = built.at(i, j);
-        if constexpr (Tracer::enabled) {
-            const TileOperand& d = t.args[static_cast<size_t>(dest)];
-            bool bank = d.kind == TileOperand::Kind::Bank;
-            tracer.tile_step(pc, vars, bank ? d.index : -1, bank ? -1 : resolve_register(p, pc, d.index, vars), out.rows, out.cols,
-                             out.rs, out.data);
-        }
+        record(dest, out);
+    };
+    // Numpy broadcasting of a source to rows×cols: a dimension of 1 repeats (stride 0).
+    auto broadcast = [](View<V>& v, std::int64_t rows, std::int64_t cols) {
+        if ((v.rows != rows && v.rows != 1) || (v.cols != cols && v.cols != 1)) return false;
+        if (v.rows == 1) v.rs = 0;
+        if (v.cols == 1) v.cs = 0;
+        return true;
     };
 
     if (t.op == Op::LOAD || t.op == Op::STORE) {
@@ -380,11 +387,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, State<typename Domain::V
                     s.present[static_cast<size_t>(at)] = 1;
                     D.stored(in.at(i, j), at);
                 }
-            if constexpr (Tracer::enabled) {
-                const TileOperand& a = t.args[0];
-                bool bank = a.kind == TileOperand::Kind::Bank;
-                tracer.tile_step(pc, vars, bank ? a.index : -1, bank ? -1 : resolve_register(p, pc, a.index, vars), in.rows, in.cols, in.rs, in.data);
-            }
+            record(0, in);
         }
         return static_cast<std::uint64_t>(g.rows * g.cols);
     }
@@ -413,11 +416,9 @@ std::uint64_t execute_tile(const Program& p, Domain& D, State<typename Domain::V
         View<V> c{};
         if (t.op == Op::MAC) {
             c = source(2);
-            if ((c.rows != rows && c.rows != 1) || (c.cols != cols && c.cols != 1))
+            if (!broadcast(c, rows, cols))
                 fail_tile(p, pc, 2, fmt::format("MAC: the product is {} but {} is {}", shape_text(rows, cols), name_of(2),
                                                 shape_text(c.rows, c.cols)), vars);
-            if (c.rows == 1) c.rs = 0;
-            if (c.cols == 1) c.cs = 0;
         }
         View<V> out = destination(rows, cols);
         View<V> acc = same_tile(dest, 0) || same_tile(dest, 1) ? scratch(rows, cols) : out;
@@ -459,14 +460,11 @@ std::uint64_t execute_tile(const Program& p, Domain& D, State<typename Domain::V
         cols = d.kind == TileOperand::Kind::Bank ? p.banks[static_cast<size_t>(d.index)].cols : 1;
     } else {
         for (int k = 0; k < sources; ++k) {
-            if ((in[k].rows != rows && in[k].rows != 1) || (in[k].cols != cols && in[k].cols != 1)) {
-                std::string shapes;
-                for (int q = 0; q < sources; ++q)
-                    shapes += fmt::format("{}{} is {}", q ? (q + 1 == sources ? " and " : ", ") : "", name_of(q), shape_text(in[q].rows, in[q].cols));
-                fail_tile(p, pc, k, fmt::format("{}: {}: shapes broadcast only where they are equal or 1", op.mnemonic, shapes), vars);
-            }
-            if (in[k].rows == 1) in[k].rs = 0;
-            if (in[k].cols == 1) in[k].cs = 0;
+            if (broadcast(in[k], rows, cols)) continue;
+            std::string shapes;
+            for (int q = 0; q < sources; ++q)
+                shapes += fmt::format("{}{} is {}", q ? (q + 1 == sources ? " and " : ", ") : "", name_of(q), shape_text(in[q].rows, in[q].cols));
+            fail_tile(p, pc, k, fmt::format("{}: {}: shapes broadcast only where they are equal or 1", op.mnemonic, shapes), vars);
         }
     }
     for (int k = sources; k < kMaxSources; ++k) in[k] = in[0];
@@ -680,7 +678,7 @@ State<Value> fresh_state(const Program& p) {
     s.tile_cols.assign(p.banks.size(), 0);
     s.tile_touched.assign(static_cast<size_t>(p.bank_elements), 0);
     for (const auto& a : p.arrays)
-        if (starts_filled(a)) std::fill(s.present.begin() + a.base, s.present.begin() + a.base + a.size, std::uint8_t{1});
+        if (a.starts_filled()) std::fill(s.present.begin() + a.base, s.present.begin() + a.base + a.size, std::uint8_t{1});
     return s;
 }
 
@@ -695,7 +693,7 @@ Tensor region(const Program& p, const State<double>& s, int array) {
 // In declaration order, so a reference fill finds its arguments already filled.
 void load_inputs(const Program& p, State<double>& s) {
     for (const auto& a : p.arrays) {
-        if (!starts_filled(a)) continue;
+        if (!a.starts_filled()) continue;
         std::vector<double> values;
         if (a.fill.kind == ast::Fill::Kind::Reference) {
             std::vector<Tensor> args;

@@ -51,6 +51,8 @@ struct ArrayInfo {
     ast::Fill fill;
     std::vector<int> fill_args;  // Reference fill: the arrays it is computed from
     Loc loc;
+    // Every element holds a value before the program runs: an input, or a constant start (= 0).
+    bool starts_filled() const { return role == ast::Role::Input || fill.kind == ast::Fill::Kind::Constant; }
 };
 
 struct MemRef {

@@ -40,7 +40,7 @@ std::string number(double v) {
     return format_number(v, 4);
 }
 
-std::string plural(std::uint64_t n, std::string_view word);
+std::string plural(std::uint64_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
 
 // "7 cycles, 7 instructions (4 LOAD, ...); DRAM: 4 reads, 1 write; 3 registers used"
 std::string trace_summary(const Program& p, const Counters& c) {
@@ -66,7 +66,6 @@ std::string_view work_unit(Op op) {
     }
 }
 
-std::string plural(std::uint64_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
 
 // JSON has no infinity: an unbounded error is written as null.
 nlohmann::ordered_json json_number(double v) { return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); }

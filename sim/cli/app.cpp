@@ -152,10 +152,15 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
         },
         "POSITIVE");
 
+    // Every command prints in the same four formats.
+    auto add_format = [&](CLI::App* command) {
+        command->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
+    };
+
     auto* run_cmd = app.add_subcommand("run", "Run a program: its check verdict, expected figures and every counter.");
     run_cmd->add_option("file", file, "the .toy program")->required();
     run_cmd->add_option("--set", sets, "override a parameter, e.g. --set n=1024 (repeatable)");
-    run_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
+    add_format(run_cmd);
     run_cmd->add_flag("--stats", stats, "also report simulated instructions per second");
     std::vector<std::string> shown_arrays;
     run_cmd->add_option("--show", shown_arrays, "also print an array's final values (repeatable), e.g. --show O");
@@ -175,7 +180,7 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
         ->check(CLI::IsMember({"auto", "symbolic", "numeric"}));
     trace_cmd->add_option("--max-steps", max_steps, "stop with an error after this many instructions (default 10000)")
         ->check(positive);
-    trace_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
+    add_format(trace_cmd);
     trace_cmd->add_flag("--ditto", ditto, "print \" where a register is unchanged since the row above, as the seed does");
     trace_cmd->footer("\nexamples:\n"
                       "  toysim trace programs/p1_c00.toy\n"
@@ -190,7 +195,7 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
     sweep_cmd->add_option("--set", sweep_sets,
                           "NAME=V1,V2,... values to sweep (repeatable; several lists sweep every combination)")
         ->required();
-    sweep_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
+    add_format(sweep_cmd);
     sweep_cmd->footer("\nexamples:\n"
                       "  toysim sweep programs/p5_online_softmax.toy --set n=10,100,1000\n"
                       "  toysim sweep programs/attention/fa2.toy --set n=128,256,512,1024 --format csv\n"
@@ -199,7 +204,7 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
     auto* cost_cmd = app.add_subcommand("cost", "DRAM reads and writes per array as formulas of the parameters, without running.");
     cost_cmd->add_option("file", file, "the .toy program")->required();
     cost_cmd->add_option("--set", sets, "evaluate the formulas at these parameter values, e.g. --set n=1000000");
-    cost_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
+    add_format(cost_cmd);
     cost_cmd->footer("\nThe formulas come from the loops and slices of the program; the counts beside them come from a\n"
                      "count-only pass over the loops (no arithmetic), so both answer at any n in milliseconds.\n"
                      "\nexamples:\n"
@@ -210,7 +215,7 @@ int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
     auto* compare_cmd = app.add_subcommand("compare", "Side-by-side cost table of several programs.");
     compare_cmd->add_option("files", files, "the .toy programs")->required();
     compare_cmd->add_option("--set", sets, "override a parameter in every program that declares it");
-    compare_cmd->add_option("--format", format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
+    add_format(compare_cmd);
     compare_cmd->footer("\nexamples:\n"
                         "  toysim compare programs/p2_matmul_inner_3reg.toy programs/p3_matmul_outer_6reg.toy\n"
                         "  toysim compare programs/p4_softmax_3pass.toy programs/p5_online_softmax.toy --set n=1000");
