@@ -1,9 +1,9 @@
-#include "isa.h"
+#include "isa/isa.h"
 
 #include <algorithm>
 #include <cctype>
 
-#include "../sim/text.h"
+#include "sim/support/text.h"
 
 namespace toysim {
 

@@ -23,6 +23,22 @@ inline constexpr int kOpCount = 0
 #undef X
     ;
 
+// The most register operands any row has (MAC: Ra, Rb, Rc, Rd): what a compiled instruction
+// must hold, taken from the table so a wider row cannot overrun it.
+inline constexpr int kMaxRegisterOperands = [] {
+    int most = 0;
+    for (std::string_view sig : {
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SEM) std::string_view(SIG),
+             TOYSIM_OPCODES(X)
+#undef X
+         }) {
+        int n = 0;
+        for (char ch : sig) n += ch == 'r' || ch == 'R';
+        most = n > most ? n : most;
+    }
+    return most;
+}();
+
 enum class OpClass : std::uint8_t { Memory, Move, Compute };
 
 enum class OperandKind : std::uint8_t { RegRead, RegWrite, MemRead, MemWrite, Immediate };

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "sim/cli/app.h"
-#include "sim/parser.h"
-#include "sim/program.h"
+#include "sim/front/parser.h"
+#include "sim/lower/program.h"
 
 namespace toysim::testing {
 

@@ -8,8 +8,9 @@
 
 #include <map>
 
-#include "sim/cost.h"
-#include "sim/machine.h"
+#include "sim/analysis/cost.h"
+#include "sim/print/cost_report.h"
+#include "sim/exec/machine.h"
 #include "support.h"
 
 using namespace toysim;

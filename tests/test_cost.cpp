@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/cost.h"
-#include "sim/machine.h"
-#include "sim/parser.h"
+#include "sim/analysis/cost.h"
+#include "sim/print/cost_report.h"
+#include "sim/print/report.h"
+#include "sim/exec/machine.h"
+#include "sim/front/parser.h"
 #include "support.h"
 
 using namespace toysim;

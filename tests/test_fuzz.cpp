@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <random>
 
-#include "sim/machine.h"
-#include "sim/report.h"
+#include "sim/exec/machine.h"
+#include "sim/print/report.h"
 #include "support.h"
 
 using namespace toysim;

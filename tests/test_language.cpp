@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/machine.h"
-#include "sim/parser.h"
-#include "sim/program.h"
+#include "sim/exec/machine.h"
+#include "sim/front/parser.h"
+#include "sim/lower/program.h"
 #include "support.h"
 
 using namespace toysim;

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fmt/format.h>
 
-#include "sim/machine.h"
-#include "sim/parser.h"
+#include "sim/exec/machine.h"
+#include "sim/front/parser.h"
 
 namespace fs = std::filesystem;
 using namespace toysim;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/reference.h"
+#include "sim/reference/reference.h"
 
 using toysim::Loc;
 using toysim::reference;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "sim/cli/app.h"
-#include "sim/report.h"
+#include "sim/print/report.h"
 #include "support.h"
 
 using namespace toysim;

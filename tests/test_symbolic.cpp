@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/expr_format.h"
-#include "sim/machine.h"
-#include "sim/parser.h"
-#include "sim/program.h"
-#include "sim/report.h"
+#include "sim/print/expr_format.h"
+#include "sim/exec/machine.h"
+#include "sim/front/parser.h"
+#include "sim/lower/program.h"
+#include "sim/print/report.h"
 #include "support.h"
 
 using namespace toysim;

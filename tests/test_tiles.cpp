@@ -2,7 +2,7 @@
 // row reductions, SET, column slices, edge clipping, the cost model and the register budget.
 #include <catch2/catch.hpp>
 
-#include "sim/machine.h"
+#include "sim/exec/machine.h"
 #include "support.h"
 
 using namespace toysim;

@@ -1,4 +1,4 @@
-#include "app.h"
+#include "sim/cli/app.h"
 
 #include <CLI/CLI.hpp>
 #include <charconv>
@@ -6,12 +6,13 @@
 #include <memory>
 #include <set>
 
-#include "../cost.h"
-#include "../parser.h"
-#include "../program.h"
-#include "../reference.h"
-#include "../report.h"
-#include "../text.h"
+#include "sim/analysis/cost.h"
+#include "sim/print/cost_report.h"
+#include "sim/front/parser.h"
+#include "sim/lower/program.h"
+#include "sim/reference/reference.h"
+#include "sim/print/report.h"
+#include "sim/support/text.h"
 
 namespace toysim::cli {
 

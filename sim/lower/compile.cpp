@@ -5,10 +5,10 @@
 #include <limits>
 #include <set>
 
-#include "parser.h"
-#include "program.h"
-#include "reference.h"
-#include "text.h"
+#include "sim/front/parser.h"
+#include "sim/lower/program.h"
+#include "sim/reference/reference.h"
+#include "sim/support/text.h"
 
 namespace toysim {
 
@@ -189,7 +189,8 @@ private:
     // ---- declarations ----
     void bind_params(const ParamSettings& settings) {
         std::set<std::string, std::less<>> given;
-        for (const auto& [name, value] : settings) {
+        for (const auto& setting : settings) {
+            const std::string& name = setting.first;
             auto it = std::find_if(tree_->params.begin(), tree_->params.end(), [&](const ast::Param& p) { return p.name == name; });
             if (it != tree_->params.end() && it->derived)
                 throw ToyError(fmt::format("--set {}: '{}' is derived from the parameters (let {} = ...) and cannot be set", name,

@@ -9,8 +9,8 @@
 #include <variant>
 #include <vector>
 
-#include "../isa/isa.h"
-#include "diag.h"
+#include "isa/isa.h"
+#include "sim/support/diag.h"
 
 namespace toysim::ast {
 

@@ -1,4 +1,4 @@
-#include "lexer.h"
+#include "sim/front/lexer.h"
 
 #include <cctype>
 #include <fmt/format.h>

@@ -7,8 +7,8 @@
 #include <optional>
 #include <vector>
 
-#include "program.h"
-#include "symbolic.h"
+#include "sim/lower/program.h"
+#include "sim/exec/symbolic.h"
 
 namespace toysim {
 

@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "ast.h"
+#include "sim/front/ast.h"
 
 namespace toysim {
 

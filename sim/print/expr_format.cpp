@@ -1,9 +1,9 @@
-#include "expr_format.h"
+#include "sim/print/expr_format.h"
 
 #include <algorithm>
 #include <set>
 
-#include "text.h"
+#include "sim/support/text.h"
 
 namespace toysim {
 

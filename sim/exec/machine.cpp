@@ -1,10 +1,10 @@
-#include "machine.h"
+#include "sim/exec/machine.h"
 
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
 
-#include "reference.h"
+#include "sim/reference/reference.h"
 
 namespace toysim {
 

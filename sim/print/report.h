@@ -5,19 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "machine.h"
+#include "sim/exec/machine.h"
+#include "sim/print/format.h"
 
 namespace toysim {
-
-enum class Format { Table, Markdown, Csv, Json };
-
-struct Table {
-    std::vector<std::string> header;
-    std::vector<bool> right_aligned;  // per column
-    std::vector<std::vector<std::string>> rows;
-};
-// Table, Markdown or CSV (Json is not a table format).
-std::string render_table(const Table& table, Format format);
 
 // The flat list of counters, zeros included: (key, value) in a stable order.
 // Keys: registers, peak_registers, cycles, instructions, one per opcode used, dram.reads,

@@ -21,14 +21,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "program.h"
-#include "report.h"
+#include "sim/lower/program.h"
 
 namespace toysim {
 
@@ -87,20 +85,5 @@ struct LetLegend {
 std::vector<LetLegend> let_legend(const Program& program, const std::vector<ArrayFormulas>& formulas);
 // One line per let: "Tr = cdiv(n, Br) = ⌈n/Br⌉ = 16".
 std::string describe_lets(const Program& program, const std::vector<ArrayFormulas>& formulas);
-
-// ---- printing ----
-
-// The table array | reads | = | writes | =, where "=" is the formula's value at the program's
-// parameters. Where the exact count differs (an inexact formula) the cell shows both,
-// "72 (counted 64) *", with the note below. Then the lets' legend. CSV has one row per array
-// with separate columns (array, reads, reads_value, reads_counted, writes, writes_value,
-// writes_counted, exact, note); JSON is cost_json.
-std::string format_cost(const Program& program, const std::vector<ArrayFormulas>& formulas,
-                        const std::vector<ArrayTraffic>& counted, Format format);
-// {"program", "params": {name: value}, "arrays": {NAME: {"role", "shape", "reads": {"formula",
-//  "value", "counted"}, "writes": {...}, "exact", "note"}}, "lets": [{"name", "definition",
-//  "math", "value"}]}; "value" is null where the formula cannot be evaluated, "note" null when exact.
-nlohmann::ordered_json cost_json(const Program& program, const std::vector<ArrayFormulas>& formulas,
-                                 const std::vector<ArrayTraffic>& counted);
 
 }  // namespace toysim

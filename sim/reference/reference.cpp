@@ -1,11 +1,11 @@
-#include "reference.h"
+#include "sim/reference/reference.h"
 
 #include <algorithm>
 #include <cmath>
 #include <span>
 #include <fmt/format.h>
 
-#include "text.h"
+#include "sim/support/text.h"
 
 namespace toysim {
 

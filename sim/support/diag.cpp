@@ -1,10 +1,10 @@
-#include "diag.h"
+#include "sim/support/diag.h"
 
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
 
-#include "text.h"
+#include "sim/support/text.h"
 
 namespace toysim {
 

@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "program.h"
-#include "symbolic.h"
+#include "sim/lower/program.h"
+#include "sim/exec/symbolic.h"
 
 namespace toysim {
 

@@ -1,4 +1,4 @@
-#include "symbolic.h"
+#include "sim/exec/symbolic.h"
 
 #include <algorithm>
 #include <cmath>

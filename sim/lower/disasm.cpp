@@ -1,4 +1,4 @@
-#include "disasm.h"
+#include "sim/lower/disasm.h"
 
 #include <fmt/format.h>
 

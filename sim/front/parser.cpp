@@ -1,11 +1,11 @@
-#include "parser.h"
+#include "sim/front/parser.h"
 
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
 
-#include "lexer.h"
-#include "text.h"
+#include "sim/front/lexer.h"
+#include "sim/support/text.h"
 
 namespace toysim {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ast.h"
+#include "sim/front/ast.h"
 
 namespace toysim {
 
@@ -87,7 +87,7 @@ struct TileOperand {
 struct TileInst {
     Op op;
     int count = 0;                    // register operands, in source order (destination last)
-    std::array<TileOperand, 3> args;
+    std::array<TileOperand, kMaxRegisterOperands> args;  // sized by the ISA table's widest row
     std::int32_t mem = -1;            // the slice MemRef (LOAD / STORE)
     bool column = false;              // a one-range slice that is a column tile's rows
     double imm = 0;                   // SET
@@ -111,7 +111,7 @@ struct Inst {
     // Bit k: register operand k might be read before any write reaches it, so the executor
     // checks it. Reads the compiler proves safe (definite assignment) skip the check.
     std::uint8_t unproven_reads = 0;
-    std::array<std::int32_t, 4> reg{};  // register operands in source order; -1-k: dynamic entry k
+    std::array<std::int32_t, kMaxRegisterOperands> reg{};  // register operands in source order; -1-k: dynamic entry k
     std::int32_t mem = -1;              // MemRef index (LOAD/STORE); Tile: TileInst; SET: immediate
     std::int32_t loop = -1;             // LoopInfo index (LoopBegin/LoopEnd)
     std::int32_t jump = -1;             // LoopBegin: its LoopEnd; LoopEnd: its LoopBegin

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "diag.h"
+#include "sim/support/diag.h"
 
 namespace toysim {
 

@@ -1,0 +1,98 @@
+// Printing `toysim cost`: the per-array formulas, their values and the counted figures, as a
+// table, Markdown, CSV or JSON.
+#include "sim/print/cost_report.h"
+
+#include <fmt/format.h>
+
+#include "sim/print/report.h"
+
+namespace toysim {
+
+namespace {
+
+std::string value_cell(const std::optional<std::int64_t>& value, std::uint64_t counted) {
+    if (value && *value >= 0 && static_cast<std::uint64_t>(*value) == counted) return std::to_string(counted);
+    return fmt::format("{} (counted {}) *", value ? std::to_string(*value) : "?", counted);
+}
+
+
+}  // namespace
+
+nlohmann::ordered_json cost_json(const Program& p, const std::vector<ArrayFormulas>& formulas,
+                                 const std::vector<ArrayTraffic>& counted) {
+    using json = nlohmann::ordered_json;
+    json j;
+    j["program"] = p.source ? p.source->path : std::string();
+    j["params"] = json::object();
+    for (const auto& [name, value] : p.params) j["params"][name] = value;
+    j["arrays"] = json::object();
+    for (size_t a = 0; a < p.arrays.size() && a < formulas.size() && a < counted.size(); ++a) {
+        const ArrayFormulas& f = formulas[a];
+        auto side = [&](const Formula& x, std::uint64_t n) {
+            auto v = x.evaluate(p.params);
+            return json{{"formula", x.text()}, {"value", v ? json(*v) : json(nullptr)}, {"counted", n}};
+        };
+        json& arr = j["arrays"][p.arrays[a].name];
+        arr["role"] = role_name(p.arrays[a].role);
+        arr["shape"] = p.arrays[a].dims;
+        arr["reads"] = side(f.reads, counted[a].reads);
+        arr["writes"] = side(f.writes, counted[a].writes);
+        arr["exact"] = f.exact;
+        arr["note"] = f.exact ? json(nullptr) : json(f.note);
+    }
+    j["lets"] = json::array();
+    for (const auto& l : let_legend(p, formulas))
+        j["lets"].push_back({{"name", l.name}, {"definition", l.definition}, {"math", l.math}, {"value", l.value}});
+    return j;
+}
+
+std::string format_cost(const Program& p, const std::vector<ArrayFormulas>& formulas, const std::vector<ArrayTraffic>& counted,
+                        Format format) {
+    if (format == Format::Json) return cost_json(p, formulas, counted).dump(2) + "\n";
+    size_t n = std::min({p.arrays.size(), formulas.size(), counted.size()});
+    if (format == Format::Csv) {
+        Table t{{"array", "reads", "reads_value", "reads_counted", "writes", "writes_value", "writes_counted", "exact", "note"},
+                {false, false, true, true, false, true, true, false, false},
+                {}};
+        for (size_t a = 0; a < n; ++a) {
+            const ArrayFormulas& f = formulas[a];
+            auto value = [&](const Formula& x) {
+                auto v = x.evaluate(p.params);
+                return v ? std::to_string(*v) : std::string();
+            };
+            t.rows.push_back({p.arrays[a].name, f.reads.text(), value(f.reads), std::to_string(counted[a].reads), f.writes.text(),
+                              value(f.writes), std::to_string(counted[a].writes), f.exact ? "true" : "false", f.note});
+        }
+        return render_table(t, format);
+    }
+    Table t{{"array", "reads", "=", "writes", "="}, {false, false, true, false, true}, {}};
+    for (size_t a = 0; a < n; ++a) {
+        const ArrayFormulas& f = formulas[a];
+        t.rows.push_back({p.arrays[a].name, f.reads.text(), value_cell(f.reads.evaluate(p.params), counted[a].reads),
+                          f.writes.text(), value_cell(f.writes.evaluate(p.params), counted[a].writes)});
+    }
+    bool md = format == Format::Markdown;
+    std::string out = fmt::format("program: {}   params: {}\n\n", p.source ? p.source->path : std::string("?"), format_params(p));
+    out += render_table(t, format);
+    auto lets = let_legend(p, formulas);
+    if (!lets.empty()) {
+        out += "\n";
+        for (const auto& l : lets)
+            out += fmt::format("{}{} = {}{} = {}\n", md ? "- " : "", l.name, l.definition, l.math.empty() ? "" : " = " + l.math, l.value);
+    }
+    bool any_note = false, all_agree = true;
+    for (size_t a = 0; a < n; ++a) {
+        all_agree = all_agree && formulas[a].reads.evaluate(p.params) == std::optional<std::int64_t>(static_cast<std::int64_t>(counted[a].reads)) &&
+                    formulas[a].writes.evaluate(p.params) == std::optional<std::int64_t>(static_cast<std::int64_t>(counted[a].writes));
+        if (formulas[a].exact) continue;
+        if (!any_note) out += "\n";
+        any_note = true;
+        out += fmt::format("{}* {}\n", md ? "- " : "", formulas[a].note);
+    }
+    // Say what the figures rest on: the formulas' values were compared with counting the loops.
+    out += all_agree ? "\nEvery value equals the count-only pass over the loops (elements, as `run` counts them).\n"
+                     : "\n* where a formula is an estimate, \"counted\" is the exact figure from the count-only pass.\n";
+    return out;
+}
+
+}  // namespace toysim

@@ -1,0 +1,28 @@
+// Printing what `toysim cost` found (sim/analysis/cost.h): tables, Markdown, CSV and JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/analysis/cost.h"
+#include "sim/print/format.h"
+
+namespace toysim {
+
+// ---- printing ----
+
+// The table array | reads | = | writes | =, where "=" is the formula's value at the program's
+// parameters. Where the exact count differs (an inexact formula) the cell shows both,
+// "72 (counted 64) *", with the note below. Then the lets' legend. CSV has one row per array
+// with separate columns (array, reads, reads_value, reads_counted, writes, writes_value,
+// writes_counted, exact, note); JSON is cost_json.
+std::string format_cost(const Program& program, const std::vector<ArrayFormulas>& formulas,
+                        const std::vector<ArrayTraffic>& counted, Format format);
+// {"program", "params": {name: value}, "arrays": {NAME: {"role", "shape", "reads": {"formula",
+//  "value", "counted"}, "writes": {...}, "exact", "note"}}, "lets": [{"name", "definition",
+//  "math", "value"}]}; "value" is null where the formula cannot be evaluated, "note" null when exact.
+nlohmann::ordered_json cost_json(const Program& program, const std::vector<ArrayFormulas>& formulas,
+                                 const std::vector<ArrayTraffic>& counted);
+
+}  // namespace toysim

@@ -1,0 +1,24 @@
+// The output formats every command offers, and the one table renderer they share.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/front/ast.h"
+
+namespace toysim {
+
+enum class Format { Table, Markdown, Csv, Json };
+
+struct Table {
+    std::vector<std::string> header;
+    std::vector<bool> right_aligned;  // per column
+    std::vector<std::vector<std::string>> rows;
+};
+// Table, Markdown or CSV (Json is not a table format).
+std::string render_table(const Table& table, Format format);
+
+// "input", "output" or "scratch".
+std::string role_name(ast::Role role);
+
+}  // namespace toysim
