@@ -760,18 +760,23 @@ CheckResult evaluate(const Program& p, const State<double>& s, const CheckSpec& 
 
 }  // namespace
 
-std::uint64_t Counters::counter(const ExpectSpec& e) const {
-    switch (e.counter) {
-        case Counter::Cycles: return cycles;
-        case Counter::Instructions: return instructions;
-        case Counter::Reads: return e.array < 0 ? dram_reads : arrays[static_cast<size_t>(e.array)].reads;
-        case Counter::Writes: return e.array < 0 ? dram_writes : arrays[static_cast<size_t>(e.array)].writes;
-        case Counter::Registers: return static_cast<std::uint64_t>(peak_registers);
-        case Counter::Opcode: return by_opcode[static_cast<size_t>(e.op)];
-        case Counter::Work: return work_by_opcode[static_cast<size_t>(e.op)];
-        case Counter::Traffic: return dram_reads + dram_writes;
+CounterValue Counters::value(const CounterRef& c) const {
+    auto count = [](std::uint64_t n) { return CounterValue{n, 0, false}; };
+    switch (c.kind) {
+        case CounterKind::Cycles: return count(cycles);
+        case CounterKind::Instructions: return count(instructions);
+        case CounterKind::Opcode: return count(by_opcode[static_cast<size_t>(c.op)]);
+        case CounterKind::Work: return count(work_by_opcode[static_cast<size_t>(c.op)]);
+        case CounterKind::Reads: return count(dram_reads);
+        case CounterKind::Writes: return count(dram_writes);
+        case CounterKind::Traffic: return count(dram_reads + dram_writes);
+        case CounterKind::ArrayReads: return count(arrays[static_cast<size_t>(c.array)].reads);
+        case CounterKind::ArrayWrites: return count(arrays[static_cast<size_t>(c.array)].writes);
+        case CounterKind::Registers: return count(static_cast<std::uint64_t>(peak_registers));
+        case CounterKind::Compute: return count(compute_ops);
+        case CounterKind::ArithmeticIntensity: return CounterValue{0, arithmetic_intensity(), true};
     }
-    return 0;
+    return {};
 }
 
 bool RunResult::checks_ok() const {
@@ -809,8 +814,8 @@ RunResult run(const Program& p, const RunOptions& options) {
     r.counters = tally(p, state);
     for (const auto& spec : p.checks) r.checks.push_back(evaluate(p, state, spec));
     for (const auto& e : p.expects) {
-        std::uint64_t actual = r.counters.counter(e);
-        r.expects.push_back({actual, e.value >= 0 && actual == static_cast<std::uint64_t>(e.value)});
+        std::uint64_t actual = r.counters.value(e.counter).count;
+        r.expects.push_back({actual, e.holds(actual)});
     }
     r.dram = std::move(state.dram);
     r.present = std::move(state.present);

@@ -19,6 +19,12 @@ struct ArrayStats {
     std::map<std::uint64_t, std::uint64_t> read_histogram;  // reads per element -> elements
 };
 
+struct CounterValue {
+    std::uint64_t count = 0;
+    double ratio = 0;
+    bool is_ratio = false;
+};
+
 struct Counters {
     std::uint64_t cycles = 0;
     std::uint64_t instructions = 0;
@@ -32,7 +38,8 @@ struct Counters {
         std::uint64_t traffic = dram_reads + dram_writes;
         return traffic ? static_cast<double>(compute_ops) / static_cast<double>(traffic) : 0.0;
     }
-    std::uint64_t counter(const ExpectSpec& e) const;
+    // One counter of the table (isa/counters.h); arithmetic_intensity is a ratio, the rest counts.
+    CounterValue value(const CounterRef& counter) const;
 };
 
 struct CheckResult {

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "isa/counters.h"
 #include "isa/isa.h"
 #include "sim/support/diag.h"
 
@@ -114,10 +115,12 @@ struct Cost {
     Loc loc;
 };
 
-// expect COUNTER = EXPR, where COUNTER is cycles, instructions, reads, writes, registers,
-// an opcode mnemonic, or reads(ARRAY) / writes(ARRAY).
+// expect COUNTER = EXPR (or <= EXPR, >= EXPR), where COUNTER names a row of the counter table
+// (isa/counters.h): cycles, instructions, reads, writes, registers, an opcode mnemonic,
+// reads(ARRAY), writes(ARRAY), work(OPCODE), ...
 struct Expect {
     std::string counter;
+    Relation relation = Relation::Equal;
     std::string array;  // for reads(ARRAY) / writes(ARRAY)
     Loc array_loc;
     ExprPtr value;

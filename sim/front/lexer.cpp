@@ -59,7 +59,8 @@ std::vector<Token> lex(const SourceFile& source) {
                 }
                 // A letter right after a number is left to the parser: "3n" reads as 3 * n.
                 tokens.push_back({real ? Tok::Real : Tok::Integer, line.substr(start, i - start), at(start, i - start)});
-            } else if (ch == '.' && i + 1 < line.size() && line[i + 1] == '.') {
+            } else if ((ch == '.' && i + 1 < line.size() && line[i + 1] == '.') ||
+                       ((ch == '<' || ch == '>') && i + 1 < line.size() && line[i + 1] == '=')) {
                 tokens.push_back({Tok::Punct, line.substr(i, 2), at(i, 2)});
                 i += 2;
             } else if (std::string_view("[](){},=+-*/%:.").find(ch) != std::string_view::npos) {

@@ -17,7 +17,7 @@ struct Token {
     Loc loc;
 };
 
-// Punctuation tokens: [ ] ( ) { } , = + - * / % : and "..".
+// Punctuation tokens: [ ] ( ) { } , = + - * / % : and "..", "<=", ">=".
 std::vector<Token> lex(const SourceFile& source);
 
 }  // namespace toysim

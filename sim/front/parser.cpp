@@ -412,7 +412,8 @@ private:
             const Token& close = expect_punct(")");
             e.loc = span(counter.loc, close.loc);
         }
-        expect_punct("=");
+        if (at_punct("<=") || at_punct(">=")) e.relation = next().text == "<=" ? Relation::AtMost : Relation::AtLeast;
+        else expect_punct("=");
         e.value = expr();
         end_of_statement();
         return e;

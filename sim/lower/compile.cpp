@@ -662,38 +662,40 @@ private:
         for (const auto& e : tree_->expects) {
             ExpectSpec spec;
             spec.loc = e.loc;
-            std::string_view c = e.counter;
-            if (c == "cycles") spec.counter = Counter::Cycles;
-            else if (c == "instructions") spec.counter = Counter::Instructions;
-            else if (c == "reads") spec.counter = Counter::Reads;
-            else if (c == "writes") spec.counter = Counter::Writes;
-            else if (c == "registers") spec.counter = Counter::Registers;
-            else if (c == "work") spec.counter = Counter::Work;
-            else if (c == "traffic") spec.counter = Counter::Traffic;
-            else if (auto op = find_op(c)) {
-                spec.counter = Counter::Opcode;
-                spec.op = *op;
-            } else {
-                std::vector<std::string_view> names = {"cycles", "instructions", "reads", "writes", "traffic", "registers", "work"};
-                for (const auto& row : all_ops()) names.push_back(row.mnemonic);
-                throw ToyError(e.loc, fmt::format("unknown counter '{}'{}", c, did_you_mean(c, names)));
-            }
-            if (c == "work") {  // work(MAC): units of work of one opcode (tile cost model)
-                auto op = find_op(e.array);
-                if (e.array.empty() || !op) throw ToyError(e.array.empty() ? e.loc : e.array_loc, "work takes an opcode: work(MAC)");
-                spec.counter = Counter::Work;
-                spec.op = *op;
-            } else if (!e.array.empty()) {
-                if (spec.counter != Counter::Reads && spec.counter != Counter::Writes)
+            spec.relation = e.relation;
+            auto name = parse_counter_name(e.counter, e.array);
+            if (!name) {
+                if (e.counter == "work") throw ToyError(e.array.empty() ? e.loc : e.array_loc, "work takes an opcode: work(MAC)");
+                if (!e.array.empty() && (parse_counter_name(e.counter, "") || find_op(e.counter)))
                     throw ToyError(e.loc, "only reads(ARRAY), writes(ARRAY) and work(OPCODE) take an argument");
-                spec.array = array_named(e.array, e.array_loc);
+                std::vector<std::string> spelled;
+                for (const auto& row : all_counters())
+                    if (row.scope == CounterScope::Run || row.name == "{}" || row.name.find('(') != std::string_view::npos)
+                        spelled.push_back(std::string(row.name.substr(0, row.name.find('('))));
+                std::vector<std::string_view> names;
+                for (const auto& n : spelled)
+                    if (n != "{}") names.push_back(n);
+                for (const auto& row : all_ops()) names.push_back(row.mnemonic);
+                throw ToyError(e.loc, fmt::format("unknown counter '{}'{}", e.counter, did_you_mean(e.counter, names)));
             }
+            spec.counter.kind = name->kind;
+            if (info(name->kind).scope == CounterScope::PerOpcode) spec.counter.op = *find_op(name->subject);
+            if (info(name->kind).scope == CounterScope::PerArray) spec.counter.array = array_named(e.array, e.array_loc);
             spec.value = constant(*e.value, "an expected figure");
-            spec.text = e.array.empty() ? e.counter : fmt::format("{}({})", e.counter, e.array);
+            spec.text = p_.counter_name(spec.counter);
             p_.expects.push_back(std::move(spec));
         }
     }
 };
+
+// The opcode or array a counter is of: "MAC", "K", or "".
+std::string_view counter_subject(const Program& p, const CounterRef& c) {
+    switch (info(c.kind).scope) {
+        case CounterScope::PerOpcode: return info(c.op).mnemonic;
+        case CounterScope::PerArray: return p.arrays[static_cast<size_t>(c.array)].name;
+        default: return {};
+    }
+}
 
 }  // namespace
 
@@ -722,6 +724,10 @@ bool Program::uses(Op op) const {
         if (origin[pc] && origin[pc]->op == op) return true;
     return false;
 }
+
+std::string Program::counter_name(const CounterRef& c) const { return info(c.kind).name_for(counter_subject(*this, c)); }
+std::string Program::counter_label(const CounterRef& c) const { return info(c.kind).label_for(counter_subject(*this, c)); }
+std::string Program::counter_json(const CounterRef& c) const { return info(c.kind).json_for(counter_subject(*this, c)); }
 
 int Program::find_array(std::string_view name) const {
     for (size_t i = 0; i < arrays.size(); ++i)

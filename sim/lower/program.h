@@ -140,15 +140,25 @@ struct CheckSpec {
     Loc loc;
 };
 
-enum class Counter { Cycles, Instructions, Reads, Writes, Traffic, Registers, Opcode, Work };
+// One counter of a run: a row of the counter table (isa/counters.h) with its opcode or array.
+struct CounterRef {
+    CounterKind kind = CounterKind::Cycles;
+    Op op = Op::LOAD;  // PerOpcode counters
+    int array = -1;    // PerArray counters: index into Program::arrays
+    bool operator==(const CounterRef&) const = default;
+};
 
 struct ExpectSpec {
-    Counter counter;
-    Op op = Op::LOAD;   // Counter::Opcode, Counter::Work
-    int array = -1;     // reads(x) / writes(x); -1: all arrays
+    CounterRef counter;
+    Relation relation = Relation::Equal;
     std::int64_t value = 0;
-    std::string text;   // "reads(x) = 3n"
+    std::string text;   // the counter's name: "reads(x)"
     Loc loc;
+    bool holds(std::uint64_t actual) const {
+        if (value < 0) return relation == Relation::AtLeast;
+        auto v = static_cast<std::uint64_t>(value);
+        return relation == Relation::Equal ? actual == v : relation == Relation::AtMost ? actual <= v : actual >= v;
+    }
 };
 
 struct Program {
@@ -174,6 +184,10 @@ struct Program {
     std::vector<ExpectSpec> expects;
 
     int find_array(std::string_view name) const;
+    // "reads(K)", "LOAD", "cycles": the counter's name in expect lines, CSV and JSON keys.
+    std::string counter_name(const CounterRef& counter) const;
+    std::string counter_label(const CounterRef& counter) const;
+    std::string counter_json(const CounterRef& counter) const;  // pointer under "counters"
     int find_bank(std::string_view name) const;
     bool has_tiles() const { return !banks.empty() || !tile_insts.empty(); }
     bool uses(Op op) const;  // some instruction of the program is this opcode

@@ -1,14 +1,19 @@
 #include "sim/support/diag.h"
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
-#include <sstream>
+#include <istream>
 
 #include "sim/support/text.h"
 
 namespace toysim {
 
 SourceFile::SourceFile(std::string path_, std::string text_) : path(std::move(path_)), text(std::move(text_)) {
+    // A byte-order mark is how some editors start a UTF-8 file; it is not part of the program.
+    if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
     std::string_view all = text;
     size_t start = 0;
     while (start <= all.size()) {
@@ -24,12 +29,42 @@ SourceFile::SourceFile(std::string path_, std::string text_) : path(std::move(pa
     }
 }
 
+namespace {
+
+// At most kMaxSourceBytes, read a block at a time: /dev/zero or a stray multi-gigabyte file is
+// refused after 16 MiB, not read until memory runs out.
+std::string read_bounded(std::istream& in, const std::string& name) {
+    std::string text;
+    std::vector<char> block(std::size_t{1} << 16);
+    while (in) {
+        in.read(block.data(), static_cast<std::streamsize>(block.size()));
+        text.append(block.data(), static_cast<std::size_t>(in.gcount()));
+        if (text.size() > SourceFile::kMaxSourceBytes)
+            throw ToyError(fmt::format("'{}' is too large for a program: toysim reads at most {} MiB of source",
+                                       name, SourceFile::kMaxSourceBytes >> 20));
+    }
+    if (in.bad()) {
+        int code = errno;
+        throw ToyError(fmt::format("cannot read '{}': {}", name, code ? std::strerror(code) : "read error"));
+    }
+    return text;
+}
+
+}  // namespace
+
 std::shared_ptr<const SourceFile> SourceFile::read(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw ToyError(fmt::format("'{}' is a directory, not a .toy program", path));
     std::ifstream in(path, std::ios::binary);
     if (!in) throw ToyError(fmt::format("cannot open '{}': no such file or not readable", path));
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    return std::make_shared<SourceFile>(path, buffer.str());
+    errno = 0;
+    return std::make_shared<SourceFile>(path, read_bounded(in, path));
+}
+
+std::shared_ptr<const SourceFile> SourceFile::read_stream(std::istream& in, std::string name) {
+    errno = 0;
+    std::string text = read_bounded(in, name);
+    return std::make_shared<SourceFile>(std::move(name), std::move(text));
 }
 
 std::string_view SourceFile::line(int n) const {
@@ -38,20 +73,26 @@ std::string_view SourceFile::line(int n) const {
 }
 
 std::string format_error(const ToyError& error, const SourceFile* source, std::string_view where) {
+    // Messages quote the user's text; a control character, byte-order mark or stray byte in it
+    // is spelt out (\x01, U+FEFF) rather than sent raw to the terminal.
     const Loc& loc = error.loc();
+    const std::string message = escape_invisible(error.what());
     if (!source || loc.line == 0) {
         std::string_view name = source ? std::string_view(source->path) : where;
-        return fmt::format("{}: error: {}\n", name, error.what());
+        return fmt::format("{}: error: {}\n", escape_invisible(name), message);
     }
-    std::string out = fmt::format("{}:{}:{}: error: {}\n", source->path, loc.line, loc.col, error.what());
+    std::string out = fmt::format("{}:{}:{}: error: {}\n", escape_invisible(source->path), loc.line, loc.col, message);
     std::string_view text = source->line(loc.line);
-    // Tabs are shown as single spaces so the caret lines up with the column count.
+    // Tabs are shown as single spaces so the caret lines up with the column count; other
+    // invisible characters are spelt out, and the caret moves past their spelling.
     std::string shown(text);
     for (char& ch : shown)
         if (ch == '\t') ch = ' ';
-    int caret_col = std::max(1, loc.col);
-    int prefix_width = display_width(std::string_view(shown).substr(0, std::min<size_t>(shown.size(), static_cast<size_t>(caret_col - 1))));
-    out += fmt::format("{:5} | {}\n", loc.line, shown);
+    size_t caret_col = static_cast<size_t>(std::max(1, loc.col));
+    std::string before = escape_invisible(std::string_view(shown).substr(0, std::min(shown.size(), caret_col - 1)));
+    std::string after = caret_col - 1 < shown.size() ? escape_invisible(std::string_view(shown).substr(caret_col - 1)) : "";
+    int prefix_width = display_width(before);
+    out += fmt::format("{:5} | {}{}\n", loc.line, before, after);
     out += fmt::format("      | {}{}\n", std::string(static_cast<size_t>(prefix_width), ' '),
                        std::string(static_cast<size_t>(std::max(1, loc.len)), '^'));
     return out;

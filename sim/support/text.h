@@ -1,6 +1,7 @@
 // Small text helpers shared by the parser, the printers and the ISA table.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,11 +12,24 @@ namespace toysim {
 bool iequals(std::string_view a, std::string_view b);
 std::string upper(std::string_view s);
 // The candidate closest to `word` (case-insensitive edit distance), if close enough to be a
-// plausible typo: at most a third of the word's length, and at least one edit allowed.
+// plausible typo: at most a third of the word's length, and at least one edit allowed. The work
+// is bounded: a word or candidate longer than kMaxSuggestLength bytes gets no suggestion, and a
+// candidate whose length differs by more than the allowed edits is not compared.
+inline constexpr std::size_t kMaxSuggestLength = 64;
 std::optional<std::string_view> nearest(std::string_view word, const std::vector<std::string_view>& candidates);
 // "; did you mean 'X'?" with the nearest candidate, or "" when none is close: the suffix every
 // "unknown ..." message uses.
 std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& candidates);
+// The text with every invisible or non-printable character spelt out, so a message never
+// carries a raw control character, byte-order mark or stray byte: control characters and bytes
+// that are not UTF-8 as \xNN, invisible code points (U+FEFF, zero-width and bidi marks,
+// unusual spaces) as U+XXXX. Printable UTF-8 ("×", "·") is kept; a newline is kept.
+std::string escape_invisible(std::string_view s);
+// A user-supplied name as a message quotes it: 'name', escaped as above; past
+// kQuotedNameLength characters, the first ones then "…" and the length:
+// 'aaaaaaaa…' (20000 characters).
+inline constexpr int kQuotedNameLength = 40;
+std::string quoted_name(std::string_view name);
 // Display width of UTF-8 text in a terminal (each code point one column).
 int display_width(std::string_view s);
 std::string pad_right(std::string_view s, int width);

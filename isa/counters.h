@@ -1,0 +1,93 @@
+// The machine's counters: the one table every output reads.
+//
+// Each row: X(KIND, name, scope, JSON pointer, label, unit, traffic, meaning)
+//   name     how `expect` lines, CSV, compare, sweep and cost name it; "{}" is the opcode or
+//            array of a per-opcode or per-array counter: reads(K), work(MAC), LOAD
+//   scope    Run (one value), PerOpcode (one per ISA opcode) or PerArray (one per DRAM array)
+//   JSON     where run and trace JSON put it, under "counters"; "{}" as in the name
+//   label    how text tables show it
+//   traffic  counted in elements moved through DRAM: bytes = elements × element size
+//
+// Adding a counter is one row here, plus its value in Counters::value (sim/exec/counters.cpp).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#define TOYSIM_COUNTERS(X)                                                                                                    \
+    X(Cycles, "cycles", Run, "/cycles", "cycles", "cycles", false,                                                            \
+      "each instruction's units of work times its opcode's cycles per unit, summed (the seed: one cycle per instruction)")   \
+    X(Instructions, "instructions", Run, "/instructions", "instructions", "instructions", false,                              \
+      "ISA instructions executed; loop control is free")                                                                     \
+    X(Opcode, "{}", PerOpcode, "/by_opcode/{}", "  {}", "instructions", false, "instructions of one opcode executed")        \
+    X(Work, "work({})", PerOpcode, "/work_by_opcode/{}", "work({})", "units of work", false,                                 \
+      "units of work of one opcode: elements moved or produced, multiply-adds, or elements reduced")                        \
+    X(Reads, "reads", Run, "/dram/reads", "DRAM reads", "elements", true, "elements read from DRAM by LOAD")                 \
+    X(Writes, "writes", Run, "/dram/writes", "DRAM writes", "elements", true, "elements written to DRAM by STORE")           \
+    X(Traffic, "traffic", Run, "/dram/traffic", "DRAM traffic", "elements", true, "reads + writes")                          \
+    X(ArrayReads, "reads({})", PerArray, "/dram/arrays/{}/reads", "reads({})", "elements", true,                             \
+      "elements of one array read from DRAM")                                                                                 \
+    X(ArrayWrites, "writes({})", PerArray, "/dram/arrays/{}/writes", "writes({})", "elements", true,                         \
+      "elements of one array written to DRAM")                                                                                \
+    X(Registers, "registers", Run, "/registers", "registers used", "registers", false,                                       \
+      "distinct registers the run wrote, tile registers included")                                                           \
+    X(Compute, "compute", Run, "/compute", "compute work", "units of work", false,                                           \
+      "units of work of the Compute opcodes (a scalar instruction is one unit)")                                             \
+    X(ArithmeticIntensity, "arithmetic_intensity", Run, "/arithmetic_intensity",                                              \
+      "arithmetic intensity (compute work per DRAM access)", "ratio", false, "compute / traffic; 0 without traffic")
+
+namespace toysim {
+
+enum class CounterKind : std::uint8_t {
+#define X(KIND, NAME, SCOPE, JSON, LABEL, UNIT, TRAFFIC, MEANING) KIND,
+    TOYSIM_COUNTERS(X)
+#undef X
+};
+
+inline constexpr int kCounterKinds = 0
+#define X(KIND, NAME, SCOPE, JSON, LABEL, UNIT, TRAFFIC, MEANING) +1
+    TOYSIM_COUNTERS(X)
+#undef X
+    ;
+
+enum class CounterScope : std::uint8_t { Run, PerOpcode, PerArray };
+
+struct CounterInfo {
+    CounterKind kind;
+    std::string_view name;
+    CounterScope scope;
+    std::string_view json;
+    std::string_view label;
+    std::string_view unit;
+    bool traffic;
+    std::string_view meaning;
+
+    // The name with its opcode or array filled in: "reads(K)", "LOAD", "cycles".
+    std::string name_for(std::string_view subject = {}) const;
+    std::string label_for(std::string_view subject = {}) const;
+    // The JSON pointer under "counters": "/dram/arrays/K/reads".
+    std::string json_for(std::string_view subject = {}) const;
+};
+
+const std::array<CounterInfo, kCounterKinds>& all_counters();
+const CounterInfo& info(CounterKind kind);
+
+// A counter name as `expect` writes it, split: "reads(K)" -> the per-array reads and "K";
+// "LOAD" -> the per-opcode count and "LOAD"; "cycles" -> cycles and "". The subject is not
+// checked against the program (the caller knows its arrays); an opcode subject is checked.
+struct CounterName {
+    CounterKind kind;
+    std::string subject;
+};
+std::optional<CounterName> parse_counter_name(std::string_view counter, std::string_view argument);
+// Every spelling parse_counter_name accepts, for "did you mean".
+std::string counter_names_help();
+
+// How `expect` compares a counter with its figure.
+enum class Relation : std::uint8_t { Equal, AtMost, AtLeast };
+std::string_view relation_text(Relation r);  // "=", "<=", ">="
+
+}  // namespace toysim
