@@ -32,12 +32,12 @@
       "elements of one array read from DRAM")                                                                                 \
     X(ArrayWrites, "writes({})", PerArray, "/dram/arrays/{}/writes", "writes({})", "elements", true,                         \
       "elements of one array written to DRAM")                                                                                \
-    X(Registers, "registers", Run, "/registers", "registers used", "registers", false,                                       \
+    X(Registers, "registers", Run, "/registers", "peak registers", "registers", false,                                       \
       "distinct registers the run wrote, tile registers included")                                                           \
     X(Compute, "compute", Run, "/compute", "compute work", "units of work", false,                                           \
       "units of work of the Compute opcodes (a scalar instruction is one unit)")                                             \
     X(ArithmeticIntensity, "arithmetic_intensity", Run, "/arithmetic_intensity",                                              \
-      "arithmetic intensity (compute work per DRAM access)", "ratio", false, "compute / traffic; 0 without traffic")
+      "arithmetic intensity (compute ops per DRAM access)", "ratio", false, "compute / traffic; 0 without traffic")
 
 namespace toysim {
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what toysim needs to build and test on Debian 12 (run as root).
+# Installs what toysim needs to build and test on Debian 12 (run as root): g++ for the
+# Release build, clang with its sanitizer and libFuzzer runtimes for the sanitize and fuzz builds.
 set -euo pipefail
-packages=(g++ cmake ninja-build libcli11-dev libfmt-dev nlohmann-json3-dev catch2)
+packages=(g++ clang libclang-rt-14-dev cmake ninja-build libcli11-dev libfmt-dev nlohmann-json3-dev catch2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -10,7 +10,7 @@
 
 #include "sim/analysis/cost.h"
 #include "sim/print/cost_report.h"
-#include "sim/exec/machine.h"
+#include "sim/check/run.h"
 #include "support.h"
 
 using namespace toysim;

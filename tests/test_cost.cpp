@@ -12,7 +12,7 @@
 #include "sim/analysis/cost.h"
 #include "sim/print/cost_report.h"
 #include "sim/print/report.h"
-#include "sim/exec/machine.h"
+#include "sim/check/run.h"
 #include "sim/front/parser.h"
 #include "support.h"
 

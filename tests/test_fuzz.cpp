@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <random>
 
-#include "sim/exec/machine.h"
+#include "sim/check/run.h"
 #include "sim/print/report.h"
 #include "support.h"
 

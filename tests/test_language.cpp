@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/exec/machine.h"
+#include "sim/check/run.h"
 #include "sim/front/parser.h"
 #include "sim/lower/program.h"
 #include "support.h"

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 
-#include "sim/exec/machine.h"
+#include "sim/check/run.h"
 #include "sim/front/parser.h"
 
 namespace fs = std::filesystem;

@@ -113,7 +113,11 @@ TEST_CASE("run --format json on P1: the contract fields", "[report]") {
     CHECK(k.at("dram").at("arrays").at("b").at("reads") == 2);
     CHECK(k.at("dram").at("arrays").at("c").at("reads") == 0);
     CHECK(k.at("dram").at("arrays").at("c").at("writes") == 1);
-    CHECK(k.at("peak_registers") == 3);
+    CHECK(k.at("registers") == 3);  // registers used, as `expect registers` names it
+    CHECK(k.at("dram").at("traffic") == 5);
+    CHECK(k.at("compute") == 2);
+    CHECK(j.at("ok") == true);
+    CHECK(j.at("fault").is_null());
 
     CHECK(j.at("check").at("ok") == true);
     CHECK(j.at("check").at("max_abs_err") == 0);
@@ -142,15 +146,19 @@ TEST_CASE("compare P2 and P3: the seed's cost table", "[report]") {
     using V = std::vector<std::string>;
     CHECK(cols.at("counter") == V{"p2_matmul_inner_3reg", "p3_matmul_outer_6reg"});
     // Inner product | Outer product: registers 3 | 6, cycles 25 | 22, LOADs 13 | 10.
+    CHECK(cols.at("register_file") == V{"3", "6"});
     CHECK(cols.at("registers") == V{"3", "6"});
     CHECK(cols.at("cycles") == V{"25", "22"});
     CHECK(cols.at("LOAD") == V{"13", "10"});
     CHECK(cols.at("MAC_Z") == V{"4", "4"});
     CHECK(cols.at("MAC") == V{"4", "4"});
     CHECK(cols.at("STORE") == V{"4", "4"});
-    CHECK(cols.at("dram.reads") == V{"13", "10"});
-    CHECK(cols.at("dram.writes") == V{"4", "4"});
+    CHECK(cols.at("reads") == V{"13", "10"});
+    CHECK(cols.at("writes") == V{"4", "4"});
+    CHECK(cols.at("traffic") == V{"17", "14"});
+    CHECK(cols.at("reads(a)") == V{"6", "4"});
     CHECK(cols.at("check") == V{"ok", "ok"});
+    CHECK(cols.at("expect") == V{"ok", "ok"});
 }
 
 TEST_CASE("compare --format json gives one run record per program", "[report]") {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "sim/print/expr_format.h"
-#include "sim/exec/machine.h"
+#include "sim/check/run.h"
 #include "sim/front/parser.h"
 #include "sim/lower/program.h"
 #include "sim/print/report.h"

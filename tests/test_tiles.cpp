@@ -2,7 +2,7 @@
 // row reductions, SET, column slices, edge clipping, the cost model and the register budget.
 #include <catch2/catch.hpp>
 
-#include "sim/exec/machine.h"
+#include "sim/check/run.h"
 #include "support.h"
 
 using namespace toysim;
@@ -107,7 +107,7 @@ TEST_CASE("the cost of a tile instruction is its cost per unit times its work", 
     CHECK(r.counters.instructions == 4);
 }
 
-TEST_CASE("tiles take the register file; scalar registers are what is left", "[tiles]") {
+TEST_CASE("tiles take the register file and scalar registers are what is left", "[tiles]") {
     Program p = build(R"(registers 10
 tile a[2][4]
 input  A[2][4]
@@ -115,7 +115,7 @@ output C[1]
 LOAD A[0][0], R1
 STORE R1, C[0]
 )");
-    CHECK(p.bank_elements == 8);
+    CHECK(p.tile_elements == 8);
     CHECK(p.scalar_registers == 2);
     CHECK_THROWS_WITH(build(R"(registers 10
 tile a[2][4]

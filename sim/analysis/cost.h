@@ -1,6 +1,6 @@
-// What a program costs in DRAM traffic, found without running it.
+// What a program costs in DRAM traffic and work, found without running it.
 //
-// Two analyses of a compiled Program, neither of which executes an instruction:
+// Three analyses of a compiled Program, none of which executes an instruction:
 //
 //  - count_traffic: the exact reads and writes of each array, in elements, that a full run
 //    would count. It walks the loop structure and iterates only the loops whose variable
@@ -13,6 +13,10 @@
 //    K[j*Bc..j*Bc+Bc] collapses to the array's dimension n, exactly, even when Bc does not
 //    divide n. What has no closed form here (triangular loops, other clipped ranges) gets an
 //    estimate, marked inexact, with a note saying why.
+//
+//  - estimate_work: the instructions a run executes (exactly) and its units of work (exactly,
+//    or an upper bound where tile shapes are only known as they run), for "this run would take
+//    N minutes" before it starts.
 //
 // Neither checks bounds, register use or anything else a run checks: a program that would
 // fault part-way is counted as if every instruction ran to the end. Run it to know it is
@@ -36,9 +40,28 @@ struct ArrayTraffic {
     std::uint64_t reads = 0, writes = 0;  // elements, as run() counts them
 };
 
-// Per array (parallel to Program::arrays). Throws ToyError if a count overflows 64 bits.
-// Bounds are not checked: an out-of-range access that a run would stop at is counted.
+// Per array (parallel to Program::arrays). Throws ToyError, at the instruction or loop, if a
+// count or a value it needs overflows 64 bits. Bounds are not checked: an out-of-range access
+// that a run would stop at is counted.
 std::vector<ArrayTraffic> count_traffic(const Program& program);
+
+// What a whole run executes, as run()'s counters would say if it runs to the end:
+//  - instructions: every ISA instruction executed (loop control is not an instruction), the
+//    same figure as Counters::instructions;
+//  - units: units of work summed over every instruction (Counters::work_by_opcode summed):
+//    one per scalar instruction, the elements moved for a tile LOAD or STORE (as count_traffic
+//    counts them), and for other tile instructions an upper bound from the declared capacities
+//    of their tiles (shapes are only known as the program runs).
+// exact is false when any figure is only an upper bound: tile instructions other than LOAD
+// and STORE, a count past 64 bits, or loops too many to walk (over ~2·10⁷ iterations in all;
+// each loop then counts at its widest range). Never throws for size: figures saturate at
+// UINT64_MAX.
+struct WorkEstimate {
+    std::uint64_t instructions = 0;
+    std::uint64_t units = 0;
+    bool exact = true;
+};
+WorkEstimate estimate_work(const Program& program);
 
 // ---- closed-form formulas ----
 
@@ -55,6 +78,7 @@ struct FormulaTerm {
 };
 
 // A sum of terms with like terms combined, highest degree first: "n·d·Tr", "2·n − 1", "0".
+// Factors evaluate with the language's integer semantics (sim/lower/integer.h).
 struct Formula {
     std::vector<FormulaTerm> terms;
 
@@ -73,6 +97,8 @@ struct ArrayFormulas {
 // Per array (parallel to Program::arrays). A loop's trip count is taken as HI − LO, so a
 // formula is exact for parameters where no loop's range is reversed (LO > HI): the bound
 // parameters are checked, and a loop that is reversed there makes its array's formula inexact.
+// Throws ToyError, at the line being derived, when a coefficient overflows 64 bits or a formula
+// grows past 4096 terms or degree 64.
 std::vector<ArrayFormulas> derive_formulas(const Program& program);
 
 // The lets a formula uses (directly, or through another let used), in declaration order.

@@ -1,5 +1,6 @@
 #include "sim/cli/output.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <unistd.h>

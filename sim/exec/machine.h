@@ -1,105 +1,93 @@
-// Running a program: the counters it produces, its checks, and step-by-step traces.
-// Nothing here prints; printers (report.h) turn these results into text.
+// The toy machine: a program's whole state (sim/exec/state.h) and the executor that steps it.
+//
+//   Machine<NumericDomain> m(program, NumericDomain{});   // a fresh machine; DRAM all unset
+//   (fill the inputs: sim/check/fill.h)
+//   m.run_until(kForever, max_steps);                     // or m.step(&sink), one instruction
+//   Counters c = m.counters();
+//
+// The executor is compiled twice per domain: without a listener it does nothing but execute
+// (the speed of `toysim run`); with one it reports every instruction as an Event (event.h),
+// old values included, so a stepper can go back and a trace can print.
+// Nothing here prints, fills inputs or grades results: see sim/check and sim/print.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
-#include <map>
-#include <optional>
+#include <limits>
 #include <vector>
 
-#include "sim/lower/program.h"
+#include "sim/exec/counters.h"
+#include "sim/exec/event.h"
+#include "sim/exec/state.h"
 #include "sim/exec/symbolic.h"
+#include "sim/lower/program.h"
 
 namespace toysim {
 
-struct ArrayStats {
-    std::uint64_t reads = 0, writes = 0;
-    std::uint64_t elements_read = 0;   // distinct elements read at least once
-    std::uint64_t max_reads = 0;       // the most any one element was read (reuse from DRAM)
-    std::map<std::uint64_t, std::uint64_t> read_histogram;  // reads per element -> elements
+// Numbers: the machine as the seed runs it. NaN propagates through every operation, MAX
+// included (max(NaN, x) = max(x, NaN) = NaN), so a NaN is never hidden by operand order.
+struct NumericDomain {
+    using Value = double;
+    static double add(double a, double b) { return a + b; }
+    static double sub(double a, double b) { return a - b; }
+    static double mul(double a, double b) { return a * b; }
+    static double div(double a, double b) { return a / b; }
+    static double max(double a, double b) { return a >= b ? a : (b > a ? b : a + b); }
+    static double exp(double a) { return std::exp(a); }
+    static double log(double a) { return std::log(a); }
+    static double constant(double v) { return v; }
+    static double load(double& cell, std::int64_t) { return cell; }
+    static void stored(double, std::int64_t) {}
 };
 
-struct CounterValue {
-    std::uint64_t count = 0;
-    double ratio = 0;
-    bool is_ratio = false;
+inline constexpr std::uint64_t kNoPause = std::numeric_limits<std::uint64_t>::max();
+
+template <class Domain>
+class Machine {
+public:
+    using Value = typename Domain::Value;
+
+    // A machine at step 0 with the program's memory allocated: no register written, no DRAM
+    // element present (fills come after). Throws ErrorKind::TooLargeToRun when the arrays are
+    // larger than a run may hold (kMaxRunDram elements).
+    Machine(const Program& program, Domain domain);
+
+    const Program& program() const { return *program_; }
+    Domain& domain() { return domain_; }
+    MachineState<Value>& state() { return state_; }
+    const MachineState<Value>& state() const { return state_; }
+    bool halted() const { return state_.halted; }
+
+    // Runs until the program ends or `pause_at` instructions have run in all (the machine
+    // then stands before the next one). Reaching `max_steps` is a fault. A fault throws
+    // ToyError; the machine is then as far as the faulting instruction got, and stays so.
+    void run_until(std::uint64_t pause_at, std::uint64_t max_steps);
+    void run_until(std::uint64_t pause_at, std::uint64_t max_steps, EventSink<Value>& sink);
+    // One instruction (false when the program has already ended).
+    bool step(EventSink<Value>* sink = nullptr, std::uint64_t max_steps = kNoPause);
+
+    // Takes back the instruction `event` reported, which must be the last one run: the state
+    // is then exactly as before it (for the numeric domain; a symbolic input element, once
+    // read, keeps its name).
+    void undo(const Event<Value>& event);
+
+    // The cycle the last instruction finished on: each instruction's units of work times its
+    // opcode's cost per unit, summed.
+    std::uint64_t cycle() const;
+    Counters counters() const;
+
+private:
+    const Program* program_;
+    Domain domain_;
+    MachineState<Value> state_;
+    std::vector<Value> scratch_;  // a product that overwrites one of its sources is built here
 };
 
-struct Counters {
-    std::uint64_t cycles = 0;
-    std::uint64_t instructions = 0;
-    std::array<std::uint64_t, kOpCount> by_opcode{};       // instructions
-    std::array<std::uint64_t, kOpCount> work_by_opcode{};  // units of work: elements, multiply-adds
-    std::uint64_t dram_reads = 0, dram_writes = 0;
-    std::vector<ArrayStats> arrays;  // parallel to Program::arrays
-    int peak_registers = 0;          // distinct registers the run used (tile registers included)
-    std::uint64_t compute_ops = 0;   // work of class Compute (a scalar instruction is one unit)
-    double arithmetic_intensity() const {
-        std::uint64_t traffic = dram_reads + dram_writes;
-        return traffic ? static_cast<double>(compute_ops) / static_cast<double>(traffic) : 0.0;
-    }
-    // One counter of the table (isa/counters.h); arithmetic_intensity is a ratio, the rest counts.
-    CounterValue value(const CounterRef& counter) const;
-};
+extern template class Machine<NumericDomain>;
+extern template class Machine<SymbolicDomain>;
 
-struct CheckResult {
-    bool ok = false;
-    std::int64_t elements = 0;
-    double max_abs_err = 0, max_rel_err = 0;
-    std::string first_wrong;  // "c[0][1] = 3 but the reference is 4", or "c[1][1] was never written"
-};
-
-struct ExpectResult {
-    std::uint64_t actual = 0;
-    bool ok = false;
-};
-
-struct RunOptions {
-    std::uint64_t max_steps = 10'000'000'000ULL;
-};
-
-struct RunResult {
-    Counters counters;
-    std::vector<CheckResult> checks;    // parallel to Program::checks
-    std::vector<ExpectResult> expects;  // parallel to Program::expects
-    double seconds = 0;                 // execution only, for instructions per second
-    std::vector<double> dram;           // DRAM when the program ended (Program::arrays give the layout)
-    std::vector<std::uint8_t> present;  // per element: holds a value
-    bool checks_ok() const;
-    bool expects_ok() const;
-    // An array's final values, row-major; NaN where nothing was ever stored.
-    std::vector<double> array_values(const Program& program, int array) const;
-};
-
-// Numeric run: counters, checks against the references, and the program's expected figures.
-// Throws ToyError on a run-time fault (bounds, unwritten register or element, step limit).
-RunResult run(const Program& program, const RunOptions& options = {});
-
-// One executed instruction, as a trace row needs it.
-struct TraceStep {
-    std::int32_t pc = 0;
-    std::int32_t reg = -1;  // register written, or -1
-    std::int32_t bank = -1; // tile instructions: the tile written (or stored), or -1
-    std::int32_t rows = 0, cols = 0;  // tile instructions: the block of values recorded
-    std::uint32_t first = 0;          // where they start in Trace::tile_numbers / tile_symbols
-    std::array<std::int64_t, kMaxLoopDepth> vars{};
-    double number = 0;         // numeric mode: the value written
-    std::uint32_t symbol = 0;  // symbolic mode: the expression written
-};
-
-struct Trace {
-    bool symbolic = false;
-    std::vector<TraceStep> steps;
-    std::vector<double> tile_numbers;          // tile steps' values, numeric mode
-    std::vector<std::uint32_t> tile_symbols;   // and symbolic mode
-    ExprArena arena;
-    Counters counters;
-    std::vector<int> registers_used;  // ascending
-    std::optional<ToyError> error;    // the run stopped early with this fault
-};
-
-// Runs with every step recorded, numerically or symbolically; a fault ends the trace and is
-// returned in Trace::error, so the rows before it can still be shown.
-Trace trace(const Program& program, bool symbolic, const RunOptions& options = {});
+// A fresh state for a program: what Machine's constructor builds (and checks).
+template <class Value>
+MachineState<Value> fresh_state(const Program& program);
 
 }  // namespace toysim

@@ -5,14 +5,20 @@
 
 namespace toysim {
 
-std::uint32_t ExprArena::leaf(std::string name) {
+namespace {
+constexpr std::uint64_t kAfterLeaves = std::uint64_t{1} << 62;
+}
+
+std::uint32_t ExprArena::leaf(std::string name, std::uint64_t order) {
     leaf_names_.push_back(std::move(name));
     nodes_.push_back(ExprNode{ExprNode::Kind::Leaf, 0, 0, 0, static_cast<std::uint32_t>(leaf_names_.size() - 1)});
+    nodes_.back().order = order;
     return static_cast<std::uint32_t>(nodes_.size() - 1);
 }
 
 std::uint32_t ExprArena::constant(double v) {
     nodes_.push_back(ExprNode{ExprNode::Kind::Const, 0, 0, v});
+    nodes_.back().order = kAfterLeaves + nodes_.size();
     return static_cast<std::uint32_t>(nodes_.size() - 1);
 }
 
@@ -50,12 +56,13 @@ std::uint32_t ExprArena::make(ExprNode::Kind kind, std::uint32_t a, std::uint32_
     // Commutative operations list the running value first: the taller expression, then the
     // older one. So MAX R0, r1, r1 reads max(x0, x1, x2) and a MAC reads c + a·b, as the seed.
     if (kind == K::Add || kind == K::Mul || kind == K::Max) {
-        auto key = [&](std::uint32_t id) { return std::pair{-static_cast<std::int64_t>(nodes_[id].height), id}; };
+        auto key = [&](std::uint32_t id) { return std::pair{-static_cast<std::int64_t>(nodes_[id].height), nodes_[id].order}; };
         if (key(b) < key(a)) std::swap(a, b);
     }
     std::uint32_t height = 1 + std::max(nodes_[a].height, kind == K::Exp || kind == K::Log ? 0u : nodes_[b].height);
     nodes_.push_back(ExprNode{kind, a, b});
     nodes_.back().height = height;
+    nodes_.back().order = kAfterLeaves + nodes_.size();
     return static_cast<std::uint32_t>(nodes_.size() - 1);
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/lower/program.h"
+
 namespace toysim {
 
 struct ExprNode {
@@ -17,11 +19,14 @@ struct ExprNode {
     std::uint32_t leaf = 0;         // Leaf: index into leaf names
     std::int64_t stored_at = -1;    // first DRAM address this value was stored to
     std::uint32_t height = 1;       // longest path to a leaf: how much has been accumulated
+    std::uint64_t order = 0;        // "older": leaves by address, then other nodes by creation
 };
 
 class ExprArena {
 public:
-    std::uint32_t leaf(std::string name);
+    // `order` ranks leaves among themselves and before every other node when a commutative
+    // operation orders its operands (the DRAM address: a00 before b00 whatever was read first).
+    std::uint32_t leaf(std::string name, std::uint64_t order = 0);
     std::uint32_t constant(double v);
     std::uint32_t make(ExprNode::Kind kind, std::uint32_t a, std::uint32_t b = 0);
 
@@ -38,9 +43,22 @@ private:
     std::vector<std::string> leaf_names_;
 };
 
+// An input element that no LOAD has read yet: its named value is made on first read, so a
+// trace's memory follows what it reads, not the size of the inputs.
+inline constexpr std::uint32_t kUnnamedInput = 0xFFFFFFFFu;
+
 struct SymbolicDomain {
     using Value = std::uint32_t;
     ExprArena* arena;
+    const Program* program;  // names input elements (a01, x3) when they are first read
+    Value load(Value& cell, std::int64_t address) {
+        if (cell == kUnnamedInput) {
+            int array = program->array_of_address(address);
+            std::int64_t offset = address - program->arrays[static_cast<size_t>(array)].base;
+            cell = arena->leaf(program->element_symbol(array, offset), static_cast<std::uint64_t>(address));
+        }
+        return cell;
+    }
     Value add(Value a, Value b) { return arena->make(ExprNode::Kind::Add, a, b); }
     Value sub(Value a, Value b) { return arena->make(ExprNode::Kind::Sub, a, b); }
     Value mul(Value a, Value b) { return arena->make(ExprNode::Kind::Mul, a, b); }

@@ -13,6 +13,21 @@
 #include "isa/isa.h"
 #include "sim/support/diag.h"
 
+namespace toysim {
+
+// Loops nest at most this deep (the parser refuses deeper ones; the executor keeps one
+// variable per level).
+inline constexpr int kMaxLoopDepth = 8;
+
+// An integer expression nests at most this deep: its tree is at most this tall (a number or a
+// name is height 0, an operation one more than its tallest operand), and parentheses, unary
+// minus signs and function calls open at most this many levels. The parser refuses more, so
+// every walk over an Expr recurses at most this deep, and a long chain `1+1+...+1` is as
+// bounded as 30,000 nested parentheses.
+inline constexpr int kMaxExprDepth = 256;
+
+}  // namespace toysim
+
 namespace toysim::ast {
 
 // Integer expression over numbers, parameters and loop variables: + - * / % and parentheses,
@@ -23,6 +38,7 @@ struct Expr {
     std::string name;  // Name; Call: the function
     char op = 0;
     std::unique_ptr<Expr> lhs, rhs;  // Call: the two arguments
+    int height = 0;  // 0 for a number or a name, else 1 + the taller operand's (at most kMaxExprDepth)
     Loc loc;
 };
 using ExprPtr = std::unique_ptr<Expr>;
@@ -70,6 +86,7 @@ struct Fill {
     std::vector<std::pair<std::string, Loc>> args;
     std::uint64_t seed = 0;      // Random
     double lo = -1, hi = 1;      // Random: uniform in [lo, hi)
+    Loc lo_loc, hi_loc;          // Random: where lo and hi are written (line 0 when not)
     Loc loc;
 };
 
@@ -106,6 +123,7 @@ struct Check {
     std::vector<std::pair<std::string, Loc>> args;
     std::vector<ExprPtr> reference_index;
     std::optional<double> tolerance;
+    Loc tolerance_loc;
     Loc loc;
 };
 

@@ -54,6 +54,33 @@ private:
     std::shared_ptr<const SourceFile> source_;
     std::vector<Token> tokens_;
     size_t pos_ = 0;
+    int nesting_ = 0;     // expression levels open: parentheses, unary minus signs, calls
+    int loop_depth_ = 0;  // 'for' loops open
+
+    // One more level of an expression, opened at `loc`: refused past kMaxExprDepth, so that
+    // neither this parser nor any later walk over the tree recurses without bound.
+    class Level {
+    public:
+        Level(Parser& p, Loc loc) : p_(p) {
+            if (++p_.nesting_ > kMaxExprDepth) too_deep(loc);
+        }
+        ~Level() { --p_.nesting_; }
+        Level(const Level&) = delete;
+        Level& operator=(const Level&) = delete;
+
+    private:
+        Parser& p_;
+    };
+    [[noreturn]] static void too_deep(Loc loc) {
+        throw ToyError(loc, fmt::format("expressions nest deeper than {} levels", kMaxExprDepth));
+    }
+    // The height of a node over these operands, refused past kMaxExprDepth at `loc` (its
+    // operator): a chain 1+1+...+1 is as deep a tree as the same number of parentheses.
+    static int height_over(Loc loc, const Expr& lhs, const Expr* rhs = nullptr) {
+        int h = 1 + std::max(lhs.height, rhs ? rhs->height : 0);
+        if (h > kMaxExprDepth) too_deep(loc);
+        return h;
+    }
 
     const Token& peek(size_t ahead = 0) const { return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)]; }
     bool at(Tok kind) const { return peek().kind == kind; }
@@ -120,9 +147,11 @@ private:
     ExprPtr unary() {
         if (at_punct("-")) {
             Loc loc = next().loc;
+            Level level(*this, loc);
             auto e = std::make_unique<Expr>();
             e->kind = Expr::Kind::Negate;
             e->lhs = unary();
+            e->height = height_over(loc, *e->lhs);
             e->loc = span(loc, e->lhs->loc);
             return e;
         }
@@ -148,6 +177,7 @@ private:
                 auto product = std::make_unique<Expr>();
                 product->kind = Expr::Kind::Binary;
                 product->op = '*';
+                product->height = 1;
                 product->loc = span(t.loc, after.loc);
                 product->lhs = std::move(e);
                 product->rhs = std::move(name);
@@ -165,7 +195,7 @@ private:
             return e;
         }
         if (at_punct("(")) {
-            next();
+            Level level(*this, next().loc);
             ExprPtr inner = expr();
             expect_punct(")");
             return inner;
@@ -175,12 +205,14 @@ private:
     }
     // cdiv(a, b), min(a, b), max(a, b): the compiler checks the name and that both are constant.
     ExprPtr call(ExprPtr name) {
+        Level level(*this, name->loc);
         name->kind = Expr::Kind::Call;
         next();  // (
         name->lhs = expr();
         expect_punct(",");
         name->rhs = expr();
         const Token& close = expect_punct(")");
+        name->height = height_over(name->loc, *name->lhs, name->rhs.get());
         name->loc = span(name->loc, close.loc);
         return name;
     }
@@ -188,6 +220,7 @@ private:
         auto e = std::make_unique<Expr>();
         e->kind = Expr::Kind::Binary;
         e->op = op.text[0];
+        e->height = height_over(op.loc, *lhs, rhs.get());
         e->loc = span(lhs->loc, rhs->loc);
         e->lhs = std::move(lhs);
         e->rhs = std::move(rhs);
@@ -204,14 +237,17 @@ private:
         return subs;
     }
 
-    double real_literal() {
+    // A number, "-inf" or "inf"; `where` (if given) gets its span.
+    double real_literal(Loc* where = nullptr) {
         bool negative = false;
         Loc start = peek().loc;
+        if (where) *where = start;
         if (at_punct("-")) {
             negative = true;
             next();
         }
         const Token& t = peek();
+        if (where) *where = span(start, t.loc);
         if (t.kind == Tok::Ident && t.text == "inf") {
             next();
             return negative ? -INFINITY : INFINITY;
@@ -308,7 +344,7 @@ private:
             a.fill.loc = peek().loc;
             if (at_punct("[")) {
                 a.fill.kind = Fill::Kind::Literal;
-                literal_values(a.fill.values);
+                literal_values(a.fill.values, 1);
             } else if (at_word("random")) {
                 next();
                 a.fill.kind = Fill::Kind::Random;
@@ -321,9 +357,9 @@ private:
                     if (ec != std::errc()) throw ToyError(seed.loc, fmt::format("seed '{}' is too large (at most 2^64 − 1)", seed.text));
                     if (at_punct(",")) {
                         next();
-                        a.fill.lo = real_literal();
+                        a.fill.lo = real_literal(&a.fill.lo_loc);
                         expect_punct(",");
-                        a.fill.hi = real_literal();
+                        a.fill.hi = real_literal(&a.fill.hi_loc);
                         if (!(a.fill.lo < a.fill.hi))
                             throw ToyError(a.fill.loc, "random(seed, lo, hi) needs lo < hi");
                     }
@@ -348,12 +384,15 @@ private:
         return a;
     }
 
-    void literal_values(std::vector<double>& out) {
+    // [v, v, ...] or nested lists, `depth` levels deep (refused past kMaxExprDepth).
+    void literal_values(std::vector<double>& out, int depth) {
+        if (depth > kMaxExprDepth)
+            throw ToyError(peek().loc, fmt::format("values nest deeper than {} levels", kMaxExprDepth));
         expect_punct("[");
         if (at_punct("]")) fail(peek(), "a number");
         for (;;) {
             if (at_punct("["))
-                literal_values(out);
+                literal_values(out, depth + 1);
             else
                 out.push_back(real_literal());
             if (at_punct(",")) {
@@ -393,7 +432,7 @@ private:
         c.reference_index = subscripts();
         if (at_word("within")) {
             next();
-            c.tolerance = real_literal();
+            c.tolerance = real_literal(&c.tolerance_loc);
         }
         end_of_statement();
         return c;
@@ -510,6 +549,13 @@ private:
     std::unique_ptr<Loop> loop() {
         auto l = std::make_unique<Loop>();
         l->loc = next().loc;  // 'for'
+        // Checked here, before the body is parsed (recursively): any depth ends in this error.
+        if (loop_depth_ >= kMaxLoopDepth) throw ToyError(l->loc, fmt::format("loops may nest at most {} deep", kMaxLoopDepth));
+        struct Open {
+            int& depth;
+            explicit Open(int& d) : depth(d) { ++depth; }
+            ~Open() { --depth; }
+        } open(loop_depth_);
         const Token& var = expect_ident("a loop variable");
         l->var = std::string(var.text);
         l->var_loc = var.loc;

@@ -12,8 +12,15 @@ std::string_view source_text(const Program& p, Loc loc) {
     return line.substr(start, static_cast<size_t>(loc.len));
 }
 
+// An evaluated subscript or register index: "(overflow)" where it is not a 64-bit integer.
+std::string value_text(const Affine& a, const std::int64_t* vars) {
+    std::int64_t v = 0;
+    return a.eval_checked(vars, v) ? std::to_string(v) : "(overflow)";
+}
+
 std::string register_text(const Program& p, std::int32_t r, const std::int64_t* vars) {
-    return fmt::format("R{}", r >= 0 ? r : p.dynamic_registers[static_cast<size_t>(-r - 1)].index.eval(vars));
+    if (r >= 0) return fmt::format("R{}", r);
+    return fmt::format("R{}", value_text(p.dynamic_registers[static_cast<size_t>(-r - 1)].index, vars));
 }
 }  // namespace
 
@@ -36,11 +43,11 @@ std::string render_instruction(const Program& p, std::int32_t pc, const std::int
             const MemRef& m = p.mems[static_cast<size_t>(tile ? tile->mem : in.mem)];
             out += p.arrays[static_cast<size_t>(m.array)].name;
             for (size_t d = 0; d < m.subscripts.size(); ++d)
-                out += m.is_range[d] ? fmt::format("[{}..{}]", m.subscripts[d].eval(vars), m.ends[d].eval(vars))
-                                     : fmt::format("[{}]", m.subscripts[d].eval(vars));
+                out += m.is_range[d] ? fmt::format("[{}..{}]", value_text(m.subscripts[d], vars), value_text(m.ends[d], vars))
+                                     : fmt::format("[{}]", value_text(m.subscripts[d], vars));
         } else if (tile) {
             const TileOperand& a = tile->args[static_cast<size_t>(reg++)];
-            out += a.kind == TileOperand::Kind::Bank ? p.banks[static_cast<size_t>(a.index)].name + (a.transposed ? ".T" : "")
+            out += a.kind == TileOperand::Kind::Tile ? p.tiles[static_cast<size_t>(a.index)].name + (a.transposed ? ".T" : "")
                                                      : register_text(p, a.index, vars);
         } else {
             out += register_text(p, in.reg[static_cast<size_t>(reg++)], vars);

@@ -13,11 +13,15 @@
 #include <vector>
 
 #include "sim/front/ast.h"
+#include "sim/lower/integer.h"
 
 namespace toysim {
 
-inline constexpr int kMaxLoopDepth = 8;
-inline constexpr std::int64_t kMaxRunDram = std::int64_t{1} << 28;  // elements a run allocates: 2 GiB of doubles
+// kMaxLoopDepth (sim/front/ast.h): loops nest at most 8 deep.
+// Elements of DRAM a run may allocate. A numeric run holds 17 bytes per element (the value, a
+// present flag and a read count: kStateBytesPerElement in sim/exec/state.h), so the limit is
+// 1.07 GiB of machine state; measured peak at the limit: see the README.
+inline constexpr std::int64_t kMaxRunDram = std::int64_t{1} << 26;
 
 struct Affine {
     std::int64_t constant = 0;
@@ -25,18 +29,46 @@ struct Affine {
     std::array<std::uint8_t, kMaxLoopDepth> var{};   // loop slot (nesting depth)
     std::array<std::int64_t, kMaxLoopDepth> coef{};
 
+    // The value, computed modulo 2^64: exact whenever the true value is a 64-bit integer (an
+    // address whose subscripts are in bounds, say), even if a partial sum is not. Never
+    // undefined behaviour; for values nothing proved small, use eval_checked.
     std::int64_t eval(const std::int64_t* vars) const {
-        std::int64_t v = constant;
-        for (int t = 0; t < terms; ++t) v += coef[t] * vars[var[t]];
-        return v;
+        auto v = static_cast<std::uint64_t>(constant);
+        for (int t = 0; t < terms; ++t) v += static_cast<std::uint64_t>(coef[t]) * static_cast<std::uint64_t>(vars[var[t]]);
+        return static_cast<std::int64_t>(v);
     }
-    // The same with overflow detection, for values nothing proved small: false on overflow.
+    // The same with overflow detection: false when a product or a partial sum overflows.
     bool eval_checked(const std::int64_t* vars, std::int64_t& out) const {
-        std::int64_t v = constant, product;
-        for (int t = 0; t < terms; ++t)
-            if (__builtin_mul_overflow(coef[t], vars[var[t]], &product) || __builtin_add_overflow(v, product, &v)) return false;
+        std::int64_t v = constant;
+        for (int t = 0; t < terms; ++t) {
+            auto product = integer::mul(coef[t], vars[var[t]]);
+            auto sum = product ? integer::add(v, *product) : std::nullopt;
+            if (!sum) return false;
+            v = *sum;
+        }
         out = v;
         return true;
+    }
+    // Every value it takes while each loop variable k ranges over vars[k] (the slots it uses
+    // must be there): empty when some variable's range is empty (the code never runs), nullopt
+    // when a bound overflows 64 bits.
+    std::optional<integer::Interval> range(const integer::Interval* vars) const {
+        integer::Interval out = integer::Interval::point(constant);
+        for (int t = 0; t < terms; ++t) {
+            const integer::Interval& r = vars[var[t]];
+            if (r.empty()) return integer::Interval{};
+            auto term = integer::scale(r, coef[t]);
+            auto sum = term ? integer::add(out, *term) : std::nullopt;
+            if (!sum) return std::nullopt;
+            out = *sum;
+        }
+        return out;
+    }
+    // The coefficient of loop slot `slot` (0 when it is not used).
+    std::int64_t coefficient(int slot) const {
+        for (int t = 0; t < terms; ++t)
+            if (var[t] == slot) return coef[t];
+        return 0;
     }
     bool is_constant() const { return terms == 0; }
 };
@@ -69,7 +101,7 @@ struct MemRef {
 };
 
 // A named register bank (a tile): part of the register file, which is the SRAM.
-struct Bank {
+struct Tile {
     std::string name;
     int rank = 2;                      // as declared: [cols] is a row vector, [rows][cols] a matrix
     std::int64_t rows = 1, cols = 1;   // capacity; the current shape is set by what is written
@@ -79,7 +111,7 @@ struct Bank {
 
 // A register operand of a tile instruction: a tile, or a scalar register (a 1×1 tile).
 struct TileOperand {
-    enum class Kind : std::uint8_t { Bank, Register } kind = Kind::Bank;
+    enum class Kind : std::uint8_t { Tile, Register } kind = Kind::Tile;
     std::int32_t index = 0;  // bank; or register, -1-k for dynamic register entry k
     bool transposed = false; // tile.T (MAC / MAC_Z sources)
 };
@@ -167,8 +199,8 @@ struct Program {
     std::vector<std::pair<std::string, std::int64_t>> params;  // in declaration order (lets too)
     int registers = 0;           // the register file (SRAM) in elements: tiles and scalar registers
     int scalar_registers = 0;    // R0.. : what the tiles leave
-    std::vector<Bank> banks;
-    std::int64_t bank_elements = 0;
+    std::vector<Tile> tiles;
+    std::int64_t tile_elements = 0;
     std::vector<TileInst> tile_insts;
     std::vector<double> immediates;  // SET on scalar registers
     std::vector<ArrayInfo> arrays;
@@ -188,8 +220,8 @@ struct Program {
     std::string counter_name(const CounterRef& counter) const;
     std::string counter_label(const CounterRef& counter) const;
     std::string counter_json(const CounterRef& counter) const;  // pointer under "counters"
-    int find_bank(std::string_view name) const;
-    bool has_tiles() const { return !banks.empty() || !tile_insts.empty(); }
+    int find_tile(std::string_view name) const;
+    bool has_tiles() const { return !tiles.empty() || !tile_insts.empty(); }
     bool uses(Op op) const;  // some instruction of the program is this opcode
     // "3 registers: R0..R2", or with tiles "the tiles take 96 of 100 registers; R0..R3 remain".
     std::string register_file_text() const;

@@ -5,19 +5,25 @@
 #include <string>
 #include <vector>
 
-#include "sim/exec/machine.h"
+#include "sim/check/run.h"
 #include "sim/print/format.h"
 
 namespace toysim {
 
-// The flat list of counters, zeros included: (key, value) in a stable order.
-// Keys: registers, peak_registers, cycles, instructions, one per opcode used, dram.reads,
-// dram.writes, reads(ARRAY), writes(ARRAY) per array, arithmetic_intensity.
-// Opcode rows: those `shown` (by default the opcodes the program uses).
-using OpcodeSet = std::array<bool, kOpCount>;
-OpcodeSet opcodes_used(const Program& program);
-std::vector<std::pair<std::string, std::string>> counter_rows(const Program& program, const Counters& counters,
-                                                              const OpcodeSet* shown = nullptr);
+// The flat list of counters, zeros included, named as the counter table names them (isa/counters.h):
+// cycles, instructions, one row per opcode in `shown` (by default the opcodes the program
+// uses), work(OPCODE) for tile programs, reads, writes, traffic, reads(ARRAY), writes(ARRAY),
+// registers, compute, arithmetic_intensity. Values stay numbers until a printer formats them.
+struct CounterRow {
+    CounterRef counter;
+    std::string name;  // "reads(K)"
+    CounterValue value;
+};
+std::vector<CounterRow> counter_rows(const Program& program, const Counters& counters, const OpcodeSet* shown = nullptr);
+std::string counter_text(const CounterValue& value);  // "1024", "0.25"
+// The "counters" object of run and trace JSON: every counter of the table at its JSON path,
+// every opcode zeros included, plus per-array detail (role, shape, reuse histogram).
+nlohmann::ordered_json counters_json(const Program& program, const Counters& counters);
 
 std::string format_run(const Program& program, const RunResult& result, Format format, bool stats);
 nlohmann::ordered_json run_json(const Program& program, const RunResult& result, bool stats);

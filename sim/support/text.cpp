@@ -118,7 +118,7 @@ std::string escape_invisible(std::string_view s) {
 
 std::string quoted_name(std::string_view name) {
     int length = display_width(name);
-    if (length <= kQuotedNameLength) return "'" + escape_invisible(name) + "'";
+    if (length <= kQuotedNameLength) return fmt::format("'{}'", escape_invisible(name));
     size_t cut = 0;
     for (int shown = 0; cut < name.size(); ++cut)
         if ((static_cast<unsigned char>(name[cut]) & 0xC0) != 0x80 && shown++ == kQuotedNameLength) break;

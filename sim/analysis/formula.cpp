@@ -1,0 +1,412 @@
+// Formulas: the traffic of each array in closed form over the parameters, derived from the
+// source. Polynomials over atoms (parameters, lets, loop variables, and expressions that are
+// not polynomials, such as cdiv(n, Bc) or n/t), with integer coefficients (poly.h). See cost.h.
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "sim/analysis/poly.h"
+
+namespace toysim {
+
+namespace {
+
+using namespace formula;
+
+// ---- the derivation ----
+
+struct Atom {
+    enum class Kind { Param, Let, Var, Opaque } kind;
+    std::string text;                        // as a factor: "n", "(n/t)", "cdiv(n, Bc)"
+    std::shared_ptr<const Expr> expr;        // Opaque: what evaluates it
+    std::string fn;                          // Opaque: cdiv, min, max, / or %
+    std::vector<Poly> args;                  // Opaque: its two arguments
+};
+
+class Deriver {
+public:
+    explicit Deriver(const Program& p) : p_(p), tree_(*p.tree) {
+        // Atom ids order a term's factors: parameters as declared, then lets, then the rest.
+        for (int pass = 0; pass < 2; ++pass)
+            for (const auto& param : tree_.params)
+                if (param.derived == (pass == 1) && !named_.count(param.name)) {
+                    named_[param.name] = static_cast<int>(atoms_.size());
+                    atoms_.push_back(Atom{pass ? Atom::Kind::Let : Atom::Kind::Param, param.name, nullptr, {}, {}});
+                }
+        for (size_t pc = 0; pc < p.origin.size(); ++pc)
+            if (p.origin[pc]) pc_of_[p.origin[pc]] = static_cast<int>(pc);
+        reads_.resize(p.arrays.size());
+        writes_.resize(p.arrays.size());
+        notes_.resize(p.arrays.size());
+    }
+
+    std::vector<ArrayFormulas> derive() {
+        walk(tree_.body);
+        std::vector<ArrayFormulas> out(p_.arrays.size());
+        for (size_t a = 0; a < out.size(); ++a) {
+            out[a].reads = formula(reads_[a]);
+            out[a].writes = formula(writes_[a]);
+            out[a].exact = notes_[a].empty();
+            for (const auto& note : notes_[a]) out[a].note += (out[a].note.empty() ? "" : "; ") + note;
+        }
+        return out;
+    }
+
+private:
+    struct Level {
+        std::string var;
+        int atom;
+        Poly lo, hi;
+    };
+
+    const Program& p_;
+    const ast::Program& tree_;
+    std::vector<Atom> atoms_;
+    std::map<std::string, int> named_, opaque_;
+    std::map<int, Poly> let_definitions_;
+    std::vector<Level> scope_;
+    std::map<const ast::Instruction*, int> pc_of_;
+    std::vector<Poly> reads_, writes_;
+    std::vector<std::vector<std::string>> notes_;
+
+    // ---- polynomials from expressions ----
+    Poly to_poly(const Expr& e, const std::vector<Level>& scope) {
+        switch (e.kind) {
+            case Expr::Kind::Number: return pconst(e.value);
+            case Expr::Kind::Name: {
+                for (auto it = scope.rbegin(); it != scope.rend(); ++it)
+                    if (it->var == e.name) return patom(it->atom);
+                if (auto it = named_.find(e.name); it != named_.end()) return patom(it->second);
+                // Not a parameter (the compiler would have refused it): keep it as a name.
+                named_[e.name] = static_cast<int>(atoms_.size());
+                atoms_.push_back(Atom{Atom::Kind::Param, e.name, nullptr, {}, {}});
+                return patom(named_[e.name]);
+            }
+            case Expr::Kind::Negate: return padd(Poly{}, to_poly(*e.lhs, scope), -1);
+            case Expr::Kind::Call:
+            case Expr::Kind::Binary: break;
+        }
+        Poly l = to_poly(*e.lhs, scope), r = to_poly(*e.rhs, scope);
+        if (e.kind == Expr::Kind::Binary && e.op != '/' && e.op != '%') {
+            if (e.op == '*') return pmul(l, r);
+            return padd(std::move(l), r, e.op == '+' ? 1 : -1);
+        }
+        std::string fn = e.kind == Expr::Kind::Call ? e.name : std::string(1, e.op);
+        auto lc = constant_of(l), rc = constant_of(r);
+        if (lc && rc) {  // fold a constant: 8/2, cdiv(10, 4)
+            auto lhs = make_number(*lc), rhs = make_number(*rc);
+            auto folded = e.kind == Expr::Kind::Call ? make_call(fn, std::move(lhs), std::move(rhs))
+                                                     : make_binary(e.op, std::move(lhs), std::move(rhs));
+            if (auto v = eval_expr(*folded, {})) return pconst(*v);
+        }
+        return patom(opaque(fn, std::move(l), std::move(r)));
+    }
+
+    int opaque(const std::string& fn, Poly a, Poly b) {
+        std::string text;
+        if (fn == "/" || fn == "%")
+            text = fmt::format("({}{}{})", operand_text(a, false), fn == "/" ? "/" : " % ", operand_text(b, true));
+        else
+            text = fmt::format("{}({}, {})", fn, poly_text(a), poly_text(b));
+        if (auto it = opaque_.find(text); it != opaque_.end()) return it->second;
+        std::shared_ptr<const Expr> expr = fn.size() == 1 ? make_binary(fn[0], poly_expr(a), poly_expr(b))
+                                                          : make_call(fn, poly_expr(a), poly_expr(b));
+        // Every walk over a formula's expressions (evaluate, the let legend) stays shallow.
+        if (expr->height > kMaxExprDepth + 32)
+            throw ToyError(fmt::format("a traffic formula nests deeper than {} levels", kMaxExprDepth));
+        int id = static_cast<int>(atoms_.size());
+        atoms_.push_back(Atom{Atom::Kind::Opaque, text, std::move(expr), fn, {std::move(a), std::move(b)}});
+        opaque_[text] = id;
+        return id;
+    }
+
+    std::string operand_text(const Poly& p, bool divisor) {
+        std::string t = poly_text(p);
+        if (p.empty()) return t;
+        if (p.size() == 1) {
+            const auto& [m, c] = *p.begin();
+            if (!divisor && c > 0) return t;
+            if (divisor && ((m.size() == 1 && c == 1) || (m.empty() && c > 0))) return t;
+        }
+        return fmt::format("({})", t);
+    }
+
+    std::unique_ptr<Expr> atom_expr(int id) const {
+        const Atom& a = atoms_[static_cast<size_t>(id)];
+        return a.kind == Atom::Kind::Opaque ? clone(*a.expr) : make_name(a.text);
+    }
+
+    // Balanced sums of balanced products: as shallow as the polynomial allows.
+    std::unique_ptr<Expr> poly_expr(const Poly& p) const {
+        std::vector<std::unique_ptr<Expr>> terms;
+        for (const auto& [m, c] : p) {
+            std::vector<std::unique_ptr<Expr>> factors;
+            factors.push_back(make_number(c));
+            for (int id : m) factors.push_back(atom_expr(id));
+            terms.push_back(make_balanced('*', std::move(factors)));
+        }
+        return terms.empty() ? make_number(0) : make_balanced('+', std::move(terms));
+    }
+
+    Formula formula(const Poly& p) const {
+        std::vector<std::pair<Mono, std::int64_t>> terms(p.begin(), p.end());
+        std::stable_sort(terms.begin(), terms.end(), [](const auto& x, const auto& y) { return x.first.size() > y.first.size(); });
+        Formula f;
+        for (const auto& [m, c] : terms) {
+            FormulaTerm t{c, {}};
+            for (int id : m) {
+                const Atom& a = atoms_[static_cast<size_t>(id)];
+                t.factors.push_back(FormulaFactor{a.text, a.kind == Atom::Kind::Opaque ? a.expr : nullptr});
+            }
+            f.terms.push_back(std::move(t));
+        }
+        return f;
+    }
+    std::string poly_text(const Poly& p) const { return formula(p).text(); }
+
+    // ---- what the polynomials say ----
+    bool is_var(int id) const { return atoms_[static_cast<size_t>(id)].kind == Atom::Kind::Var; }
+    bool has_var(const Poly& p) const {
+        for (const auto& [m, c] : p)
+            for (int id : m)
+                if (is_var(id)) return true;
+        return false;
+    }
+    bool mentions(const Poly& p, int id) const {
+        for (const auto& [m, c] : p)
+            if (std::find(m.begin(), m.end(), id) != m.end()) return true;
+        return false;
+    }
+    // +1 / −1 when p grows / shrinks with atom id (every term with it is a constant multiple
+    // of it alone), 0 when that is not known.
+    int slope_sign(const Poly& p, int id) const {
+        int sign = 0;
+        for (const auto& [m, c] : p) {
+            if (std::find(m.begin(), m.end(), id) == m.end()) continue;
+            if (m.size() != 1) return 0;
+            int s = c > 0 ? 1 : -1;
+            if (sign && s != sign) return 0;
+            sign = s;
+        }
+        return sign;
+    }
+    // The largest value p takes over the loops in scope (loop variables replaced, innermost
+    // first, by their last or first value); `proven` is cleared when that is only an estimate.
+    Poly largest(Poly p, bool& proven) const {
+        for (size_t k = scope_.size(); k-- > 0;) {
+            const Level& l = scope_[k];
+            if (!mentions(p, l.atom)) continue;
+            int s = slope_sign(p, l.atom);
+            if (s == 0) proven = false;
+            p = substitute(p, l.atom, s < 0 ? l.lo : padd(l.hi, pconst(1), -1));
+        }
+        return p;
+    }
+    const Poly& let_definition(int id) {
+        auto it = let_definitions_.find(id);
+        if (it != let_definitions_.end()) return it->second;
+        Poly def = patom(id);
+        for (const auto& param : tree_.params)
+            if (param.derived && param.name == atoms_[static_cast<size_t>(id)].text) def = to_poly(*param.value, {});
+        return let_definitions_[id] = def;
+    }
+    // Lets replaced by their definitions, so that `Tr` and `cdiv(n, Br)` compare equal.
+    Poly expand(Poly p) {
+        for (int guard = 0; guard < 32; ++guard) {
+            int let = -1;
+            for (const auto& [m, c] : p)
+                for (int id : m)
+                    if (atoms_[static_cast<size_t>(id)].kind == Atom::Kind::Let && let < 0) let = id;
+            if (let < 0) break;
+            Poly def = let_definition(let);
+            if (def == patom(let)) break;
+            p = substitute(p, let, def);
+        }
+        return p;
+    }
+    bool same(const Poly& a, const Poly& b) { return expand(a) == expand(b); }
+
+    enum class Cover { None, Ceil, Floor };
+    // Whether a loop's end is cdiv(D, W) (the tiles that cover D) or D/W (the whole tiles),
+    // literally or through lets.
+    Cover covering(Poly hi, const Poly& dim, const Poly& width) {
+        for (int guard = 0; guard < 32; ++guard) {
+            if (hi.size() != 1 || hi.begin()->second != 1 || hi.begin()->first.size() != 1) return Cover::None;
+            int id = hi.begin()->first[0];
+            const Atom& a = atoms_[static_cast<size_t>(id)];
+            if (a.kind == Atom::Kind::Let) {
+                Poly def = let_definition(id);
+                if (def == hi) return Cover::None;
+                hi = def;
+                continue;
+            }
+            if (a.kind != Atom::Kind::Opaque || (a.fn != "cdiv" && a.fn != "/")) return Cover::None;
+            if (!same(a.args[0], dim) || !same(a.args[1], width)) return Cover::None;
+            return a.fn == "cdiv" ? Cover::Ceil : Cover::Floor;
+        }
+        return Cover::None;
+    }
+
+    // ---- the walk ----
+    // A formula that cannot be built (a coefficient past 64 bits, too many terms) is an error
+    // at the line being derived: the loop or the instruction.
+    template <class F>
+    static auto located(Loc loc, F&& f) {
+        try {
+            return f();
+        } catch (const ToyError& e) {
+            if (e.loc().line != 0) throw;
+            throw ToyError(loc, e.what());
+        }
+    }
+
+    void walk(const std::vector<ast::Statement>& body) {
+        for (const auto& s : body) {
+            if (auto* in = std::get_if<ast::Instruction>(&s)) {
+                located(in->loc, [&] { instruction(*in); });
+                continue;
+            }
+            const ast::Loop& l = *std::get<std::unique_ptr<ast::Loop>>(s);
+            // May add atoms: before the variable's.
+            Poly lo = located(l.loc, [&] { return to_poly(*l.lo, scope_); });
+            Poly hi = located(l.loc, [&] { return to_poly(*l.hi, scope_); });
+            Level level{l.var, static_cast<int>(atoms_.size()), std::move(lo), std::move(hi)};
+            atoms_.push_back(Atom{Atom::Kind::Var, l.var, nullptr, {}, {}});
+            scope_.push_back(std::move(level));
+            walk(l.body);
+            scope_.pop_back();
+        }
+    }
+
+    void note(int array, std::string text) {
+        auto& notes = notes_[static_cast<size_t>(array)];
+        if (std::find(notes.begin(), notes.end(), text) == notes.end()) notes.push_back(std::move(text));
+    }
+
+    std::string vars_in(const Poly& p) const {
+        std::string out;
+        for (const auto& l : scope_)
+            if (mentions(p, l.atom)) out += (out.empty() ? "" : ", ") + l.var;
+        return out;
+    }
+
+    void instruction(const ast::Instruction& in) {
+        auto found = pc_of_.find(&in);
+        if (found == pc_of_.end()) return;
+        int pc = found->second;
+        const OpInfo& op = info(in.op);
+        int position = -1;
+        bool write = false;
+        for (int i = 0; i < op.operand_count(); ++i) {
+            OperandKind k = op.operand(i);
+            if (k == OperandKind::MemRead || k == OperandKind::MemWrite) {
+                position = i;
+                write = k == OperandKind::MemWrite;
+            }
+        }
+        if (position < 0 || static_cast<size_t>(position) >= in.operands.size()) return;
+        const Inst& inst = p_.code[static_cast<size_t>(pc)];
+        int mem = inst.code == Code::Tile ? p_.tile_insts[static_cast<size_t>(inst.mem)].mem : inst.mem;
+        if (mem < 0) return;
+        int array = p_.mems[static_cast<size_t>(mem)].array;
+        const ast::Operand& o = in.operands[static_cast<size_t>(position)];
+        const ast::Array& decl = tree_.arrays[static_cast<size_t>(array)];
+        std::string what = fmt::format("{}({})", write ? "writes" : "reads", decl.name);
+
+        Poly term = pconst(1);
+        std::vector<bool> consumed(scope_.size(), false);
+        for (size_t d = 0; d < o.subscripts.size() && d < decl.dims.size(); ++d) {
+            if (d >= o.subscript_ends.size() || !o.subscript_ends[d]) continue;  // one index: one element
+            term = pmul(term, extent(o, d, decl, array, what, consumed));
+        }
+        for (size_t k = 0; k < scope_.size(); ++k) {
+            if (consumed[k]) continue;
+            Poly trip = padd(scope_[k].hi, scope_[k].lo, -1);
+            if (has_var(trip)) {
+                bool proven = true;
+                std::string vars = vars_in(trip);
+                trip = largest(trip, proven);
+                note(array, fmt::format("{}: the bounds of loop {} depend on loop variable {}; the formula counts every pass "
+                                        "at its largest trip count{}",
+                                        what, scope_[k].var, vars, proven ? " (an upper bound)" : " (an estimate)"));
+            }
+            term = pmul(term, trip);
+        }
+        // A loop whose range is reversed at these parameters runs no iterations, but HI − LO
+        // would count it negative.
+        for (int l : p_.enclosing_loops[static_cast<size_t>(pc)]) {
+            const LoopInfo& loop = p_.loops[static_cast<size_t>(l)];
+            if (loop.lo.is_constant() && loop.hi.is_constant() && loop.hi.constant < loop.lo.constant)
+                note(array, fmt::format("{}: loop {} runs {}..{} at these parameters, no iterations, which the formula counts "
+                                        "as a negative trip count", what, loop.var, loop.lo.constant, loop.hi.constant));
+        }
+        Poly& total = write ? writes_[static_cast<size_t>(array)] : reads_[static_cast<size_t>(array)];
+        total = padd(std::move(total), term);
+    }
+
+    // The elements range d of the operand spans, summed over its loops where the tiling
+    // pattern collapses them (those loops are then `consumed`).
+    Poly extent(const ast::Operand& o, size_t d, const ast::Array& decl, int array, const std::string& what,
+                std::vector<bool>& consumed) {
+        Poly start = to_poly(*o.subscripts[d], scope_), end = to_poly(*o.subscript_ends[d], scope_);
+        Poly dim = to_poly(*decl.dims[d], {});
+        Poly width = padd(end, start, -1);
+        std::string range = fmt::format("{}..{}", expr_text(*o.subscripts[d]), expr_text(*o.subscript_ends[d]));
+        if (has_var(width)) {
+            bool proven = true;
+            std::string vars = vars_in(width);
+            Poly w = largest(width, proven);
+            note(array, fmt::format("{}: the width of the range {} depends on loop variable {}; the formula counts its largest "
+                                    "width {}{}",
+                                    what, range, vars, poly_text(w), proven ? " (an upper bound)" : " (an estimate)"));
+            return w;
+        }
+        // Never past the array's edge: the full width, every time.
+        bool proven = true;
+        Poly last = largest(end, proven);
+        auto room = constant_of(padd(expand(dim), expand(last), -1));
+        if (proven && room && *room >= 0) return width;
+        if (!has_var(start) && !has_var(end)) {
+            // The same slice every time, perhaps clipped: min(end, D) − start, exactly.
+            if (room && *room < 0) return padd(dim, start, -1);
+            return padd(patom(opaque("min", end, dim)), start, -1);
+        }
+        if (auto tiles = tiling(start, width, dim, consumed)) return *tiles;
+        note(array, fmt::format("{}: the range {} may be clipped at the edge of {} (dimension {}); the formula counts its full "
+                                "width {} (an upper bound)",
+                                what, range, decl.name, expr_text(*decl.dims[d]), poly_text(width)));
+        return width;
+    }
+
+    // The standard tiling pattern: v*W..v*W + W with `for v in LO..cdiv(D, W)`. Over the loop the
+    // tiles cover D exactly once, the last one clipped: trip × extent = D (LO = 0), or
+    // max(0, D − LO·W) for a peeled loop. With `for v in LO..D/W` no tile is clipped.
+    std::optional<Poly> tiling(const Poly& start, const Poly& width, const Poly& dim, std::vector<bool>& consumed) {
+        int k = -1;
+        for (size_t i = 0; i < scope_.size(); ++i)
+            if (mentions(start, scope_[i].atom)) {
+                if (k >= 0) return std::nullopt;  // two loop variables
+                k = static_cast<int>(i);
+            }
+        if (k < 0 || consumed[static_cast<size_t>(k)]) return std::nullopt;
+        const Level& l = scope_[static_cast<size_t>(k)];
+        if (padd(start, pmul(width, patom(l.atom)), -1) != Poly{}) return std::nullopt;
+        if (has_var(l.lo) || has_var(l.hi)) return std::nullopt;
+        for (size_t i = static_cast<size_t>(k) + 1; i < scope_.size(); ++i)
+            if (mentions(scope_[i].lo, l.atom) || mentions(scope_[i].hi, l.atom)) return std::nullopt;
+        Cover cover = covering(l.hi, dim, width);
+        if (cover == Cover::Floor) return width;  // whole tiles only: never clipped
+        if (cover != Cover::Ceil) return std::nullopt;
+        consumed[static_cast<size_t>(k)] = true;
+        if (l.lo.empty()) return dim;
+        return patom(opaque("max", Poly{}, padd(dim, pmul(l.lo, width), -1)));
+    }
+};
+
+}  // namespace
+
+std::vector<ArrayFormulas> derive_formulas(const Program& p) {
+    if (!p.tree) throw ToyError("derive_formulas: the program has no source tree");
+    return Deriver(p).derive();
+}
+
+}  // namespace toysim

@@ -1,0 +1,23 @@
+// Before a run: the inputs' values. Literal lists, seeded random fills, constants, and
+// reference fills computed from inputs declared above them (O = attention(Q, K, V)).
+#pragma once
+
+#include "sim/exec/machine.h"
+
+namespace toysim {
+
+// Numeric: writes every input (and constant-filled array) into DRAM, in declaration order,
+// so a reference fill finds its arguments already filled. Throws a located ToyError when a
+// reference fill would need more memory than a run may use.
+void fill_inputs(const Program& program, MachineState<double>& state);
+
+// Symbolic: inputs stay unnamed until first read (named a01, x3 then); constant fills hold
+// their constant.
+void fill_symbolic_inputs(const Program& program, MachineState<std::uint32_t>& state, ExprArena& arena);
+
+// Doubles a reference evaluation holds at once (its result and temporaries), for refusing
+// one up front that cannot fit.
+std::int64_t reference_footprint(std::string_view function, const std::vector<std::vector<std::int64_t>>& shapes);
+inline constexpr std::int64_t kMaxReferenceElements = std::int64_t{1} << 27;  // 1 GiB of doubles
+
+}  // namespace toysim

@@ -1,0 +1,174 @@
+#include "sim/check/run.h"
+
+#include <chrono>
+
+#include "sim/check/fill.h"
+
+namespace toysim {
+
+namespace {
+
+// Runs in chunks so a long run can report progress; the executor itself never calls out.
+void run_machine(Machine<NumericDomain>& m, const RunOptions& options) {
+    if (!options.on_progress) return m.run_until(kNoPause, options.max_steps);
+    while (!m.halted()) {
+        std::uint64_t pause = m.state().steps + RunOptions::kProgressSteps;
+        m.run_until(std::min(pause, options.max_steps), options.max_steps);
+        if (m.halted()) break;
+        if (m.state().steps == options.max_steps) m.run_until(kNoPause, options.max_steps);  // the limit's fault
+        options.on_progress(m.state().steps);
+    }
+}
+
+RunResult grade(const Program& p, Machine<NumericDomain>& m, double seconds) {
+    RunResult r;
+    r.seconds = seconds;
+    r.counters = m.counters();
+    for (const auto& spec : p.checks) r.checks.push_back(evaluate_check(p, m.state(), spec));
+    for (const auto& e : p.expects) r.expects.push_back(evaluate_expect(r.counters, e));
+    r.dram = std::move(m.state().dram);
+    r.present = std::move(m.state().present);
+    return r;
+}
+
+RunResult run_numeric(const Program& p, const RunOptions& options, bool keep_fault) {
+    Machine<NumericDomain> m(p, NumericDomain{});
+    fill_inputs(p, m.state());
+    auto start = std::chrono::steady_clock::now();
+    std::optional<ToyError> fault;
+    try {
+        run_machine(m, options);
+    } catch (const ToyError& e) {
+        if (!keep_fault) throw;
+        fault = e;
+    }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (fault) {  // counters up to the fault; nothing to grade
+        RunResult r;
+        r.seconds = seconds;
+        r.counters = m.counters();
+        r.fault = fault;
+        return r;
+    }
+    return grade(p, m, seconds);
+}
+
+// Keeps what a trace prints of each event.
+template <class Value>
+struct TraceRecorder final : EventSink<Value> {
+    Trace* trace;
+    std::vector<Value>* values;
+    void keep_block(const Value* data, std::int64_t rows, std::int64_t cols, TraceStep& s, bool old) {
+        auto r = static_cast<std::int32_t>(std::min<std::int64_t>(rows, kTraceBlock));
+        auto c = static_cast<std::int32_t>(std::min<std::int64_t>(cols, kTraceBlock));
+        (old ? s.first_old : s.first) = static_cast<std::uint32_t>(values->size());
+        for (std::int32_t i = 0; i < r; ++i)
+            for (std::int32_t j = 0; j < c; ++j) values->push_back(data[i * cols + j]);
+        if (!old) {
+            s.rows = r;
+            s.cols = c;
+        }
+    }
+    void on_event(const Event<Value>& e) override {
+        TraceStep s;
+        s.pc = e.pc;
+        s.op = e.op;
+        s.cycle = e.cycle;
+        s.cost = e.cost;
+        s.work = e.work;
+        s.vars = e.vars;
+        s.reg = e.reg;
+        s.tile = e.tile;
+        s.reg_was_written = e.reg_was_written;
+        if (!e.accesses.empty()) s.access = e.accesses.front();
+        Value now{}, before{};
+        if (e.reg >= 0) {
+            now = e.reg_new;
+            before = e.reg_old;
+        } else if (e.op == Op::STORE && !e.dram_new.empty()) {
+            now = e.dram_new.front();
+            before = e.dram_old.front();
+        }
+        if constexpr (std::is_same_v<Value, double>) {
+            s.number = now;
+            s.number_old = before;
+        } else {
+            s.symbol = now;
+            s.symbol_old = before;
+        }
+        if (e.tile >= 0) {
+            s.full_rows = e.rows;
+            s.full_cols = e.cols;
+            s.old_rows = e.old_rows;
+            s.old_cols = e.old_cols;
+            keep_block(e.tile_new.data(), e.rows, e.cols, s, false);
+            keep_block(e.tile_old.data(), e.rows, e.cols, s, true);
+            s.has_old_block = true;
+        } else if (e.op == Op::STORE && e.dram_new.size() > 1) {
+            const DramAccess& a = e.accesses.front();
+            s.full_rows = a.rows;
+            s.full_cols = a.cols;
+            keep_block(e.dram_new.data(), a.rows, a.cols, s, false);
+        }
+        trace->steps.push_back(s);
+    }
+};
+
+template <class Domain>
+void record(const Program& p, Machine<Domain>& m, Trace& t, std::vector<typename Domain::Value>& values, const RunOptions& options) {
+    TraceRecorder<typename Domain::Value> recorder;
+    recorder.trace = &t;
+    recorder.values = &values;
+    try {
+        m.run_until(kNoPause, options.max_steps, recorder);
+    } catch (const ToyError& e) {
+        t.error = e;
+    }
+    t.counters = m.counters();
+    for (int r = 0; r < p.scalar_registers; ++r)
+        if (m.state().written[static_cast<size_t>(r)]) t.registers_used.push_back(r);
+}
+
+}  // namespace
+
+bool RunResult::checks_ok() const {
+    for (const auto& c : checks)
+        if (!c.ok) return false;
+    return !fault;
+}
+
+bool RunResult::expects_ok() const {
+    for (const auto& e : expects)
+        if (!e.ok) return false;
+    return !fault;
+}
+
+std::vector<double> RunResult::array_values(const Program& p, int array) const {
+    const ArrayInfo& a = p.arrays[static_cast<size_t>(array)];
+    std::vector<double> out(static_cast<size_t>(a.size));
+    for (std::int64_t i = 0; i < a.size; ++i) {
+        auto at = static_cast<size_t>(a.base + i);
+        out[static_cast<size_t>(i)] = at < present.size() && present[at] ? dram[at] : NAN;
+    }
+    return out;
+}
+
+RunResult run(const Program& p, const RunOptions& options) { return run_numeric(p, options, false); }
+RunResult run_to_verdict(const Program& p, const RunOptions& options) { return run_numeric(p, options, true); }
+
+Trace trace(const Program& p, bool symbolic, const RunOptions& options) {
+    Trace t;
+    t.symbolic = symbolic;
+    if (symbolic) {
+        Machine<SymbolicDomain> m(p, SymbolicDomain{&t.arena, &p});
+        fill_symbolic_inputs(p, m.state(), t.arena);
+        record(p, m, t, t.tile_symbols, options);
+    } else {
+        Machine<NumericDomain> m(p, NumericDomain{});
+        fill_inputs(p, m.state());
+        record(p, m, t, t.tile_numbers, options);
+    }
+    return t;
+}
+
+}  // namespace toysim

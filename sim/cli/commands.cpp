@@ -1,0 +1,66 @@
+// toysim run, trace and cost: one program each.
+#include <fmt/format.h>
+
+#include "sim/analysis/cost.h"
+#include "sim/cli/common.h"
+#include "sim/print/cost_report.h"
+#include "sim/print/report.h"
+#include "sim/support/text.h"
+
+namespace toysim::cli {
+
+namespace {
+
+bool table_format(const std::string& format) { return format == "table" || format == "markdown"; }
+
+}  // namespace
+
+int run_command(const Options& o, Context& ctx) {
+    if (!o.shown_arrays.empty() && !table_format(o.format))
+        throw ToyError(fmt::format("--show prints a block of numbers; use it with --format table or markdown, not --format {}", o.format));
+    Program program = load_program(o.file, settings_from(o.sets), ctx);
+    std::vector<int> shown;
+    for (const auto& name : o.shown_arrays) {
+        int a = program.find_array(name);
+        if (a < 0) {
+            std::vector<std::string_view> names;
+            for (const auto& info : program.arrays) names.push_back(info.name);
+            throw ToyError(fmt::format("--show {}: the program has no array {}{}", flag_subject(name), quoted_name(name),
+                                       did_you_mean(name, names)));
+        }
+        shown.push_back(a);
+    }
+    refuse_long_runs({&program}, o.force);
+    RunOptions options;
+    if (o.max_steps) options.max_steps = o.max_steps;
+    RunResult r = run_with_progress(program, options, ctx, "run");
+    ctx.out << format_run(program, r, parse_format(o.format), o.stats);
+    for (int a : shown) ctx.out << "\n" << format_array(program, r, a);
+    return r.checks_ok() && r.expects_ok() ? kOk : kCheckFailed;
+}
+
+int trace_command(const Options& o, Context& ctx) {
+    // " for an unchanged cell abbreviates a table (CSV included: a spreadsheet shows it as the
+    // seed does); JSON has no cells to abbreviate, and would ignore it.
+    if (o.ditto && o.format == "json")
+        throw ToyError("--ditto abbreviates a table for reading; use it with --format table, markdown or csv, not --format json");
+    Program program = load_program(o.file, settings_from(o.sets), ctx);
+    RunOptions options;
+    options.max_steps = o.max_steps ? o.max_steps : 10'000;
+    bool symbolic = o.values == "symbolic" || (o.values == "auto" && !program.has_tiles());
+    Trace t = trace(program, symbolic, options);
+    ctx.out << format_trace(program, t, TraceOptions{parse_format(o.format), o.ditto});
+    if (t.error) {
+        ctx.err << format_error(with_hint(*t.error), ctx.source.get());
+        return kBadInput;
+    }
+    return kOk;
+}
+
+int cost_command(const Options& o, Context& ctx) {
+    Program program = load_program(o.file, settings_from(o.sets), ctx);
+    ctx.out << format_cost(program, derive_formulas(program), count_traffic(program), parse_format(o.format));
+    return kOk;
+}
+
+}  // namespace toysim::cli

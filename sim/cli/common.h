@@ -1,0 +1,85 @@
+// What the subcommands share: their options, the program loader, error wording and the guard
+// against runs that would take days. Internal to sim/cli.
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/cli/app.h"
+#include "sim/print/report.h"
+#include "sim/front/ast.h"
+#include "sim/lower/program.h"
+#include "sim/print/format.h"
+#include "sim/support/diag.h"
+
+namespace toysim::cli {
+
+// Every option of every subcommand; each reads the ones it has.
+struct Options {
+    std::string file;                        // run, trace, sweep, cost
+    std::vector<std::string> files;          // compare
+    std::vector<std::string> sets;           // --set NAME=VALUE (sweep: NAME=V1,V2,...)
+    std::string format = "table";
+    std::string values = "auto";             // trace
+    std::vector<std::string> shown_arrays;   // run --show
+    bool stats = false, ditto = false, force = false;
+    std::uint64_t max_steps = 0;             // 0: the command's default
+};
+
+// The streams, and the source file the error being reported points into (for its caret).
+struct Context {
+    std::istream& in;
+    std::ostream& out;
+    std::ostream& err;
+    bool err_is_terminal = false;
+    std::shared_ptr<const SourceFile> source;
+    bool stdin_read = false;
+};
+
+Format parse_format(const std::string& name);
+
+// ---- the program loader ----
+
+struct Parsed {
+    std::shared_ptr<const SourceFile> source;
+    std::shared_ptr<const ast::Program> tree;
+};
+
+// Reads ("-" is standard input, named <stdin>) and parses a program; ctx.source is it from the
+// moment it is read, so a parse error shows its line.
+Parsed parse_program(const std::string& path, Context& ctx);
+// Binds the parameters; ctx.source is this program's source meanwhile.
+Program compile_program(const Parsed& parsed, const ParamSettings& settings, Context& ctx);
+// Both.
+Program load_program(const std::string& path, const ParamSettings& settings, Context& ctx);
+ParamSettings settings_from(const std::vector<std::string>& sets);
+// A program's name in compare's columns: the file name without its directory and ".toy".
+std::string short_program_name(const std::string& path);
+
+// ---- user text in messages ----
+
+// A name as a flag's prefix shows it: as typed if short and printable ("--set n: "), else
+// quoted and shortened like quoted_name.
+std::string flag_subject(std::string_view name);
+
+// ---- long runs ----
+
+// Refuses (ErrorKind::TooLongToRun) runs whose estimated work is past the limit, unless `force`.
+void refuse_long_runs(const std::vector<const Program*>& programs, bool force);
+// run() with a progress line on a terminal when the run takes more than a couple of seconds.
+// `label` says which run ("run", "n=1000 (3 of 8)").
+RunResult run_with_progress(const Program& program, RunOptions options, Context& ctx, const std::string& label);
+
+// ---- the subcommands; each returns the exit code ----
+
+int run_command(const Options& options, Context& ctx);
+int trace_command(const Options& options, Context& ctx);
+int sweep_command(const Options& options, Context& ctx);
+int cost_command(const Options& options, Context& ctx);
+int compare_command(const Options& options, Context& ctx);
+
+}  // namespace toysim::cli

@@ -1,0 +1,65 @@
+// The one program loader of every subcommand: read (a file, or standard input for "-"), parse,
+// compile; the source stays in the Context so an error can show its line and caret.
+#include <fmt/format.h>
+
+#include "sim/cli/common.h"
+#include "sim/front/parser.h"
+#include "sim/support/text.h"
+
+namespace toysim::cli {
+
+Format parse_format(const std::string& name) {
+    if (name == "json") return Format::Json;
+    if (name == "markdown") return Format::Markdown;
+    if (name == "csv") return Format::Csv;
+    return Format::Table;
+}
+
+Parsed parse_program(const std::string& path, Context& ctx) {
+    ctx.source.reset();  // an error reading this file is not about the one before it
+    std::shared_ptr<const SourceFile> source;
+    if (path == "-") {
+        if (ctx.stdin_read) throw ToyError("'-' (standard input) can be given only once");
+        ctx.stdin_read = true;
+        source = SourceFile::read_stream(ctx.in, "<stdin>");
+    } else {
+        source = SourceFile::read(path);
+        // The path is printed in tables and JSON: spelt out if it holds bytes that are not
+        // UTF-8 or invisible characters (JSON cannot hold a stray byte at all).
+        std::string shown = escape_invisible(path);
+        if (shown != path) source = std::make_shared<const SourceFile>(shown, source->text);
+    }
+    ctx.source = source;
+    Parsed p{source, std::make_shared<const ast::Program>(parse(source))};
+    return p;
+}
+
+Program compile_program(const Parsed& parsed, const ParamSettings& settings, Context& ctx) {
+    ctx.source = parsed.source;
+    return compile(parsed.tree, settings);
+}
+
+Program load_program(const std::string& path, const ParamSettings& settings, Context& ctx) {
+    Parsed parsed = parse_program(path, ctx);
+    return compile_program(parsed, settings, ctx);
+}
+
+ParamSettings settings_from(const std::vector<std::string>& sets) {
+    ParamSettings out;
+    for (const auto& s : sets) out.push_back(parse_setting(s));
+    return out;
+}
+
+std::string short_program_name(const std::string& path) {
+    if (path == "-") return "<stdin>";
+    std::string name = escape_invisible(path.substr(path.find_last_of('/') + 1));
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".toy") == 0) name.resize(name.size() - 4);
+    return name;
+}
+
+std::string flag_subject(std::string_view name) {
+    if (display_width(name) <= kQuotedNameLength && escape_invisible(name) == name) return std::string(name);
+    return quoted_name(name);
+}
+
+}  // namespace toysim::cli

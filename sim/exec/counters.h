@@ -1,0 +1,51 @@
+// What a run counted, in the shape of the counter table (isa/counters.h).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "sim/lower/program.h"
+
+namespace toysim {
+
+struct ArrayStats {
+    std::uint64_t reads = 0, writes = 0;
+    std::uint64_t elements_read = 0;   // distinct elements read at least once
+    std::uint64_t max_reads = 0;       // the most any one element was read (reuse from DRAM)
+    std::map<std::uint64_t, std::uint64_t> read_histogram;  // reads per element -> elements
+};
+
+// A counter's value: a count, or for a ratio (arithmetic intensity) a real number.
+struct CounterValue {
+    std::uint64_t count = 0;
+    double ratio = 0;
+    bool is_ratio = false;
+};
+
+struct Counters {
+    std::uint64_t cycles = 0;
+    std::uint64_t instructions = 0;
+    std::array<std::uint64_t, kOpCount> by_opcode{};       // instructions
+    std::array<std::uint64_t, kOpCount> work_by_opcode{};  // units of work: elements, multiply-adds
+    std::uint64_t dram_reads = 0, dram_writes = 0;
+    std::vector<ArrayStats> arrays;  // parallel to Program::arrays
+    int peak_registers = 0;          // distinct registers the run wrote (tile registers included)
+    std::uint64_t compute_ops = 0;   // work of class Compute (a scalar instruction is one unit)
+    double arithmetic_intensity() const {
+        std::uint64_t traffic = dram_reads + dram_writes;
+        return traffic ? static_cast<double>(compute_ops) / static_cast<double>(traffic) : 0.0;
+    }
+    // One counter of the table.
+    CounterValue value(const CounterRef& counter) const;
+};
+
+// Every counter of a program, in the table's order: per-opcode rows for the opcodes in
+// `opcodes` (by default those the program uses), per-array rows for its arrays (writes only
+// for arrays that are not inputs, which are never written).
+using OpcodeSet = std::array<bool, kOpCount>;
+OpcodeSet opcodes_used(const Program& program);
+std::vector<CounterRef> counters_of(const Program& program, const OpcodeSet* opcodes = nullptr);
+
+}  // namespace toysim

@@ -1,0 +1,48 @@
+// The machine's whole state, as a value: copy it to snapshot a run, compare two to check a
+// replay. Nothing else holds state between steps.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "sim/lower/program.h"
+
+namespace toysim {
+
+template <class Value>
+struct MachineState {
+    // Where the program is: the next instruction and the loop variables in force there.
+    std::int32_t pc = 0;
+    std::array<std::int64_t, kMaxLoopDepth> vars{};
+    std::array<std::int64_t, kMaxLoopDepth> limit{};  // each open loop's end
+    std::uint64_t steps = 0;          // ISA instructions executed (the step counter)
+    std::uint64_t empty_entries = 0;  // entries into loops that ran zero times (held to the step limit)
+    bool halted = false;
+
+    // The register file: scalar registers, then the tiles (named tiles of registers).
+    std::vector<Value> regs;
+    std::vector<std::uint8_t> written;               // per scalar register: ever written
+    std::vector<Value> tiles;                        // every tile's registers
+    std::vector<std::int64_t> tile_rows, tile_cols;  // each tile's current shape; 0 rows: never written
+    std::vector<std::uint8_t> tile_touched;          // per tile register: ever written
+
+    // DRAM.
+    std::vector<Value> dram;
+    std::vector<std::uint8_t> present;  // element holds a value (an input, or stored since)
+    std::vector<std::uint64_t> reads;   // per element: times read
+
+    // Per code index: times executed, and tile instructions' units of work. The counters
+    // (sim/exec/counters.h) are tallied from these, so the hot loop adds one number a step.
+    std::vector<std::uint64_t> executed;
+    std::vector<std::uint64_t> work;
+
+    bool operator==(const MachineState&) const = default;
+};
+
+// Bytes a run holds per DRAM element: the value, its present flag and its read count. The
+// DRAM limit (kMaxRunDram) is set from this, so a run at the limit fits its stated memory.
+template <class Value>
+inline constexpr std::int64_t kStateBytesPerElement = sizeof(Value) + sizeof(std::uint8_t) + sizeof(std::uint64_t);
+
+}  // namespace toysim

@@ -1,0 +1,266 @@
+// The body: loops, instructions and their operands lowered to the flat code of program.h.
+// Register operands (R3, R[expr], tiles), memory operands (affine subscripts, with bounds
+// proven where the loop ranges allow) and tile slices, and which register reads are proven
+// written (definite assignment).
+#include <fmt/format.h>
+
+#include "sim/lower/compiler.h"
+
+namespace toysim::detail {
+
+int Compiler::emit_plain(Code code) {
+    p_.code.push_back(Inst{code});
+    p_.origin.push_back(nullptr);
+    p_.enclosing_loops.push_back(open_loops_);
+    return static_cast<int>(p_.code.size()) - 1;
+}
+
+void Compiler::lower_body(const std::vector<ast::Statement>& body) {
+    for (const auto& s : body) {
+        if (auto* in = std::get_if<ast::Instruction>(&s))
+            lower_instruction(*in);
+        else
+            lower_loop(*std::get<std::unique_ptr<ast::Loop>>(s));
+    }
+}
+
+void Compiler::lower_loop(const ast::Loop& l) {
+    if (static_cast<int>(scope_.size()) >= kMaxLoopDepth)
+        throw ToyError(l.loc, fmt::format("loops may nest at most {} deep", kMaxLoopDepth));
+    if (params_.count(l.var)) throw ToyError(l.var_loc, fmt::format("loop variable '{}' hides the parameter of that name", l.var));
+    for (const auto& [name, slot] : scope_)
+        if (name == l.var) throw ToyError(l.var_loc, fmt::format("loop variable '{}' is already used by an enclosing loop", l.var));
+    if (!has_instructions(l.body))
+        throw ToyError(l.loc, "this loop contains no instructions: it would only spin (loops cost nothing and show nothing)");
+    LoopInfo info{static_cast<int>(scope_.size()), affine(*l.lo), affine(*l.hi), l.var, l.loc};
+    // The values the variable takes (an overflowing bound gives "everything": nothing is then
+    // proven from it, and the run checks each bound as it evaluates it).
+    Interval lo = range(info.lo), hi = range(info.hi);
+    int index = static_cast<int>(p_.loops.size());
+    p_.loops.push_back(info);
+    int begin = emit_plain(Code::LoopBegin);
+    p_.code[static_cast<size_t>(begin)].loop = index;
+    scope_.emplace_back(l.var, info.slot);
+    ranges_.resize(scope_.size());
+    ranges_[static_cast<size_t>(info.slot)] = integer::loop_values(lo, hi);
+    open_loops_.push_back(index);
+    // A write inside the body is definite after the loop only if the body surely runs.
+    std::vector<bool> written_before = definitely_written_;
+    lower_body(l.body);
+    bool surely_runs = lo.empty() || hi.empty() || lo.hi < hi.lo;  // (empty: this code is never reached)
+    if (!surely_runs) definitely_written_ = std::move(written_before);
+    open_loops_.pop_back();
+    scope_.pop_back();
+    int end = emit_plain(Code::LoopEnd);
+    p_.code[static_cast<size_t>(end)].loop = index;
+    p_.code[static_cast<size_t>(end)].jump = begin;
+    p_.code[static_cast<size_t>(begin)].jump = end;
+}
+
+bool Compiler::has_instructions(const std::vector<ast::Statement>& body) {
+    for (const auto& s : body)
+        if (std::holds_alternative<ast::Instruction>(s) || has_instructions(std::get<std::unique_ptr<ast::Loop>>(s)->body)) return true;
+    return false;
+}
+
+std::string_view Compiler::kind_name(ast::Operand::Kind k) {
+    return k == ast::Operand::Kind::Memory ? "a DRAM element" : k == ast::Operand::Kind::Immediate ? "a number" : "a register";
+}
+
+bool Compiler::names_tile(const ast::Operand& o) const {
+    return o.kind == ast::Operand::Kind::Memory && o.subscripts.empty() && p_.find_tile(o.array) >= 0;
+}
+
+// A tile instruction names a tile or moves a slice (a range a..b in a subscript).
+bool Compiler::is_tile_instruction(const ast::Instruction& in) const {
+    for (const auto& o : in.operands) {
+        if (names_tile(o)) return true;
+        for (const auto& end : o.subscript_ends)
+            if (end) return true;
+    }
+    return false;
+}
+
+void Compiler::check_operand_count(const ast::Instruction& in, const OpInfo& op) {
+    if (static_cast<int>(in.operands.size()) == op.operand_count()) return;
+    Loc loc = in.operands.size() > static_cast<size_t>(op.operand_count()) ? in.operands[static_cast<size_t>(op.operand_count())].loc : in.loc;
+    throw ToyError(loc, fmt::format("{} takes {} operand{} ({}), got {}", op.mnemonic, op.operand_count(),
+                                    op.operand_count() == 1 ? "" : "s", op.operands, in.operands.size()));
+}
+
+void Compiler::wrong_operand(const ast::Operand& o, const OpInfo& op, int i, std::string_view want) {
+    std::string got = o.kind == ast::Operand::Kind::Memory && o.subscripts.empty() && p_.find_array(o.array) < 0 && p_.find_tile(o.array) < 0
+                          ? fmt::format("'{}'", o.array)
+                      : names_tile(o) ? fmt::format("tile '{}'", o.array)
+                                      : std::string(kind_name(o.kind));
+    throw ToyError(o.loc, fmt::format("operand {} of {} ({}) must be {}, got {}", i + 1, op.mnemonic, operand_name(op, i), want, got));
+}
+
+void Compiler::lower_tile_instruction(const ast::Instruction& in, const OpInfo& op) {
+    TileInst t;
+    t.op = in.op;
+    int slice_ranges = -1;
+    Loc slice_loc;
+    for (int i = 0; i < op.operand_count(); ++i) {
+        const ast::Operand& o = in.operands[static_cast<size_t>(i)];
+        OperandKind want = op.operand(i);
+        if (want == OperandKind::Immediate) {
+            if (o.kind != ast::Operand::Kind::Immediate) wrong_operand(o, op, i, "a number such as 0 or -inf");
+            t.imm = o.immediate;
+            continue;
+        }
+        if (want == OperandKind::MemRead || want == OperandKind::MemWrite) {
+            if (o.kind != ast::Operand::Kind::Memory || names_tile(o)) wrong_operand(o, op, i, "a DRAM slice such as x[i*B..i*B+B]");
+            t.mem = lower_memory(o, want == OperandKind::MemWrite, op);
+            slice_ranges = p_.mems[static_cast<size_t>(t.mem)].range_count();
+            slice_loc = o.loc;
+            continue;
+        }
+        TileOperand arg;
+        if (names_tile(o)) {
+            arg.kind = TileOperand::Kind::Tile;
+            arg.index = p_.find_tile(o.array);
+        } else if (o.kind == ast::Operand::Kind::Register || o.kind == ast::Operand::Kind::IndexedRegister) {
+            Inst scratch{};
+            arg.kind = TileOperand::Kind::Register;
+            arg.index = lower_register(o, scratch);
+        } else {
+            wrong_operand(o, op, i, "a tile or a register");
+        }
+        if (o.transposed) {
+            bool matmul_source = (in.op == Op::MAC || in.op == Op::MAC_Z) && i < 2;
+            if (!matmul_source) throw ToyError(o.loc, "a transposed tile (.T) is a source of MAC or MAC_Z, a matrix product");
+            arg.transposed = true;
+        }
+        t.args[static_cast<size_t>(t.count++)] = arg;
+    }
+    // A slice's ranges are the tile's dimensions: Q[i*Br..i*Br+Br][0..d] fills a Br×d tile.
+    if (t.mem >= 0) {
+        const TileOperand& other = t.args[0];
+        if (other.kind == TileOperand::Kind::Register && slice_ranges > 0)
+            throw ToyError(slice_loc, fmt::format("{} of a slice needs a tile, not a scalar register", op.mnemonic));
+        if (other.kind == TileOperand::Kind::Tile) {
+            const Tile& b = p_.tiles[static_cast<size_t>(other.index)];
+            // One range into a column tile (Br×1): the slice is that column, as L[i*Br..i*Br+Br]
+            // is stored from the column of row statistics.
+            t.column = slice_ranges == 1 && b.rank == 2 && b.cols == 1;
+            if (slice_ranges != 0 && slice_ranges != b.rank && !t.column)
+                throw ToyError(slice_loc, fmt::format("the slice has {} range{} but tile '{}' has {} dimension{}", slice_ranges,
+                                                      slice_ranges == 1 ? "" : "s", b.name, b.rank, b.rank == 1 ? "" : "s"));
+            check_slice_widths(p_.mems[static_cast<size_t>(t.mem)], b, t.column, slice_loc);
+        }
+    }
+    p_.tile_insts.push_back(t);
+    Inst inst{Code::Tile};
+    inst.mem = static_cast<std::int32_t>(p_.tile_insts.size()) - 1;
+    int at = emit_plain(inst.code);
+    p_.code[static_cast<size_t>(at)] = inst;
+    p_.origin[static_cast<size_t>(at)] = &in;
+}
+
+// A range whose width is known now must fit the tile; widths that vary are checked as they run.
+void Compiler::check_slice_widths(const MemRef& m, const Tile& b, bool column, Loc loc) {
+    std::vector<std::int64_t> capacity = column ? std::vector<std::int64_t>{b.rows}
+                                         : b.rank == 2 ? std::vector<std::int64_t>{b.rows, b.cols}
+                                                       : std::vector<std::int64_t>{b.cols};
+    size_t k = 0;
+    for (size_t d = 0; d < m.subscripts.size(); ++d) {
+        if (!m.is_range[d]) continue;
+        Affine width = combine(m.ends[d], m.subscripts[d], -1, loc);
+        if (width.is_constant()) {
+            if (width.constant < 1) throw ToyError(loc, fmt::format("range {} of the slice is empty (its end is not after its start)", k + 1));
+            if (k < capacity.size() && width.constant > capacity[k])
+                throw ToyError(loc, fmt::format("range {} of the slice spans {} elements but tile '{}' holds {} in that dimension",
+                                                k + 1, width.constant, b.name, capacity[k]));
+        }
+        ++k;
+    }
+}
+
+void Compiler::lower_instruction(const ast::Instruction& in) {
+    const OpInfo& op = info(in.op);
+    check_operand_count(in, op);
+    if (is_tile_instruction(in)) return lower_tile_instruction(in, op);
+    Inst inst{static_cast<Code>(in.op)};
+    for (int i = 0; i < op.operand_count(); ++i) {
+        const ast::Operand& o = in.operands[static_cast<size_t>(i)];
+        OperandKind want = op.operand(i);
+        if (want == OperandKind::Immediate) {
+            if (o.kind != ast::Operand::Kind::Immediate) wrong_operand(o, op, i, "a number such as 0 or -inf");
+            p_.immediates.push_back(o.immediate);
+            inst.mem = static_cast<std::int32_t>(p_.immediates.size()) - 1;
+            continue;
+        }
+        if (o.transposed) throw ToyError(o.loc, "a transposed tile (.T) is a source of MAC or MAC_Z, a matrix product");
+        bool want_mem = want == OperandKind::MemRead || want == OperandKind::MemWrite;
+        bool is_mem = o.kind == ast::Operand::Kind::Memory;
+        // (An unknown bare word where a register belongs is most likely a misspelt register.)
+        if (want_mem != is_mem || o.kind == ast::Operand::Kind::Immediate)
+            wrong_operand(o, op, i, want_mem ? "a DRAM element such as x[i]" : "a register such as R0");
+        if (is_mem) {
+            inst.mem = lower_memory(o, want == OperandKind::MemWrite, op);
+            continue;
+        }
+        std::int32_t r = lower_register(o, inst);
+        // SET's middle operand only lends its rows, and a scalar's shape is always 1×1.
+        bool shape_only = in.op == Op::SET && i == 1;
+        bool proven = shape_only || (r >= 0 && definitely_written_[static_cast<size_t>(r)]);
+        if (want == OperandKind::RegRead && !proven) inst.unproven_reads |= static_cast<std::uint8_t>(1u << inst.reg_count);
+        if (want == OperandKind::RegWrite && r >= 0) definitely_written_[static_cast<size_t>(r)] = true;
+        inst.reg[inst.reg_count++] = r;
+    }
+    int at = emit_plain(inst.code);
+    p_.code[static_cast<size_t>(at)] = inst;
+    p_.origin[static_cast<size_t>(at)] = &in;
+}
+
+std::string Compiler::operand_name(const OpInfo& op, int i) {
+    std::string_view names = op.operands;
+    for (int k = 0; k < i; ++k) names = names.substr(names.find(", ") + 2);
+    return std::string(names.substr(0, names.find(',')));
+}
+
+std::int32_t Compiler::lower_register(const ast::Operand& o, Inst& inst) {
+    if (o.kind == ast::Operand::Kind::Register) {
+        if (o.reg >= p_.scalar_registers)
+            throw ToyError(o.loc, fmt::format("register R{} is beyond the register file ({})", o.reg, p_.register_file_text()));
+        return o.reg;
+    }
+    DynamicRegister d{affine(*o.reg_index), o.loc};
+    Interval r = range(d.index);
+    if (r.lo <= r.hi && r.lo >= 0 && r.hi < p_.scalar_registers && d.index.is_constant()) return static_cast<std::int32_t>(r.lo);
+    inst.dynamic_registers = true;
+    p_.dynamic_registers.push_back(d);
+    return -static_cast<std::int32_t>(p_.dynamic_registers.size());
+}
+
+int Compiler::lower_memory(const ast::Operand& o, bool write, const OpInfo& op) {
+    int array = array_named(o.array, o.array_loc);
+    const ArrayInfo& a = p_.arrays[static_cast<size_t>(array)];
+    if (o.subscripts.size() != a.dims.size())
+        throw ToyError(o.loc, fmt::format("array '{}' has {} dimension{}, but {} subscript{} given", a.name, a.dims.size(),
+                                          a.dims.size() == 1 ? "" : "s", o.subscripts.size(),
+                                          o.subscripts.size() == 1 ? " is" : "s are"));
+    if (write && a.role == ast::Role::Input)
+        throw ToyError(o.array_loc, fmt::format("{} cannot write to input array '{}'; declare an output or scratch array", op.mnemonic, a.name));
+    MemRef m;
+    m.array = array;
+    m.address.constant = a.base;
+    m.bounds_proven = true;
+    m.always_present = a.starts_filled();
+    for (size_t d = 0; d < a.dims.size(); ++d) {
+        Affine s = affine(*o.subscripts[d]);
+        Interval r = range(s);
+        if (r.lo <= r.hi && (r.lo < 0 || r.hi >= a.dims[d])) m.bounds_proven = false;
+        m.address = combine(m.address, scale(s, a.strides[d], o.loc), 1, o.loc);
+        m.subscripts.push_back(s);
+        bool ranged = d < o.subscript_ends.size() && o.subscript_ends[d];
+        m.is_range.push_back(ranged);
+        m.ends.push_back(ranged ? affine(*o.subscript_ends[d]) : Affine{});
+        if (ranged) m.bounds_proven = false;  // slices are checked and clipped as they run
+    }
+    p_.mems.push_back(std::move(m));
+    return static_cast<int>(p_.mems.size()) - 1;
+}
+
+}  // namespace toysim::detail

@@ -1,0 +1,98 @@
+// Program's own functions (names, lookups, element names) and the entry points parse_file and
+// compile(). The compiler itself is in compiler.h, fold.cpp, bind.cpp and lower.cpp.
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "sim/front/parser.h"
+#include "sim/lower/compiler.h"
+
+namespace toysim {
+
+namespace {
+
+// The opcode or array a counter is of: "MAC", "K", or "".
+std::string_view counter_subject(const Program& p, const CounterRef& c) {
+    switch (info(c.kind).scope) {
+        case CounterScope::PerOpcode: return info(c.op).mnemonic;
+        case CounterScope::PerArray: return p.arrays[static_cast<size_t>(c.array)].name;
+        default: return {};
+    }
+}
+
+}  // namespace
+
+int MemRef::range_count() const { return static_cast<int>(std::count(is_range.begin(), is_range.end(), 1)); }
+
+int Program::find_tile(std::string_view name) const {
+    for (size_t i = 0; i < tiles.size(); ++i)
+        if (tiles[i].name == name) return static_cast<int>(i);
+    return -1;
+}
+
+Op Program::op_at(std::int32_t pc) const {
+    const Inst& in = code[static_cast<size_t>(pc)];
+    return in.code == Code::Tile ? tile_insts[static_cast<size_t>(in.mem)].op : static_cast<Op>(in.code);
+}
+
+std::string Program::register_file_text() const {
+    int n = scalar_registers;
+    if (tiles.empty()) return fmt::format("{} register{}: R0..R{}", n, n == 1 ? "" : "s", n - 1);
+    std::string rest = n == 0 ? "no scalar registers remain" : n == 1 ? "R0 remains" : fmt::format("R0..R{} remain", n - 1);
+    return fmt::format("the tiles take {} of {} registers; {}", tile_elements, registers, rest);
+}
+
+bool Program::uses(Op op) const {
+    for (size_t pc = 0; pc < code.size(); ++pc)
+        if (origin[pc] && origin[pc]->op == op) return true;
+    return false;
+}
+
+std::string Program::counter_name(const CounterRef& c) const { return info(c.kind).name_for(counter_subject(*this, c)); }
+std::string Program::counter_label(const CounterRef& c) const { return info(c.kind).label_for(counter_subject(*this, c)); }
+std::string Program::counter_json(const CounterRef& c) const { return info(c.kind).json_for(counter_subject(*this, c)); }
+
+int Program::find_array(std::string_view name) const {
+    for (size_t i = 0; i < arrays.size(); ++i)
+        if (arrays[i].name == name) return static_cast<int>(i);
+    return -1;
+}
+
+std::vector<std::int64_t> Program::element_index(int array, std::int64_t offset) const {
+    const ArrayInfo& a = arrays[static_cast<size_t>(array)];
+    std::vector<std::int64_t> index;
+    for (size_t d = 0; d < a.dims.size(); ++d) {
+        index.push_back(offset / a.strides[d]);
+        offset %= a.strides[d];
+    }
+    return index;
+}
+
+std::string Program::element_symbol(int array, std::int64_t offset) const {
+    const ArrayInfo& a = arrays[static_cast<size_t>(array)];
+    auto index = element_index(array, offset);
+    bool short_form = index.size() <= 1 || std::all_of(a.dims.begin(), a.dims.end(), [](std::int64_t d) { return d <= 10; });
+    if (!short_form) return element_ref(array, offset);
+    std::string out = a.name;
+    for (auto i : index) out += std::to_string(i);
+    return out;
+}
+
+std::string Program::element_ref(int array, std::int64_t offset) const {
+    std::string out = arrays[static_cast<size_t>(array)].name;
+    for (auto i : element_index(array, offset)) out += fmt::format("[{}]", i);
+    return out;
+}
+
+int Program::array_of_address(std::int64_t address) const {
+    for (size_t i = 0; i < arrays.size(); ++i)
+        if (address >= arrays[i].base && address < arrays[i].base + arrays[i].size) return static_cast<int>(i);
+    return -1;
+}
+
+ast::Program parse_file(const std::string& path) { return parse(SourceFile::read(path)); }
+
+Program compile(std::shared_ptr<const ast::Program> tree, const ParamSettings& settings) {
+    return detail::Compiler(std::move(tree), settings).take();
+}
+
+}  // namespace toysim

@@ -1,0 +1,68 @@
+// One fuzz input: the bytes as a .toy program, through every stage the command line has:
+// parse -> compile -> cost -> run -> trace -> every printer. Shared by the libFuzzer target
+// (fuzz_toy.cpp) and the replay of the corpus and of past crashes (tests/test_fuzz_regressions.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "sim/analysis/cost.h"
+#include "sim/exec/machine.h"
+#include "sim/front/parser.h"
+#include "sim/lower/program.h"
+#include "sim/print/cost_report.h"
+#include "sim/print/report.h"
+#include "sim/support/diag.h"
+
+namespace toysim::fuzz {
+
+inline constexpr std::size_t kMaxInput = 4096;          // bytes; longer inputs are refused
+inline constexpr std::int64_t kMaxDram = 1 << 16;       // elements; larger programs are not run
+inline constexpr std::uint64_t kRunSteps = 20'000, kTraceSteps = 500;
+
+// Bad input is a ToyError: expected, caught (stage by stage, so a program that faults at run
+// time still has its cost and trace printed). Anything else escapes to the caller: a bug.
+// Returns the text printed, so nothing is optimized away.
+inline std::string one_input(std::string_view bytes) {
+    if (bytes.size() > kMaxInput) return {};
+    auto source = std::make_shared<const SourceFile>("fuzz.toy", std::string(bytes));
+    std::string printed;
+    auto stage = [&](auto&& body) {
+        try {
+            body();
+            return true;
+        } catch (const ToyError& e) {
+            printed += format_error(e, source.get());
+            return false;
+        }
+    };
+    const Format formats[] = {Format::Table, Format::Markdown, Format::Csv, Format::Json};
+
+    std::shared_ptr<const ast::Program> tree;
+    Program program;
+    if (!stage([&] { tree = std::make_shared<const ast::Program>(parse(source)); })) return printed;
+    for (const auto& settings : test_settings(*tree)) stage([&] { compile(tree, settings); });
+    if (!stage([&] { program = compile(tree); })) return printed;
+    if (program.dram_size > kMaxDram || program.registers > kMaxDram) return printed;
+
+    stage([&] {
+        auto formulas = derive_formulas(program);
+        auto counted = count_traffic(program);
+        for (Format f : formats) printed += format_cost(program, formulas, counted, f);
+    });
+    stage([&] {
+        RunResult result = run(program, RunOptions{.max_steps = kRunSteps});
+        for (Format f : formats) printed += format_run(program, result, f, f == Format::Json);
+    });
+    for (bool symbolic : {false, true})
+        stage([&] {
+            Trace t = trace(program, symbolic, RunOptions{.max_steps = kTraceSteps});
+            for (Format f : formats) printed += format_trace(program, t, TraceOptions{f, f == Format::Table});
+            if (t.error) printed += format_error(*t.error, source.get());
+        });
+    return printed;
+}
+
+}  // namespace toysim::fuzz
