@@ -9,8 +9,8 @@ namespace toysim {
 
 namespace {
 constexpr std::array<OpInfo, kOpCount> kTable = {{
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SEM) \
-    {Op::NAME, #NAME, SIG, OPERANDS, MEANING, CYCLES, OpClass::CLASS},
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) \
+    {Op::NAME, #NAME, SIG, OPERANDS, MEANING, CYCLES, OpClass::CLASS, OpShape::SHAPE, UNIT},
     TOYSIM_OPCODES(X)
 #undef X
 }};

@@ -11,14 +11,24 @@
 
 namespace toysim {
 
+// What an instruction does to tiles (and so how the tile executor runs it).
+enum class OpShape : std::uint8_t { Memory, Elementwise, Product, RowReduce, Fill };
+
 enum class Op : std::uint8_t {
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SEM) NAME,
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) NAME,
+    TOYSIM_OPCODES(X)
+#undef X
+};
+
+// The shape of each opcode, for the executors' compile-time dispatch.
+inline constexpr OpShape kOpShape[] = {
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) OpShape::SHAPE,
     TOYSIM_OPCODES(X)
 #undef X
 };
 
 inline constexpr int kOpCount = 0
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SEM) +1
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) +1
     TOYSIM_OPCODES(X)
 #undef X
     ;
@@ -28,7 +38,7 @@ inline constexpr int kOpCount = 0
 inline constexpr int kMaxRegisterOperands = [] {
     int most = 0;
     for (std::string_view sig : {
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SEM) std::string_view(SIG),
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) std::string_view(SIG),
              TOYSIM_OPCODES(X)
 #undef X
          }) {
@@ -41,6 +51,7 @@ inline constexpr int kMaxRegisterOperands = [] {
 
 enum class OpClass : std::uint8_t { Memory, Move, Compute };
 
+
 enum class OperandKind : std::uint8_t { RegRead, RegWrite, MemRead, MemWrite, Immediate };
 
 struct OpInfo {
@@ -51,6 +62,8 @@ struct OpInfo {
     std::string_view meaning;    // "Rd = Ra + Rb"
     int cycles;                  // the seed's default cost
     OpClass klass;
+    OpShape shape;
+    std::string_view unit;       // its unit of work: "element moved", "multiply-add", ...
 
     int operand_count() const { return static_cast<int>(signature.size()); }
     OperandKind operand(int i) const;

@@ -161,9 +161,11 @@ TEST_CASE("cli process: running out of memory is an error, not an abort", "[cli]
     WARN("skipped under AddressSanitizer");
 #else
     if (!have_tool()) return;
-    // 200 million elements of DRAM (1.6 GB of doubles) under a 1 GiB limit.
-    Proc p = run_tool({"run", "programs/p4_softmax_3pass.toy", "--set", "n=100000000"}, Stdout::DevNull, "/dev/null",
-                      rlim_t{1} << 30);
+    // 60 million elements of DRAM (480 MB of doubles; within what a run may declare) under a
+    // 256 MiB limit.
+    Proc p = run_tool({"run", "programs/p4_softmax_3pass.toy", "--set", "n=30000000"}, Stdout::DevNull, "/dev/null",
+                      rlim_t{256} << 20);
+    INFO(p.err);
     CHECK(p.signal == 0);
     CHECK(p.code == 2);
     CHECK(p.err.rfind("toysim: error: out of memory: ", 0) == 0);

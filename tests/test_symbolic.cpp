@@ -268,3 +268,36 @@ for k in 1..4 {
     CHECK(s.cells.back() == "s");
     CHECK(s.legend == Lines{"s = a0·b0 + a1·b1 + a2·b2 + a3·b3"});
 }
+
+TEST_CASE("short names never read as an array or one of its elements", "[symbolic]") {
+    // Arrays s and m: a sum may not be called s, a max not m or m1 (m1 is the element m[1]).
+    Symbolic r = symbolic(build(R"(registers 4
+input x[3]
+output s[1]
+output m[2]
+LOAD x[0], R0
+LOAD x[1], R1
+LOAD x[2], R2
+MAX R0, R1, R3
+MAX R3, R2, R3
+SUB R0, R3, R0
+EXP R0, R0
+SUB R1, R3, R1
+EXP R1, R1
+ADD R0, R1, R0
+SUB R2, R3, R2
+EXP R2, R2
+ADD R0, R2, R0
+STORE R0, m[0]
+)"));
+    CHECK(r.legend == std::vector<std::string>{"m2 = max(x0, x1, x2)", "s1 = e^(x0 − m2) + e^(x1 − m2)", "m0 = s1 + e^(x2 − m2)"});
+}
+
+TEST_CASE("a symbolic trace names only the input elements it reads", "[symbolic]") {
+    // n = 10,000,000: the inputs stay unnamed until read, so memory follows the 20 steps shown.
+    Program p = build_file("programs/p5_online_softmax.toy", {{"n", 10'000'000}});
+    Trace t = trace(p, true, RunOptions{20});
+    REQUIRE(t.error.has_value());  // the step limit
+    CHECK(t.steps.size() == 20);
+    CHECK(t.arena.leaf_names().size() <= 20);
+}

@@ -186,13 +186,24 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
         if constexpr (Listening) ev.reg_new = result;                             \
         break;                                                                    \
     }
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SEM) TOYSIM_ALU_##CLASS(NAME, SIG, SEM)
+// A row reduction of a scalar register (one value) is that value.
+#define TOYSIM_SCALAR_SEM_RowReduce(SEM) a
+#define TOYSIM_SCALAR_SEM_Memory(SEM) SEM
+#define TOYSIM_SCALAR_SEM_Elementwise(SEM) SEM
+#define TOYSIM_SCALAR_SEM_Product(SEM) SEM
+#define TOYSIM_SCALAR_SEM_Fill(SEM) SEM
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) TOYSIM_ALU_##CLASS(NAME, SIG, TOYSIM_SCALAR_SEM_##SHAPE(SEM))
             TOYSIM_OPCODES(X)
 #undef X
 #undef TOYSIM_ALU
 #undef TOYSIM_ALU_Compute
 #undef TOYSIM_ALU_Move
 #undef TOYSIM_ALU_Memory
+#undef TOYSIM_SCALAR_SEM_RowReduce
+#undef TOYSIM_SCALAR_SEM_Memory
+#undef TOYSIM_SCALAR_SEM_Elementwise
+#undef TOYSIM_SCALAR_SEM_Product
+#undef TOYSIM_SCALAR_SEM_Fill
         }
         if constexpr (Listening) {
             Op op = p.op_at(pc);

@@ -24,17 +24,14 @@
 
 namespace toysim {
 
-// Numbers: the machine as the seed runs it. NaN propagates through every operation, MAX
-// included (max(NaN, x) = max(x, NaN) = NaN), so a NaN is never hidden by operand order.
+// Numbers: the machine as the seed runs it, one method per primitive (isa/primitives.h).
+// NaN propagates through every operation, MAX included.
 struct NumericDomain {
     using Value = double;
-    static double add(double a, double b) { return a + b; }
-    static double sub(double a, double b) { return a - b; }
-    static double mul(double a, double b) { return a * b; }
-    static double div(double a, double b) { return a / b; }
-    static double max(double a, double b) { return a >= b ? a : (b > a ? b : a + b); }
-    static double exp(double a) { return std::exp(a); }
-    static double log(double a) { return std::log(a); }
+#define X(KIND, METHOD, ARITY, NUMERIC, FORM, TEXT, PREFIX) \
+    static double METHOD(double a, [[maybe_unused]] double b = 0) { return NUMERIC; }
+    TOYSIM_PRIMITIVES(X)
+#undef X
     static double constant(double v) { return v; }
     static double load(double& cell, std::int64_t) { return cell; }
     static void stored(double, std::int64_t) {}

@@ -27,19 +27,8 @@ std::uint32_t ExprArena::make(ExprNode::Kind kind, std::uint32_t a, std::uint32_
     const ExprNode& x = nodes_[a];
     const ExprNode& y = nodes_[b];
     // Fold constants and the identities the seed's traces rely on (x − x = 0, e^0 = 1).
-    if (x.kind == K::Const && (kind == K::Exp || kind == K::Log || y.kind == K::Const)) {
-        double u = x.value, v = y.value;
-        switch (kind) {
-            case K::Add: return constant(u + v);
-            case K::Sub: return constant(u - v);
-            case K::Mul: return constant(u * v);
-            case K::Div: return constant(u / v);
-            case K::Max: return constant(std::max(u, v));
-            case K::Exp: return constant(std::exp(u));
-            case K::Log: return constant(std::log(u));
-            default: break;
-        }
-    }
+    bool unary = info(primitive_of(kind)).arity == 1;
+    if (x.kind == K::Const && (unary || y.kind == K::Const)) return constant(evaluate(primitive_of(kind), x.value, y.value));
     if (kind == K::Sub && a == b) return constant(0);
     if (kind == K::Max && a == b) return a;
     // Symbols stand for finite numbers, so −∞ − x = −∞ and 0·x = 0: a running state that
@@ -59,7 +48,7 @@ std::uint32_t ExprArena::make(ExprNode::Kind kind, std::uint32_t a, std::uint32_
         auto key = [&](std::uint32_t id) { return std::pair{-static_cast<std::int64_t>(nodes_[id].height), nodes_[id].order}; };
         if (key(b) < key(a)) std::swap(a, b);
     }
-    std::uint32_t height = 1 + std::max(nodes_[a].height, kind == K::Exp || kind == K::Log ? 0u : nodes_[b].height);
+    std::uint32_t height = 1 + std::max(nodes_[a].height, unary ? 0u : nodes_[b].height);
     nodes_.push_back(ExprNode{kind, a, b});
     nodes_.back().height = height;
     nodes_.back().order = kAfterLeaves + nodes_.size();

@@ -8,12 +8,20 @@
 #include <string>
 #include <vector>
 
+#include "isa/primitives.h"
 #include "sim/lower/program.h"
 
 namespace toysim {
 
 struct ExprNode {
-    enum class Kind : std::uint8_t { Leaf, Const, Add, Sub, Mul, Div, Max, Exp, Log } kind;
+    // A leaf (an input element), a constant, or one of the primitives (isa/primitives.h).
+    enum class Kind : std::uint8_t {
+        Leaf,
+        Const,
+#define X(KIND, METHOD, ARITY, NUMERIC, FORM, TEXT, PREFIX) KIND,
+        TOYSIM_PRIMITIVES(X)
+#undef X
+    } kind;
     std::uint32_t a = 0, b = 0;     // operands (node ids)
     double value = 0;               // Const
     std::uint32_t leaf = 0;         // Leaf: index into leaf names
@@ -21,6 +29,9 @@ struct ExprNode {
     std::uint32_t height = 1;       // longest path to a leaf: how much has been accumulated
     std::uint64_t order = 0;        // "older": leaves by address, then other nodes by creation
 };
+
+// The primitive of a node that is not a leaf or a constant.
+inline Primitive primitive_of(ExprNode::Kind k) { return static_cast<Primitive>(static_cast<int>(k) - 2); }
 
 class ExprArena {
 public:
@@ -59,13 +70,11 @@ struct SymbolicDomain {
         }
         return cell;
     }
-    Value add(Value a, Value b) { return arena->make(ExprNode::Kind::Add, a, b); }
-    Value sub(Value a, Value b) { return arena->make(ExprNode::Kind::Sub, a, b); }
-    Value mul(Value a, Value b) { return arena->make(ExprNode::Kind::Mul, a, b); }
-    Value div(Value a, Value b) { return arena->make(ExprNode::Kind::Div, a, b); }
-    Value max(Value a, Value b) { return arena->make(ExprNode::Kind::Max, a, b); }
-    Value exp(Value a) { return arena->make(ExprNode::Kind::Exp, a); }
-    Value log(Value a) { return arena->make(ExprNode::Kind::Log, a); }
+    // One method per primitive: D.add(a, b), D.exp(a).
+#define X(KIND, METHOD, ARITY, NUMERIC, FORM, TEXT, PREFIX) \
+    Value METHOD(Value a, Value b = 0) { return arena->make(ExprNode::Kind::KIND, a, b); }
+    TOYSIM_PRIMITIVES(X)
+#undef X
     Value constant(double v) { return arena->constant(v); }
     void stored(Value v, std::int64_t address) { arena->mark_stored(v, address); }
 };

@@ -34,7 +34,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
         const TileOperand& a = t.args[static_cast<size_t>(k)];
         if (a.kind == TileOperand::Kind::Register) {
             std::int32_t r = resolve_register(p, pc, a.index, vars);
-            bool shape_only = t.op == Op::SET;  // SET reads only the rows of its source: a scalar's is 1
+            bool shape_only = op.shape == OpShape::Fill;  // SET reads only the rows of its source: a scalar's is 1
             if (!shape_only && !s.written[static_cast<size_t>(r)]) fail_unwritten_register(p, pc, k, r, vars);
             return {&s.regs[static_cast<size_t>(r)], 1, 1, 0, 0};
         }
@@ -123,7 +123,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
         return true;
     };
 
-    if (t.op == Op::LOAD || t.op == Op::STORE) {
+    if (op.shape == OpShape::Memory) {
         const MemRef& m = p.mems[static_cast<size_t>(t.mem)];
         SliceGeometry g = slice_geometry(p, pc, m, vars);
         if (t.column) {
@@ -168,19 +168,34 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
         return static_cast<std::uint64_t>(g.rows * g.cols);
     }
 
-    if (t.op == Op::ROWMAX || t.op == Op::ROWSUM) {
-        View<V> a = source(0);
-        View<V> out = destination(a.rows, 1);
-        for (std::int64_t i = 0; i < a.rows; ++i) {
-            V acc = a.at(i, 0);
-            for (std::int64_t j = 1; j < a.cols; ++j) acc = t.op == Op::ROWMAX ? D.max(acc, a.at(i, j)) : D.add(acc, a.at(i, j));
-            out.at(i, 0) = acc;  // row i is read in full before its result lands on it
+    if (op.shape == OpShape::RowReduce) {
+        View<V> src = source(0);
+        View<V> out = destination(src.rows, 1);
+        // Fold the row's semantics over each row: a is the running value, b the next element.
+        auto fold = [&](auto step) {
+            for (std::int64_t i = 0; i < src.rows; ++i) {
+                V acc = src.at(i, 0);
+                for (std::int64_t j = 1; j < src.cols; ++j) acc = step(acc, src.at(i, j));
+                out.at(i, 0) = acc;  // row i is read in full before its result lands on it
+            }
+        };
+        switch (t.op) {
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM)                                    \
+    case Op::NAME:                                                                                         \
+        if constexpr (OpShape::SHAPE == OpShape::RowReduce) fold([&]([[maybe_unused]] V a, [[maybe_unused]] V b) -> V { \
+            [[maybe_unused]] V c = a;                                                                      \
+            [[maybe_unused]] double imm = 0;                                                               \
+            return SEM;                                                                                    \
+        });                                                                                                \
+        break;
+            TOYSIM_OPCODES(X)
+#undef X
         }
         finish(out, out);
-        return static_cast<std::uint64_t>(a.rows * a.cols);
+        return static_cast<std::uint64_t>(src.rows * src.cols);
     }
 
-    bool matmul = (t.op == Op::MAC || t.op == Op::MAC_Z) && t.args[0].kind == TileOperand::Kind::Tile &&
+    bool matmul = op.shape == OpShape::Product && t.args[0].kind == TileOperand::Kind::Tile &&
                   t.args[1].kind == TileOperand::Kind::Tile;
     if (matmul) {
         View<V> a = source(0), b = source(1);
@@ -189,18 +204,20 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
                                             "second's rows", op.mnemonic, name_of(0), shape_text(a.rows, a.cols), name_of(1),
                                             shape_text(b.rows, b.cols)), vars);
         std::int64_t rows = a.rows, cols = b.cols, inner = a.cols;
+        // A product with a third source (MAC) accumulates onto it; without (MAC_Z) starts at zero.
+        const bool accumulates = op.register_sources() == 3;
         View<V> c{};
-        if (t.op == Op::MAC) {
+        if (accumulates) {
             c = source(2);
             if (!broadcast(c, rows, cols))
-                fail_tile(p, pc, 2, fmt::format("MAC: the product is {} but {} is {}", shape_text(rows, cols), name_of(2),
+                fail_tile(p, pc, 2, fmt::format("{}: the product is {} but {} is {}", op.mnemonic, shape_text(rows, cols), name_of(2),
                                                 shape_text(c.rows, c.cols)), vars);
         }
         View<V> out = destination(rows, cols);
         View<V> acc = same_tile(dest, 0) || same_tile(dest, 1) ? scratch(rows, cols) : out;
         // Row i of the result accumulates a(i, k)·row k of b for each k: contiguous rows.
         std::int64_t k0 = 0;
-        if (t.op == Op::MAC) {
+        if (accumulates) {
             for (std::int64_t i = 0; i < rows; ++i)
                 for (std::int64_t j = 0; j < cols; ++j) acc.at(i, j) = c.at(i, j);
         } else {
@@ -226,11 +243,11 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
     std::int64_t rows = 1, cols = 1;
     for (int k = 0; k < sources; ++k) {
         in[k] = source(k);
-        if (t.op == Op::SET) break;  // the source only lends its rows
+        if (op.shape == OpShape::Fill) break;  // the source only lends its rows
         rows = std::max(rows, in[k].rows);
         cols = std::max(cols, in[k].cols);
     }
-    if (t.op == Op::SET) {
+    if (op.shape == OpShape::Fill) {
         const TileOperand& d = t.args[static_cast<size_t>(dest)];
         rows = in[0].rows;
         cols = d.kind == TileOperand::Kind::Tile ? p.tiles[static_cast<size_t>(d.index)].cols : 1;
@@ -255,7 +272,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
             for (std::int64_t j = 0; j < cols; ++j) built.at(i, j) = semantics(in[0].at(i, j), in[1].at(i, j), in[2].at(i, j));
     };
     switch (t.op) {
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SEM) \
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) \
     case Op::NAME: apply([&]([[maybe_unused]] V a, [[maybe_unused]] V b, [[maybe_unused]] V c) -> V { return SEM; }); break;
         TOYSIM_OPCODES(X)
 #undef X

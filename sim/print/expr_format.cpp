@@ -10,18 +10,26 @@ namespace toysim {
 namespace {
 using K = ExprNode::Kind;
 
-bool associative(K k) { return k == K::Add || k == K::Mul || k == K::Max; }
+// What the primitive table (isa/primitives.h) says of a node's operation.
+const PrimitiveInfo& op_of(K k) { return info(primitive_of(k)); }
 bool atomic(const ExprNode& n) { return n.kind == K::Leaf || n.kind == K::Const; }
+bool associative(K k) { return k != K::Leaf && k != K::Const && op_of(k).form == PrintForm::Chain; }
+char prefix(K k) { return op_of(k).prefix; }
 
-char prefix(K k) {
-    switch (k) {
-        case K::Max: return 'm';
-        case K::Add: return 's';
-        case K::Mul: return 'p';
-        case K::Div: return 'q';
-        case K::Sub: return 'd';
-        default: return 'e';
+// A short name must not read as an array or one of its elements: "s" beside an array s,
+// "m1" beside m[1] (whose element symbol is m1), whether or not the trace shows them.
+bool names_array_data(const Program& program, const std::string& candidate) {
+    if (program.find_array(candidate) >= 0) return true;
+    for (const auto& a : program.arrays) {
+        if (candidate.size() != a.name.size() + a.dims.size() || candidate.compare(0, a.name.size(), a.name) != 0) continue;
+        bool element = true;
+        for (size_t d = 0; d < a.dims.size(); ++d) {
+            char digit = candidate[a.name.size() + d];
+            element = element && digit >= '0' && digit <= '9' && digit - '0' < a.dims[d];
+        }
+        if (element) return true;
     }
+    return false;
 }
 
 struct Uses {
@@ -46,7 +54,7 @@ ExprFormatter::ExprFormatter(const ExprArena& arena, const Program& program, con
         if (!seen.insert(id).second) continue;
         const ExprNode& n = arena[id];
         if (atomic(n)) continue;
-        int arity = n.kind == K::Exp || n.kind == K::Log ? 1 : 2;
+        int arity = op_of(n.kind).arity;
         for (int i = 0; i < arity; ++i) {
             std::uint32_t child = i ? n.b : n.a;
             bool splice = associative(n.kind) && arena[child].kind == n.kind;
@@ -94,9 +102,10 @@ ExprFormatter::ExprFormatter(const ExprArena& arena, const Program& program, con
         for (auto id : abbreviated) {
             char p = prefix(arena[id].kind);
             std::string candidate(1, p);
-            if (per_prefix[p] > 1 || used.count(candidate)) {
+            auto taken_now = [&](const std::string& c) { return used.count(c) || names_array_data(program, c); };
+            if (per_prefix[p] > 1 || taken_now(candidate)) {
                 do candidate = p + std::to_string(++counter[p]);
-                while (used.count(candidate));
+                while (taken_now(candidate));
             }
             used.insert(candidate);
             final_names[id] = candidate;
@@ -130,26 +139,30 @@ std::string ExprFormatter::expand(std::uint32_t id) const {
             self(self, arena_[child].a);
             self(self, arena_[child].b);
         } else {
-            parts.push_back(n.kind == K::Mul ? operand(child, true, false) : ref(child));
+            parts.push_back(op_of(n.kind).text == "·" ? operand(child, true, false) : ref(child));
         }
     };
-    switch (n.kind) {
-        case K::Add:
-        case K::Mul:
-        case K::Max: {
+    const PrimitiveInfo& op = op_of(n.kind);
+    switch (op.form) {
+        case PrintForm::Chain: {
             chain(chain, n.a);
             chain(chain, n.b);
-            std::string sep = n.kind == K::Add ? " + " : n.kind == K::Mul ? "·" : ", ";
+            bool call = op.text.find_first_not_of(" +·*") != std::string_view::npos;  // max(a, b, c)
+            std::string sep = call ? ", " : std::string(op.text);
             std::string t;
             for (size_t i = 0; i < parts.size(); ++i) t += (i ? sep : "") + parts[i];
-            return n.kind == K::Max ? "max(" + t + ")" : t;
+            return call ? std::string(op.text) + "(" + t + ")" : t;
         }
-        case K::Sub: return ref(n.a) + " − " + operand(n.b, true, false);
-        case K::Div: return operand(n.a, true, false) + "/" + operand(n.b, true, true);
-        case K::Exp: return atomic(arena_[n.a]) || name_.count(n.a) ? "e^" + ref(n.a) : "e^(" + ref(n.a) + ")";
-        case K::Log: return "ln(" + ref(n.a) + ")";
-        default: return "?";
+        case PrintForm::Infix: {
+            // a − (b + c); (a + b)/(c·d): a sum on the right of either, a product under a bar.
+            bool bar = op.text == "/";
+            return (bar ? operand(n.a, true, false) : ref(n.a)) + std::string(op.text) + operand(n.b, true, bar);
+        }
+        case PrintForm::Power:
+            return atomic(arena_[n.a]) || name_.count(n.a) ? std::string(op.text) + ref(n.a) : std::string(op.text) + "(" + ref(n.a) + ")";
+        case PrintForm::Call: return std::string(op.text) + "(" + ref(n.a) + ")";
     }
+    return "?";
 }
 
 std::string ExprFormatter::ref(std::uint32_t id) const {

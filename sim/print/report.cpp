@@ -23,20 +23,6 @@ std::string number(double v) {
 
 std::string plural(std::uint64_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
 
-// What one unit of an opcode's work is, in the tile cost model.
-std::string_view work_unit(Op op) {
-    switch (op) {
-        case Op::LOAD:
-        case Op::STORE: return "element moved";
-        case Op::MAC:
-        case Op::MAC_Z: return "multiply-add";
-        case Op::ROWMAX:
-        case Op::ROWSUM: return "element reduced";
-        default: return "element";
-    }
-}
-
-
 // JSON has no infinity: an unbounded error is written as null.
 nlohmann::ordered_json json_number(double v) { return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); }
 
@@ -203,7 +189,7 @@ std::string format_run(const Program& p, const RunResult& r, Format format, bool
             if (!p.uses(row.op)) continue;
             auto i = static_cast<size_t>(row.op);
             work.rows.push_back({std::string(row.mnemonic), std::to_string(c.by_opcode[i]), std::to_string(c.work_by_opcode[i]),
-                                 std::string(work_unit(row.op)), std::to_string(p.cycles[i]),
+                                 std::string(row.unit), std::to_string(p.cycles[i]),
                                  std::to_string(c.work_by_opcode[i] * static_cast<std::uint64_t>(p.cycles[i]))});
         }
         out += render_table(work, format) + "\n";
