@@ -3,6 +3,7 @@
 // cannot be written, internal errors, flag hints and runs too long to start.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -301,6 +302,26 @@ TEST_CASE("cli: the step limit names --max-steps once, in run and trace", "[cli]
         CHECK(first != std::string::npos);
         CHECK(o.err.find(hint, first + 1) == std::string::npos);
     }
+}
+
+// ---- 7. long names ----
+
+TEST_CASE("cli: did-you-mean on a 20,000-character name is instant", "[cli]") {
+    const std::string param(20000, 'b');
+    TempFile file("toysim_cli_long_param.toy", "registers 1\nparam " + param + " = 1\ninput x[1]\nLOAD x[0], R0\n");
+    auto start = std::chrono::steady_clock::now();
+    CliResult o = run_cli({"run", file.str(), "--set", std::string(20000, 'a') + "=3"});
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+    CHECK(o.code == 2);
+    CHECK(starts_with(o.err, file.str() + ": error: --set '" + std::string(40, 'a') + "…' (20000 characters): unknown parameter "));
+}
+
+// The rest of that message is sim/lower/bind.cpp's: it should quote the name with quoted_name.
+TEST_CASE("cli: a 20,000-character name is quoted short", "[cli][!mayfail]") {
+    TempFile file("toysim_cli_long_param2.toy", "registers 1\nparam n = 1\ninput x[1]\nLOAD x[0], R0\n");
+    CliResult o = run_cli({"run", file.str(), "--set", std::string(20000, 'a') + "=3"});
+    CHECK(o.code == 2);
+    CHECK(o.err.size() < 400);
 }
 
 // ---- 9, 10. sweep and compare ----

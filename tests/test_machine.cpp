@@ -188,3 +188,17 @@ TEST_CASE("MAX propagates NaN whatever the operand order", "[machine]") {
     CHECK(NumericDomain::max(-INFINITY, 2.0) == 2.0);
     CHECK(NumericDomain::max(3.0, 2.0) == 3.0);
 }
+
+TEST_CASE("a reference fill that cannot fit is refused before it is computed", "[machine]") {
+    // attention(Q, K, V) at n = 100,000 holds n² = 10^10 scores: refused up front, not
+    // attempted (it used to allocate them after the DRAM size check passed).
+    Program p = build_file("programs/attention/fa2_backward.toy", {{"n", 100'000}, {"d", 1}, {"Br", 64}, {"Bc", 64}});
+    try {
+        run(p);
+        FAIL("expected the reference fill to be refused");
+    } catch (const ToyError& e) {
+        CHECK(e.kind() == ErrorKind::TooLargeToRun);
+        CHECK_THAT(e.what(), Catch::Matchers::Contains("needs more than 134217728 doubles of memory"));
+        CHECK(e.loc().line > 0);
+    }
+}

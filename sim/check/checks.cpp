@@ -26,7 +26,7 @@ std::int64_t offset_of(const std::vector<std::int64_t>& shape, const std::vector
 }  // namespace
 
 CheckResult evaluate_check(const Program& p, const MachineState<double>& s, const CheckSpec& spec) {
-    std::vector<std::vector<std::int64_t>> shapes;
+    Shapes shapes;
     for (int a : spec.args) shapes.push_back(p.arrays[static_cast<size_t>(a)].dims);
     if (reference_footprint(spec.function, shapes) > kMaxReferenceElements)
         throw ToyError(ErrorKind::TooLargeToRun, spec.loc,

@@ -28,31 +28,7 @@ Tensor region(const Program& p, const MachineState<double>& s, int array) {
     return t;
 }
 
-std::int64_t saturating_product(std::initializer_list<std::int64_t> xs) {
-    std::int64_t out = 1;
-    for (auto x : xs)
-        if (__builtin_mul_overflow(out, x, &out)) return INT64_MAX;
-    return out;
-}
-
 }  // namespace
-
-std::int64_t reference_footprint(std::string_view function, const std::vector<std::vector<std::int64_t>>& shapes) {
-    auto dim = [&](size_t arg, size_t d) -> std::int64_t {
-        return arg < shapes.size() && d < shapes[arg].size() ? shapes[arg][d] : 1;
-    };
-    std::int64_t args = 0;
-    for (const auto& s : shapes) {
-        std::int64_t n = 1;
-        for (auto x : s) n = saturating_product({n, x});
-        args = args > INT64_MAX - n ? INT64_MAX : args + n;
-    }
-    // Attention and its statistics and gradients hold a few n×m matrices (S, P, dP, dS).
-    if (function.rfind("attention", 0) == 0 || function == "scores")
-        return saturating_product({4, dim(0, 0), dim(1, 0)}) > INT64_MAX - args ? INT64_MAX : saturating_product({4, dim(0, 0), dim(1, 0)}) + args;
-    if (function == "matmul") return saturating_product({2, dim(0, 0), dim(1, 1)}) + saturating_product({dim(1, 0), dim(1, 1)});
-    return saturating_product({2, args});
-}
 
 void fill_inputs(const Program& p, MachineState<double>& s) {
     for (const auto& a : p.arrays) {
@@ -62,7 +38,7 @@ void fill_inputs(const Program& p, MachineState<double>& s) {
             case ast::Fill::Kind::Literal: std::copy(a.fill.values.begin(), a.fill.values.end(), out); break;
             case ast::Fill::Kind::Constant: std::fill_n(out, a.size, a.fill.values[0]); break;
             case ast::Fill::Kind::Reference: {
-                std::vector<std::vector<std::int64_t>> shapes;
+                Shapes shapes;
                 for (int arg : a.fill_args) shapes.push_back(p.arrays[static_cast<size_t>(arg)].dims);
                 if (reference_footprint(a.fill.function, shapes) > kMaxReferenceElements)
                     throw ToyError(ErrorKind::TooLargeToRun, a.fill.loc,

@@ -15,9 +15,8 @@ void fill_inputs(const Program& program, MachineState<double>& state);
 // their constant.
 void fill_symbolic_inputs(const Program& program, MachineState<std::uint32_t>& state, ExprArena& arena);
 
-// Doubles a reference evaluation holds at once (its result and temporaries), for refusing
-// one up front that cannot fit.
-std::int64_t reference_footprint(std::string_view function, const std::vector<std::vector<std::int64_t>>& shapes);
+// The most doubles a reference evaluation (a fill or a check) may hold at once
+// (reference_footprint): one that would need more is refused before it starts.
 inline constexpr std::int64_t kMaxReferenceElements = std::int64_t{1} << 27;  // 1 GiB of doubles
 
 }  // namespace toysim

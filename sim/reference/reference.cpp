@@ -9,29 +9,6 @@
 
 namespace toysim {
 
-const std::vector<ReferenceFunction>& reference_functions() {
-    static const std::vector<ReferenceFunction> table = {
-        {"matmul", "matmul(a, b)", "matrix product: a is m×k, b is k×n"},
-        {"softmax", "softmax(x)", "safe softmax of a vector, or of each row of a matrix"},
-        {"attention", "attention(q, k, v)", "softmax(q·kᵀ)·v with row-wise softmax (scale folded into q)"},
-        {"scores", "scores(q, k)", "S = q·kᵀ: q is n×d, k is m×d"},
-        {"attention_rowmax", "attention_rowmax(q, k)", "m_i = max_j S_ij of S = q·kᵀ, one per row (FlashAttention-1 keeps m)"},
-        {"attention_rowsum", "attention_rowsum(q, k)", "ℓ_i = Σ_j exp(S_ij − m_i), one per row (FlashAttention-1 keeps ℓ)"},
-        {"attention_lse", "attention_lse(q, k)", "L_i = m_i + ln ℓ_i, one per row (FlashAttention-2 keeps L)"},
-        {"attention_delta", "attention_delta(q, k, v, do)", "D_i = Σ_j do_ij·O_ij with O = attention(q, k, v)"},
-        {"attention_dv", "attention_dv(q, k, v, do)", "dV = Pᵀ·do with P = softmax(q·kᵀ): m×dv"},
-        {"attention_dp", "attention_dp(q, k, v, do)", "dP = do·vᵀ: n×m"},
-        {"attention_ds", "attention_ds(q, k, v, do)", "dS = P ∘ (dP − D): n×m"},
-        {"attention_dq", "attention_dq(q, k, v, do)", "dQ = dS·k with dS = P ∘ (do·vᵀ − D): n×d"},
-        {"attention_dk", "attention_dk(q, k, v, do)", "dK = dSᵀ·q with dS = P ∘ (do·vᵀ − D): m×d"},
-        {"transpose", "transpose(a)", "the transpose of a matrix"},
-        {"copy", "copy(x)", "the input itself"},
-        {"mean", "mean(x)", "the mean of a vector, as a vector of 1"},
-        {"variance", "variance(x)", "the sample variance Σ(x − x̄)²/(N − 1) of a vector of N ≥ 2, as a vector of 1"},
-    };
-    return table;
-}
-
 namespace {
 using Values = std::vector<double>;
 
@@ -176,106 +153,172 @@ Values attention_family(std::string_view name, const std::vector<Tensor>& args) 
     return matmul(transposed(ds.data(), f.n, f.m).data(), q, f.m, f.n, f.d);  // attention_dk
 }
 
-// The attention family's functions of (q, k) and of (q, k, v, do).
-constexpr std::string_view kOfScores[] = {"scores", "attention_rowmax", "attention_rowsum", "attention_lse"};
-constexpr std::string_view kGradients[] = {"attention_delta", "attention_dv", "attention_dp", "attention_ds", "attention_dq", "attention_dk"};
+using Shape = std::vector<std::int64_t>;
 
-bool is_one_of(std::string_view name, std::span<const std::string_view> names) { return std::ranges::find(names, name) != names.end(); }
+void arity(std::string_view name, const Shapes& s, size_t n, Loc loc) {
+    if (s.size() != n) bad(loc, fmt::format("{} takes {} argument{}, got {}", name, n, n == 1 ? "" : "s", s.size()));
+}
+
+void matrix(std::string_view name, const Shapes& s, size_t i, std::string_view what, Loc loc) {
+    if (s[i].size() != 2) bad(loc, fmt::format("{}: {} must be a matrix, but it is {}", name, what, shape_text(s[i])));
+}
+
+// q, k[, v[, do]] of the attention family: q n×d, k m×d, v m×dv, do n×dv.
+void attention_args(std::string_view name, const Shapes& s, size_t count, Loc loc) {
+    static constexpr std::string_view what[] = {"q", "k", "v", "do"};
+    arity(name, s, count, loc);
+    for (size_t i = 0; i < count; ++i) matrix(name, s, i, what[i], loc);
+    if (s[0][1] != s[1][1])
+        bad(loc, fmt::format("{}: q is {} but k is {}: their rows must have equal length", name, shape_text(s[0]), shape_text(s[1])));
+    if (count > 2 && s[1][0] != s[2][0])
+        bad(loc, fmt::format("{}: k is {} but v is {}: they need as many rows", name, shape_text(s[1]), shape_text(s[2])));
+    if (count > 3 && (s[3][0] != s[0][0] || s[3][1] != s[2][1]))
+        bad(loc, fmt::format("{}: do is {} but attention(q, k, v) is {}×{}: they must have the same shape", name, shape_text(s[3]),
+                             s[0][0], s[2][1]));
+}
+
+void vector_of_at_least(std::string_view name, const Shapes& s, std::int64_t least, Loc loc) {
+    arity(name, s, 1, loc);
+    if (s[0].size() != 1) bad(loc, fmt::format("{}: the argument must be a vector, but it is {}", name, shape_text(s[0])));
+    if (s[0][0] < least)
+        bad(loc, fmt::format("{}: the argument must have at least {} element{}, but it has {}", name, least, least == 1 ? "" : "s", s[0][0]));
+}
+
+std::int64_t saturating(std::initializer_list<std::int64_t> factors) {
+    std::int64_t out = 1;
+    for (auto x : factors)
+        if (__builtin_mul_overflow(out, x, &out)) return INT64_MAX;
+    return out;
+}
+
+std::int64_t elements_of(const Shapes& s) {
+    std::int64_t total = 0;
+    for (const auto& shape : s) {
+        std::int64_t n = 1;
+        for (auto x : shape) n = saturating({n, x});
+        total = total > INT64_MAX - n ? INT64_MAX : total + n;
+    }
+    return total;
+}
+
+// The attention family holds its arguments' copies and a few n×m matrices (S, P, dP, dS).
+std::int64_t attention_footprint(const Shapes& s) {
+    std::int64_t nm = saturating({4, s[0][0], s[1][0]}), args = elements_of(s);
+    return nm > INT64_MAX - args ? INT64_MAX : nm + args;
+}
+std::int64_t twice_the_arguments(const Shapes& s) { return saturating({2, elements_of(s)}); }
+
+std::vector<double> attention_values(const ReferenceFunction& f, const std::vector<Tensor>& args) { return attention_family(f.name, args); }
+
+#define TOYSIM_ATTENTION(NAME, SIGNATURE, MEANING, ARGS, RESULT)                                                        \
+    {NAME, SIGNATURE, MEANING,                                                                                          \
+     [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape { attention_args(f.name, s, ARGS, loc); return RESULT; }, \
+     attention_values, attention_footprint}
+
 }  // namespace
 
-std::vector<std::int64_t> reference_shape(std::string_view name, const std::vector<std::vector<std::int64_t>>& s, Loc loc) {
-    auto arity = [&](size_t n) {
-        if (s.size() != n) bad(loc, fmt::format("{} takes {} argument{}, got {}", name, n, n == 1 ? "" : "s", s.size()));
+// The reference functions: name, how it is written, what it computes, its shape rule, its
+// evaluation and its memory. Adding a function is one row.
+const std::vector<ReferenceFunction>& reference_functions() {
+    static const std::vector<ReferenceFunction> table = {
+        {"matmul", "matmul(a, b)", "matrix product: a is m×k, b is k×n",
+         [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape {
+             arity(f.name, s, 2, loc);
+             matrix(f.name, s, 0, "the first argument", loc);
+             matrix(f.name, s, 1, "the second argument", loc);
+             if (s[0][1] != s[1][0]) bad(loc, fmt::format("matmul: inner dimensions differ ({} times {})", shape_text(s[0]), shape_text(s[1])));
+             return {s[0][0], s[1][1]};
+         },
+         [](const ReferenceFunction&, const std::vector<Tensor>& a) {
+             return matmul(a[0].data.data(), a[1].data.data(), a[0].shape[0], a[0].shape[1], a[1].shape[1]);
+         },
+         [](const Shapes& s) { return saturating({2, s[0][0], s[1][1]}) + saturating({s[1][0], s[1][1]}); }},
+        {"softmax", "softmax(x)", "safe softmax of a vector, or of each row of a matrix",
+         [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape {
+             arity(f.name, s, 1, loc);
+             if (s[0].empty() || s[0].size() > 2) bad(loc, "softmax: the argument must be a vector or a matrix");
+             return s[0];
+         },
+         [](const ReferenceFunction&, const std::vector<Tensor>& a) {
+             const std::int64_t cols = a[0].shape.back(), rows = a[0].shape.size() == 2 ? a[0].shape[0] : 1;
+             return softmax_rows(a[0].data.data(), cols, row_stats(a[0].data.data(), rows, cols));
+         },
+         twice_the_arguments},
+        TOYSIM_ATTENTION("attention", "attention(q, k, v)", "softmax(q·kᵀ)·v with row-wise softmax (scale folded into q)", 3,
+                         (Shape{s[0][0], s[2][1]})),
+        TOYSIM_ATTENTION("scores", "scores(q, k)", "S = q·kᵀ: q is n×d, k is m×d", 2, (Shape{s[0][0], s[1][0]})),
+        TOYSIM_ATTENTION("attention_rowmax", "attention_rowmax(q, k)", "m_i = max_j S_ij of S = q·kᵀ, one per row (FlashAttention-1 keeps m)",
+                         2, (Shape{s[0][0]})),
+        TOYSIM_ATTENTION("attention_rowsum", "attention_rowsum(q, k)", "ℓ_i = Σ_j exp(S_ij − m_i), one per row (FlashAttention-1 keeps ℓ)",
+                         2, (Shape{s[0][0]})),
+        TOYSIM_ATTENTION("attention_lse", "attention_lse(q, k)", "L_i = m_i + ln ℓ_i, one per row (FlashAttention-2 keeps L)", 2,
+                         (Shape{s[0][0]})),
+        TOYSIM_ATTENTION("attention_delta", "attention_delta(q, k, v, do)", "D_i = Σ_j do_ij·O_ij with O = attention(q, k, v)", 4,
+                         (Shape{s[0][0]})),
+        TOYSIM_ATTENTION("attention_dv", "attention_dv(q, k, v, do)", "dV = Pᵀ·do with P = softmax(q·kᵀ): m×dv", 4, (Shape{s[1][0], s[2][1]})),
+        TOYSIM_ATTENTION("attention_dp", "attention_dp(q, k, v, do)", "dP = do·vᵀ: n×m", 4, (Shape{s[0][0], s[1][0]})),
+        TOYSIM_ATTENTION("attention_ds", "attention_ds(q, k, v, do)", "dS = P ∘ (dP − D): n×m", 4, (Shape{s[0][0], s[1][0]})),
+        TOYSIM_ATTENTION("attention_dq", "attention_dq(q, k, v, do)", "dQ = dS·k with dS = P ∘ (do·vᵀ − D): n×d", 4, (Shape{s[0][0], s[0][1]})),
+        TOYSIM_ATTENTION("attention_dk", "attention_dk(q, k, v, do)", "dK = dSᵀ·q with dS = P ∘ (do·vᵀ − D): m×d", 4, (Shape{s[1][0], s[0][1]})),
+        {"transpose", "transpose(a)", "the transpose of a matrix",
+         [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape {
+             arity(f.name, s, 1, loc);
+             matrix(f.name, s, 0, "the argument", loc);
+             return {s[0][1], s[0][0]};
+         },
+         [](const ReferenceFunction&, const std::vector<Tensor>& a) { return transposed(a[0].data.data(), a[0].shape[0], a[0].shape[1]); },
+         twice_the_arguments},
+        {"copy", "copy(x)", "the input itself",
+         [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape {
+             arity(f.name, s, 1, loc);
+             return s[0];
+         },
+         [](const ReferenceFunction&, const std::vector<Tensor>& a) { return a[0].data; }, twice_the_arguments},
+        {"mean", "mean(x)", "the mean of a vector, as a vector of 1",
+         [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape {
+             vector_of_at_least(f.name, s, 1, loc);
+             return {1};
+         },
+         [](const ReferenceFunction&, const std::vector<Tensor>& a) { return Values{mean_of(a[0].data)}; }, twice_the_arguments},
+        {"variance", "variance(x)", "the sample variance Σ(x − x̄)²/(N − 1) of a vector of N ≥ 2, as a vector of 1",
+         [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape {
+             vector_of_at_least(f.name, s, 2, loc);
+             return {1};
+         },
+         [](const ReferenceFunction&, const std::vector<Tensor>& a) { return Values{variance_of(a[0].data)}; }, twice_the_arguments},
     };
-    auto matrix = [&](size_t i, std::string_view what) {
-        if (s[i].size() != 2) bad(loc, fmt::format("{}: {} must be a matrix, but it is {}", name, what, shape_text(s[i])));
-    };
-    // q, k[, v[, do]] of the attention family: q n×d, k m×d, v m×dv, do n×dv.
-    auto attention_args = [&](size_t count) {
-        static constexpr std::string_view what[] = {"q", "k", "v", "do"};
-        arity(count);
-        for (size_t i = 0; i < count; ++i) matrix(i, what[i]);
-        if (s[0][1] != s[1][1])
-            bad(loc, fmt::format("{}: q is {} but k is {}: their rows must have equal length", name, shape_text(s[0]), shape_text(s[1])));
-        if (count > 2 && s[1][0] != s[2][0])
-            bad(loc, fmt::format("{}: k is {} but v is {}: they need as many rows", name, shape_text(s[1]), shape_text(s[2])));
-        if (count > 3 && (s[3][0] != s[0][0] || s[3][1] != s[2][1]))
-            bad(loc, fmt::format("{}: do is {} but attention(q, k, v) is {}×{}: they must have the same shape", name, shape_text(s[3]),
-                                 s[0][0], s[2][1]));
-    };
-    if (name == "matmul") {
-        arity(2);
-        matrix(0, "the first argument");
-        matrix(1, "the second argument");
-        if (s[0][1] != s[1][0])
-            bad(loc, fmt::format("matmul: inner dimensions differ ({} times {})", shape_text(s[0]), shape_text(s[1])));
-        return {s[0][0], s[1][1]};
+    return table;
+}
+#undef TOYSIM_ATTENTION
+
+const ReferenceFunction* find_reference(std::string_view name) {
+    for (const auto& f : reference_functions())
+        if (f.name == name) return &f;
+    return nullptr;
+}
+
+std::vector<std::int64_t> reference_shape(std::string_view name, const Shapes& shapes, Loc loc) {
+    const ReferenceFunction* f = find_reference(name);
+    if (!f) {
+        std::vector<std::string_view> names;
+        for (const auto& row : reference_functions()) names.push_back(row.name);
+        bad(loc, fmt::format("unknown reference function '{}'{}", name, did_you_mean(name, names)));
     }
-    if (name == "softmax") {
-        arity(1);
-        if (s[0].empty() || s[0].size() > 2) bad(loc, "softmax: the argument must be a vector or a matrix");
-        return s[0];
-    }
-    if (name == "attention") {
-        attention_args(3);
-        return {s[0][0], s[2][1]};
-    }
-    if (is_one_of(name, kOfScores)) {
-        attention_args(2);
-        if (name == "scores") return {s[0][0], s[1][0]};
-        return {s[0][0]};
-    }
-    if (is_one_of(name, kGradients)) {
-        attention_args(4);
-        if (name == "attention_delta") return {s[0][0]};
-        if (name == "attention_dv") return {s[1][0], s[2][1]};
-        if (name == "attention_dp" || name == "attention_ds") return {s[0][0], s[1][0]};
-        if (name == "attention_dq") return {s[0][0], s[0][1]};
-        return {s[1][0], s[0][1]};  // attention_dk
-    }
-    if (name == "mean" || name == "variance") {
-        arity(1);
-        if (s[0].size() != 1) bad(loc, fmt::format("{}: the argument must be a vector, but it is {}", name, shape_text(s[0])));
-        const std::int64_t least = name == "mean" ? 1 : 2;
-        if (s[0][0] < least)
-            bad(loc, fmt::format("{}: the argument must have at least {} element{}, but it has {}", name, least, least == 1 ? "" : "s", s[0][0]));
-        return {1};
-    }
-    if (name == "transpose") {
-        arity(1);
-        matrix(0, "the argument");
-        return {s[0][1], s[0][0]};
-    }
-    if (name == "copy") {
-        arity(1);
-        return s[0];
-    }
-    std::vector<std::string_view> names;
-    for (const auto& f : reference_functions()) names.push_back(f.name);
-    bad(loc, fmt::format("unknown reference function '{}'{}", name, did_you_mean(name, names)));
+    return f->shape(*f, shapes, loc);
+}
+
+std::int64_t reference_footprint(std::string_view name, const Shapes& shapes) {
+    const ReferenceFunction* f = find_reference(name);
+    return f ? f->footprint(shapes) : 0;
 }
 
 Tensor reference(std::string_view name, const std::vector<Tensor>& args) {
-    std::vector<std::vector<std::int64_t>> shapes;
+    Shapes shapes;
     for (const auto& a : args) shapes.push_back(a.shape);
     Tensor out;
     out.shape = reference_shape(name, shapes, Loc{});
-    if (name == "matmul") {
-        out.data = matmul(args[0].data.data(), args[1].data.data(), shapes[0][0], shapes[0][1], shapes[1][1]);
-    } else if (name == "softmax") {
-        const std::int64_t cols = shapes[0].back(), rows = shapes[0].size() == 2 ? shapes[0][0] : 1;
-        out.data = softmax_rows(args[0].data.data(), cols, row_stats(args[0].data.data(), rows, cols));
-    } else if (name == "attention" || is_one_of(name, kOfScores) || is_one_of(name, kGradients)) {
-        out.data = attention_family(name, args);
-    } else if (name == "mean") {
-        out.data = {mean_of(args[0].data)};
-    } else if (name == "variance") {
-        out.data = {variance_of(args[0].data)};
-    } else if (name == "transpose") {
-        out.data = transposed(args[0].data.data(), shapes[0][0], shapes[0][1]);
-    } else {
-        out.data = args[0].data;
-    }
+    const ReferenceFunction* f = find_reference(name);
+    out.data = f->evaluate(*f, args);
     return out;
 }
 

@@ -15,15 +15,28 @@ struct Tensor {
     std::vector<double> data;  // row-major
 };
 
+using Shapes = std::vector<std::vector<std::int64_t>>;
+
+// One row of the table of reference functions (sim/reference/reference.cpp).
 struct ReferenceFunction {
     std::string_view name;
     std::string_view signature;  // "matmul(a, b)"
     std::string_view meaning;
+    // The result's shape for arguments of these shapes, or a located error on a mismatch.
+    std::vector<std::int64_t> (*shape)(const ReferenceFunction& self, const Shapes& shapes, Loc loc);
+    // The values, row-major, for arguments the shape rule accepted.
+    std::vector<double> (*evaluate)(const ReferenceFunction& self, const std::vector<Tensor>& args);
+    // Doubles held at once while evaluating (result, copies and temporaries): what a run
+    // checks before it starts one.
+    std::int64_t (*footprint)(const Shapes& shapes);
 };
 
 const std::vector<ReferenceFunction>& reference_functions();
+const ReferenceFunction* find_reference(std::string_view name);
 // The result's shape for arguments of these shapes; throws ToyError at `loc` on a mismatch.
-std::vector<std::int64_t> reference_shape(std::string_view name, const std::vector<std::vector<std::int64_t>>& shapes, Loc loc);
+std::vector<std::int64_t> reference_shape(std::string_view name, const Shapes& shapes, Loc loc);
+// Doubles an evaluation holds at once (0 for an unknown name).
+std::int64_t reference_footprint(std::string_view name, const Shapes& shapes);
 Tensor reference(std::string_view name, const std::vector<Tensor>& args);
 
 }  // namespace toysim
