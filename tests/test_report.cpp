@@ -310,3 +310,52 @@ TEST_CASE("the version flag prints the version", "[report]") {
     CHECK(r.code == 0);
     CHECK(r.out == "toysim 0.1.0\n");
 }
+
+TEST_CASE("trace --format json is the event stream: step 6 of Problem 1 as the README shows it", "[report]") {
+    CliResult r = run_cli({"trace", "programs/p1_c00.toy", "--format", "json"});
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    auto expected = nlohmann::json::parse(R"({"step": 6, "cycle": 6, "cost": 1, "at": "programs/p1_c00.toy:29:1", "line": 29, "col": 1,
+ "instruction": "MAC R0, R1, R2, R2",
+ "writes": [{"register": "R2", "old": "a00·b00", "new": "c00"}],
+ "dram": [],
+ "counters": {"cycles": 1, "instructions": 1, "MAC": 1},
+ "registers": {"R0": "a01", "R1": "b10", "R2": "c00"}})");
+    CHECK(j.at("steps").at(5) == expected);
+    // A LOAD: the element it read; a STORE: the element and value it wrote.
+    const auto load_dram = nlohmann::json::parse(R"([{"array": "a", "access": "read", "index": [0, 0], "elements": 1}])");
+    const auto store_dram = nlohmann::json::parse(R"([{"array": "c", "access": "write", "index": [0, 0], "elements": 1, "new": "c00"}])");
+    const auto store_counters = nlohmann::json::parse(R"js({"cycles": 1, "instructions": 1, "STORE": 1, "writes": 1, "writes(c)": 1})js");
+    CHECK(j.at("steps").at(0).at("dram") == load_dram);
+    CHECK(j.at("steps").at(6).at("dram") == store_dram);
+    CHECK(j.at("steps").at(6).at("counters") == store_counters);
+    // The same counters object as run's JSON.
+    CliResult run = run_cli({"run", "programs/p1_c00.toy", "--format", "json"});
+    CHECK(j.at("counters") == nlohmann::json::parse(run.out).at("counters"));
+    CHECK(j.at("complete") == true);
+    CHECK(j.at("fault").is_null());
+}
+
+TEST_CASE("a tile trace's JSON shows each tile write old to new with its shapes", "[report]") {
+    CliResult r = run_cli({"trace", "programs/attention/seed001_fa2_tiled.toy", "--format", "json"});
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    const auto& first = j.at("steps").at(0);  // the first LOAD of a Q tile: 2×4 from Q
+    REQUIRE(first.at("writes").size() == 1);
+    const auto never_written = nlohmann::json::parse("[0, 0]");
+    CHECK(first.at("writes").at(0).at("old_shape") == never_written);
+    CHECK(first.at("dram").at(0).at("access") == "read");
+    CHECK(first.at("dram").at(0).at("elements") == first.at("counters").at("reads"));
+}
+
+TEST_CASE("expect takes <= and >=, and the run table shows the relation", "[report]") {
+    TempProgram p("expect_relations", "registers 1\ninput x[2]\nexpect cycles <= 20\nexpect reads >= 2\nexpect writes <= 0\nLOAD x[0], R0\nLOAD x[1], R0\n");
+    CliResult r = run_cli({"run", p.path.string()});
+    CHECK(r.code == 0);
+    CHECK(r.out.find("cycles              <= 20       2  ok") != std::string::npos);
+    CHECK(r.out.find("writes               <= 0       0  ok") != std::string::npos);
+    TempProgram q("expect_relations_fail", "registers 1\ninput x[2]\nexpect cycles <= 1\nLOAD x[0], R0\nLOAD x[1], R0\n");
+    CliResult f = run_cli({"run", q.path.string(), "--format", "csv"});
+    CHECK(f.code == 1);
+    CHECK(f.out.find("expect cycles <= 1,MISMATCH") != std::string::npos);
+}
