@@ -75,6 +75,12 @@ struct CounterInfo {
 const std::array<CounterInfo, kCounterKinds>& all_counters();
 const CounterInfo& info(CounterKind kind);
 
+// A traffic counter's elements as bytes at a given element size (4 for fp32, 2 for bf16): what
+// a comparison with a GPU's byte counts needs.
+inline std::uint64_t traffic_bytes(std::uint64_t elements, int element_bytes) {
+    return elements * static_cast<std::uint64_t>(element_bytes);
+}
+
 // A counter name as `expect` writes it, split: "reads(K)" -> the per-array reads and "K";
 // "LOAD" -> the per-opcode count and "LOAD"; "cycles" -> cycles and "". The subject is not
 // checked against the program (the caller knows its arrays); an opcode subject is checked.

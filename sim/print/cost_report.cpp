@@ -28,15 +28,19 @@ nlohmann::ordered_json cost_json(const Program& p, const std::vector<ArrayFormul
     j["arrays"] = json::object();
     for (size_t a = 0; a < p.arrays.size() && a < formulas.size() && a < counted.size(); ++a) {
         const ArrayFormulas& f = formulas[a];
-        auto side = [&](const Formula& x, std::uint64_t n) {
+        // Each side names its counter as run and expect do: reads(K), writes(O).
+        auto side = [&](CounterKind kind, const Formula& x, std::uint64_t n) {
             auto v = x.evaluate(p.params);
-            return json{{"formula", x.text()}, {"value", v ? json(*v) : json(nullptr)}, {"counted", n}};
+            return json{{"counter", p.counter_name({kind, Op::LOAD, static_cast<int>(a)})},
+                        {"formula", x.text()},
+                        {"value", v ? json(*v) : json(nullptr)},
+                        {"counted", n}};
         };
         json& arr = j["arrays"][p.arrays[a].name];
         arr["role"] = role_name(p.arrays[a].role);
         arr["shape"] = p.arrays[a].dims;
-        arr["reads"] = side(f.reads, counted[a].reads);
-        arr["writes"] = side(f.writes, counted[a].writes);
+        arr["reads"] = side(CounterKind::ArrayReads, f.reads, counted[a].reads);
+        arr["writes"] = side(CounterKind::ArrayWrites, f.writes, counted[a].writes);
         arr["exact"] = f.exact;
         arr["note"] = f.exact ? json(nullptr) : json(f.note);
     }
