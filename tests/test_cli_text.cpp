@@ -78,7 +78,7 @@ TEST_CASE("cli text: the progress line appears late, and is erased", "[cli]") {
     SECTION("on a terminal, after the delay") {
         std::ostringstream err;
         {
-            cli::Progress p(err, true, "run", std::chrono::milliseconds(0));
+            cli::Progress p(err, true, "run", 0, std::chrono::milliseconds(0));
             p.update(16'777'216);
             CHECK(p.shown());
             CHECK(err.str() == "\rtoysim: run: 16,777,216 instructions in 0 s");
@@ -86,10 +86,19 @@ TEST_CASE("cli text: the progress line appears late, and is erased", "[cli]") {
         std::string line = "toysim: run: 16,777,216 instructions in 0 s";
         CHECK(err.str() == "\r" + line + "\r" + std::string(line.size(), ' ') + "\r");
     }
+    SECTION("with the run's instructions, how far it is") {
+        std::ostringstream err;
+        {
+            cli::Progress p(err, true, "n=8 (2 of 3)", 67'108'864, std::chrono::milliseconds(0));
+            p.update(16'777'216);
+        }
+        std::string line = "toysim: n=8 (2 of 3): 16,777,216 of 67,108,864 instructions (25%) in 0 s";
+        CHECK(err.str() == "\r" + line + "\r" + std::string(line.size(), ' ') + "\r");
+    }
     SECTION("not before the delay") {
         std::ostringstream err;
         {
-            cli::Progress p(err, true, "run", std::chrono::hours(1));
+            cli::Progress p(err, true, "run", 0, std::chrono::hours(1));
             p.update(1);
             CHECK_FALSE(p.shown());
         }
@@ -98,7 +107,7 @@ TEST_CASE("cli text: the progress line appears late, and is erased", "[cli]") {
     SECTION("never when stderr is not a terminal") {
         std::ostringstream err;
         {
-            cli::Progress p(err, false, "run", std::chrono::milliseconds(0));
+            cli::Progress p(err, false, "run", 0, std::chrono::milliseconds(0));
             p.update(1);
         }
         CHECK(err.str().empty());

@@ -359,3 +359,17 @@ TEST_CASE("expect takes <= and >=, and the run table shows the relation", "[repo
     CHECK(f.code == 1);
     CHECK(f.out.find("expect cycles <= 1,MISMATCH") != std::string::npos);
 }
+
+TEST_CASE("a run-time fault still writes the run JSON with the fault as a field", "[report]") {
+    TempProgram p("fault_json", "registers 1\ninput x[2]\noutput y[2]\nLOAD x[0], R0\nSTORE R0, y[0]\nLOAD y[1], R0\n");
+    CliResult r = run_cli({"run", p.path.string(), "--format", "json"});
+    CHECK(r.code == 2);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j.at("ok") == false);
+    CHECK(j.at("fault").at("message") == "y[1] is read before anything was stored there (y is an output array)");
+    CHECK(j.at("fault").at("line") == 6);
+    CHECK(j.at("fault").at("col") == 6);
+    CHECK(j.at("counters").at("instructions") == 3);  // the faulting LOAD counts as attempted
+    CHECK(j.at("counters").at("dram").at("writes") == 1);
+    CHECK(r.err.find(":6:6: error: y[1] is read before anything was stored there") != std::string::npos);
+}

@@ -291,14 +291,15 @@ u64 tile_work_bound(const Program& p, const TileInst& t) {
         return a.transposed ? std::pair{cols, rows} : std::pair{rows, cols};
     };
     if (t.count == 0) return 1;
-    bool matmul = (t.op == Op::MAC || t.op == Op::MAC_Z) && t.count >= 2 && t.args[0].kind == TileOperand::Kind::Tile &&
+    OpShape kind = info(t.op).shape;  // as the executor dispatches (isa/opcodes.h)
+    bool matmul = kind == OpShape::Product && t.count >= 2 && t.args[0].kind == TileOperand::Kind::Tile &&
                   t.args[1].kind == TileOperand::Kind::Tile;
     if (matmul) {
         auto [ra, ka] = shape(0);
         auto [kb, cb] = shape(1);
         return integer::saturating_mul(integer::saturating_mul(ra, std::min(ka, kb)), cb);
     }
-    auto [rows, cols] = (t.op == Op::ROWMAX || t.op == Op::ROWSUM) ? shape(0) : shape(t.count - 1);
+    auto [rows, cols] = kind == OpShape::RowReduce ? shape(0) : shape(t.count - 1);
     return integer::saturating_mul(rows, cols);
 }
 

@@ -140,7 +140,7 @@ private:
         std::vector<std::unique_ptr<Expr>> terms;
         for (const auto& [m, c] : p) {
             std::vector<std::unique_ptr<Expr>> factors;
-            factors.push_back(make_number(c));
+            if (c != 1 || m.empty()) factors.push_back(make_number(c));  // 1·x is x: no deeper than the source
             for (int id : m) factors.push_back(atom_expr(id));
             terms.push_back(make_balanced('*', std::move(factors)));
         }

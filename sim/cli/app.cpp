@@ -151,7 +151,8 @@ std::string usage_line(CLI::App& app) {
     return help.substr(at, help.find('\n', at) - at);
 }
 
-// The command's name, and the body of what went wrong, before CLI11 sees the arguments.
+// Parses the arguments and runs the subcommand they name; every parse error is one
+// "toysim: error: ..." line.
 int parse_and_dispatch(const std::vector<std::string>& args, Context& ctx) {
     CLI::App app{"toysim: a cycle-accurate toy machine for learning how FlashAttention works.\n"
                  "Runs .toy instruction programs (LOAD, STORE, MAC, EXP, ...) and counts cycles and DRAM traffic.",

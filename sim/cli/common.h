@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/cli/app.h"
+#include "sim/analysis/cost.h"
 #include "sim/print/report.h"
 #include "sim/front/ast.h"
 #include "sim/lower/program.h"
@@ -68,11 +69,16 @@ std::string flag_subject(std::string_view name);
 
 // ---- long runs ----
 
-// Refuses (ErrorKind::TooLongToRun) runs whose estimated work is past the limit, unless `force`.
-void refuse_long_runs(const std::vector<const Program*>& programs, bool force);
+// Each program's work from the count-only pass (estimate_work); unless `force`, refuses
+// (ErrorKind::TooLongToRun) runs that together would take more than ten minutes, counting each
+// only up to `max_steps_given` instructions, the --max-steps the user gave (0: none).
+std::vector<WorkEstimate> check_run_length(const std::vector<const Program*>& programs, std::uint64_t max_steps_given, bool force);
 // run() with a progress line on a terminal when the run takes more than a couple of seconds.
 // `label` says which run ("run", "n=1000 (3 of 8)").
-RunResult run_with_progress(const Program& program, RunOptions options, Context& ctx, const std::string& label);
+// to_verdict: a run-time fault ends the run with its counters so far and the fault in
+// RunResult::fault, rather than throwing (for JSON, which graders always read).
+RunResult run_with_progress(const Program& program, RunOptions options, Context& ctx, const std::string& label,
+                            const WorkEstimate& estimate, bool to_verdict = false);
 
 // ---- the subcommands; each returns the exit code ----
 

@@ -1,9 +1,7 @@
-// Runs that would take hours: refused up front unless --force, and a progress line on a
-// terminal while a long one runs.
+// Runs that would take hours: refused up front unless --force (the estimate comes from the
+// count-only pass, estimate_work), and a progress line on a terminal while a long one runs.
 #include <algorithm>
-#include <cmath>
 #include <fmt/format.h>
-#include <functional>
 
 #include "sim/analysis/cost.h"
 #include "sim/cli/common.h"
@@ -14,19 +12,21 @@ namespace toysim::cli {
 
 namespace {
 
-// The work a run may do without --force, in elements moved through DRAM: about 40 minutes of
-// FlashAttention at the rate below, a few minutes of a scalar program.
-constexpr double kMaxElementMoves = 2e10;
+// A run estimated to take longer than this is refused without --force.
+constexpr double kMaxMinutes = 10;
 
-// Elements moved through DRAM per second of a whole `toysim run` (execution plus filling the
-// inputs and the reference check), measured with the Release build (GCC 12, -O3) on the 2-core
-// development machine, shared, load average about 5:
-//   /usr/bin/time -f %e toysim run programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64
-// moves 34,082,816 elements (count_traffic: Q 262,144, K and V 16,777,216 each, O 262,144,
-// L 4,096) in 3.89 s (median of 5 runs: 3.76 to 4.19 s): 8.8 M elements/s. FlashAttention does
-// much arithmetic per element moved; a scalar program moves elements faster, so the estimate
-// errs toward refusing.
-constexpr double kElementsPerSecond = 8.8e6;
+// The speed of a whole `toysim run` (filling the inputs, executing, and the double-precision
+// reference check), measured with the Release build (GCC 12) on the 2-core development
+// machine, shared (load average about 3.4), three runs each, wall clock (/usr/bin/time -f %e):
+//  - scalar: toysim run programs/matmul_inner.toy --set n=256: 50,397,184 instructions in
+//    0.31 s each time: 163 M instructions/s;
+//  - tiles: toysim run programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64:
+//    62,016 instructions doing 2,267,566,080 units of work in 4.22 to 5.30 s, median 5.07 s
+//    (0.89 s of it executing; the rest is the inputs and the reference): 447 M units/s.
+// A run's time is then its instructions at the first rate plus the units of work beyond one
+// per instruction (what tile instructions add) at the second.
+constexpr double kInstructionsPerSecond = 163e6;
+constexpr double kTileUnitsPerSecond = 447e6;
 
 std::string grouped(double value) {
     std::string digits = fmt::format("{:.0f}", value);
@@ -38,54 +38,50 @@ std::string grouped(double value) {
     return out;
 }
 
-// The elements a run moves through DRAM, from the count-only pass (no instruction executed);
-// infinity if the count overflows 64 bits.
-// TODO(estimate_work): when sim/analysis/cost.h offers estimate_work(const Program&) (exact
-// instructions and units of work), estimate from that instead.
-double element_moves(const Program& program) {
-    try {
-        double total = 0;
-        for (const ArrayTraffic& t : count_traffic(program)) total += static_cast<double>(t.reads) + static_cast<double>(t.writes);
-        return total;
-    } catch (const ToyError&) {
-        return INFINITY;
-    }
-}
-
-// Sets RunOptions::on_progress where the machine offers it (the run loop calls it every few
-// million steps); until then a run shows no progress line.
-template <class RunOptionsT>
-void attach_progress(RunOptionsT& options, Progress& progress) {
-    if constexpr (requires(RunOptionsT& o, std::function<void(std::uint64_t)> f) { o.on_progress = f; })
-        options.on_progress = [&progress](std::uint64_t steps_done) { progress.update(steps_done); };
-}
-
 }  // namespace
 
-void refuse_long_runs(const std::vector<const Program*>& programs, bool force) {
-    if (force) return;
-    double total = 0;
-    for (const Program* p : programs) total += element_moves(*p);
-    if (total <= kMaxElementMoves) return;
-    std::string what = programs.size() == 1 ? "this run would" : fmt::format("these {} runs would", programs.size());
-    if (!std::isfinite(total))
-        throw ToyError(ErrorKind::TooLongToRun, {}, fmt::format("{} move more than 2^64 elements through DRAM", what));
-    double minutes = total / kElementsPerSecond / 60;
+std::vector<WorkEstimate> check_run_length(const std::vector<const Program*>& programs, std::uint64_t max_steps_given, bool force) {
+    std::vector<WorkEstimate> estimates;
+    double instructions = 0, units = 0, seconds = 0;
+    bool exact = true;
+    for (const Program* p : programs) {
+        check_fits_in_run(*p);  // too large to run at all is said before too long to run
+        WorkEstimate w = estimate_work(*p);
+        estimates.push_back(w);
+        // A run stops at a step limit the user set: only that share of its work is done. (The
+        // default limit is not counted: a run that would take days, cut off after minutes by
+        // it, is refused here rather than stopped there.)
+        double share = max_steps_given && w.instructions > max_steps_given
+                           ? static_cast<double>(max_steps_given) / static_cast<double>(w.instructions)
+                           : 1.0;
+        double i = static_cast<double>(w.instructions) * share, u = static_cast<double>(w.units) * share;
+        instructions += i;
+        units += u;
+        seconds += i / kInstructionsPerSecond + std::max(0.0, u - i) / kTileUnitsPerSecond;
+        exact = exact && w.exact;
+    }
+    double minutes = seconds / 60;
+    if (force || minutes <= kMaxMinutes) return estimates;
     throw ToyError(ErrorKind::TooLongToRun, {},
-                   fmt::format("{} move about {} elements through DRAM (≈ {} minutes at {} M elements/s)", what, grouped(total),
-                               grouped(std::max(1.0, minutes)), format_number(kElementsPerSecond / 1e6, 2)));
+                   fmt::format("{} take about {} minutes ({} instructions, {}{} units of work, at about {} M instructions/s "
+                               "and {} M units of tile work/s)",
+                               programs.size() == 1 ? "this run would" : fmt::format("these {} runs would", programs.size()),
+                               grouped(minutes), grouped(instructions), exact ? "" : "up to ", grouped(units),
+                               grouped(kInstructionsPerSecond / 1e6), grouped(kTileUnitsPerSecond / 1e6)));
 }
 
-RunResult run_with_progress(const Program& program, RunOptions options, Context& ctx, const std::string& label) {
-    Progress progress(ctx.err, ctx.err_is_terminal, label);
-    attach_progress(options, progress);
-    return run(program, options);
+RunResult run_with_progress(const Program& program, RunOptions options, Context& ctx, const std::string& label,
+                            const WorkEstimate& estimate, bool to_verdict) {
+    Progress progress(ctx.err, ctx.err_is_terminal, label, estimate.exact ? estimate.instructions : 0);
+    options.on_progress = [&progress](std::uint64_t steps_done) { progress.update(steps_done); };
+    return to_verdict ? run_to_verdict(program, options) : run(program, options);
 }
 
 // ---- Progress ----
 
-Progress::Progress(std::ostream& err, bool enabled, std::string label, std::chrono::milliseconds delay)
-    : err_(err), enabled_(enabled), label_(std::move(label)), delay_(delay), start_(Clock::now()) {}
+Progress::Progress(std::ostream& err, bool enabled, std::string label, std::uint64_t expected_steps,
+                   std::chrono::milliseconds delay)
+    : err_(err), enabled_(enabled), label_(std::move(label)), expected_(expected_steps), delay_(delay), start_(Clock::now()) {}
 
 Progress::~Progress() {
     if (width_ == 0) return;
@@ -99,7 +95,13 @@ void Progress::update(std::uint64_t steps_done) {
     if (width_ > 0 && now - last_ < std::chrono::milliseconds(250)) return;  // at most 4 updates a second
     last_ = now;
     double seconds = std::chrono::duration<double>(now - start_).count();
-    std::string line = fmt::format("toysim: {}: {} instructions in {:.0f} s", label_, grouped(static_cast<double>(steps_done)), seconds);
+    std::string line = fmt::format("toysim: {}: {} ", label_, grouped(static_cast<double>(steps_done)));
+    if (expected_ >= steps_done && expected_ > 0)
+        line += fmt::format("of {} instructions ({:.0f}%)", grouped(static_cast<double>(expected_)),
+                            100.0 * static_cast<double>(steps_done) / static_cast<double>(expected_));
+    else
+        line += "instructions";
+    line += fmt::format(" in {:.0f} s", seconds);
     std::size_t width = line.size();
     if (width < width_) line.append(width_ - width, ' ');  // cover a longer line before it
     err_ << '\r' << line << std::flush;

@@ -12,7 +12,9 @@ namespace toysim::cli {
 class Progress {
 public:
     // Nothing is printed unless `enabled` (stderr is a terminal) and `delay` has passed.
-    Progress(std::ostream& err, bool enabled, std::string label, std::chrono::milliseconds delay = std::chrono::seconds(2));
+    // `expected_steps`, if not 0, is the run's instructions: the line then says how far it is.
+    Progress(std::ostream& err, bool enabled, std::string label, std::uint64_t expected_steps = 0,
+             std::chrono::milliseconds delay = std::chrono::seconds(2));
     ~Progress();  // erases the line, if one was printed
     Progress(const Progress&) = delete;
     Progress& operator=(const Progress&) = delete;
@@ -26,6 +28,7 @@ private:
     std::ostream& err_;
     bool enabled_;
     std::string label_;
+    std::uint64_t expected_;
     std::chrono::milliseconds delay_;
     Clock::time_point start_, last_{};
     std::size_t width_ = 0;  // characters of the line now on the terminal

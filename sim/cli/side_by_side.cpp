@@ -24,7 +24,7 @@ void keep_counters_only(RunResult& r) {
 int run_side_by_side(const std::vector<std::string>& names, const std::vector<Program>& programs, const Options& o, Context& ctx) {
     std::vector<const Program*> program_ptrs;
     for (const auto& p : programs) program_ptrs.push_back(&p);
-    refuse_long_runs(program_ptrs, o.force);
+    std::vector<WorkEstimate> work = check_run_length(program_ptrs, 0, o.force);
 
     std::vector<RunResult> results;
     results.reserve(programs.size());
@@ -32,7 +32,7 @@ int run_side_by_side(const std::vector<std::string>& names, const std::vector<Pr
     for (size_t i = 0; i < programs.size(); ++i) {
         ctx.source = programs[i].source;  // a run-time fault points into this program
         std::string label = programs.size() == 1 ? names[i] : fmt::format("{} ({} of {})", names[i], i + 1, programs.size());
-        results.push_back(run_with_progress(programs[i], RunOptions{}, ctx, label));
+        results.push_back(run_with_progress(programs[i], RunOptions{}, ctx, label, work[i]));
         keep_counters_only(results.back());
         ok = ok && results.back().checks_ok() && results.back().expects_ok();
     }

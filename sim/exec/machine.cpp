@@ -269,14 +269,7 @@ Counters tally(const Program& p, const MachineState<Value>& s) {
 
 template <class Value>
 MachineState<Value> fresh_state_of(const Program& p) {
-    // The first array that does not fit is where the error points.
-    if (p.dram_size > kMaxRunDram)
-        for (const auto& a : p.arrays)
-            if (a.base + a.size > kMaxRunDram)
-                throw ToyError(ErrorKind::TooLargeToRun, a.loc,
-                               fmt::format("{} too large to run (at most {} elements in all, {} bytes each while running)",
-                                           a.base == 0 ? fmt::format("array '{}' is", a.name) : "the arrays are", kMaxRunDram,
-                                           kStateBytesPerElement<double>));
+    check_fits_in_run(p);
     MachineState<Value> s;
     s.regs.assign(static_cast<size_t>(p.scalar_registers), Value{});
     s.written.assign(static_cast<size_t>(p.scalar_registers), 0);
@@ -295,6 +288,17 @@ MachineState<Value> fresh_state_of(const Program& p) {
 }
 
 }  // namespace
+
+void check_fits_in_run(const Program& p) {
+    // The first array that does not fit is where the error points.
+    if (p.dram_size > kMaxRunDram)
+        for (const auto& a : p.arrays)
+            if (a.base + a.size > kMaxRunDram)
+                throw ToyError(ErrorKind::TooLargeToRun, a.loc,
+                               fmt::format("{} too large to run (at most {} elements in all, {} bytes each while running)",
+                                           a.base == 0 ? fmt::format("array '{}' is", a.name) : "the arrays are", kMaxRunDram,
+                                           kStateBytesPerElement<double>));
+}
 
 template <class Value>
 MachineState<Value> fresh_state(const Program& p) {

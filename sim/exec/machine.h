@@ -83,6 +83,10 @@ private:
 extern template class Machine<NumericDomain>;
 extern template class Machine<SymbolicDomain>;
 
+// Throws ErrorKind::TooLargeToRun when the program's arrays do not fit in a run, pointing at
+// the first array that does not fit: what Machine's constructor checks, callable before.
+void check_fits_in_run(const Program& program);
+
 // A fresh state for a program: what Machine's constructor builds (and checks).
 template <class Value>
 MachineState<Value> fresh_state(const Program& program);

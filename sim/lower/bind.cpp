@@ -47,7 +47,8 @@ void Compiler::bind_params(const ParamSettings& settings) {
         auto it = std::find_if(tree_->params.begin(), tree_->params.end(), [&](const ast::Param& p) { return p.name == name; });
         if (it != tree_->params.end() && it->derived)
             throw ToyError(ErrorKind::Setting, Loc{},
-                           fmt::format("'{}' is derived from the parameters (let {} = ...) and cannot be set", name, name), name);
+                           fmt::format("{} is derived from the parameters (let {} = ...) and cannot be set", quoted_name(name), name),
+                           name);
         if (it == tree_->params.end()) {
             std::vector<std::string_view> names;
             std::string list;
@@ -58,7 +59,7 @@ void Compiler::bind_params(const ParamSettings& settings) {
             }
             std::string hint = did_you_mean(name, names);
             throw ToyError(ErrorKind::Setting, Loc{},
-                           fmt::format("unknown parameter '{}'{} (this program's parameters: {})", name, hint,
+                           fmt::format("unknown parameter {}{} (this program's parameters: {})", quoted_name(name), hint,
                                        list.empty() ? "none" : list),
                            name);
         }
@@ -339,10 +340,10 @@ std::pair<std::string, std::int64_t> parse_setting(std::string_view text) {
     while (last > first && last[-1] == ' ') --last;
     auto [end, ec] = std::from_chars(first, last, v);
     if (ec == std::errc::result_out_of_range)
-        throw ToyError(ErrorKind::Setting, Loc{}, fmt::format("'{}' is too large (parameters are 64-bit integers)", value),
+        throw ToyError(ErrorKind::Setting, Loc{}, fmt::format("{} is too large (parameters are 64-bit integers)", quoted_name(value)),
                        std::string(text));
     if (ec != std::errc() || end != last || first == last)
-        throw ToyError(ErrorKind::Setting, Loc{}, fmt::format("'{}' is not an integer", value), std::string(text));
+        throw ToyError(ErrorKind::Setting, Loc{}, fmt::format("{} is not an integer", quoted_name(value)), std::string(text));
     return {name, v};
 }
 

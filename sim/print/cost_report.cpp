@@ -52,7 +52,7 @@ nlohmann::ordered_json cost_json(const Program& p, const std::vector<ArrayFormul
 
 std::string format_cost(const Program& p, const std::vector<ArrayFormulas>& formulas, const std::vector<ArrayTraffic>& counted,
                         Format format) {
-    if (format == Format::Json) return cost_json(p, formulas, counted).dump(2) + "\n";
+    if (format == Format::Json) return json_text(cost_json(p, formulas, counted));
     size_t n = std::min({p.arrays.size(), formulas.size(), counted.size()});
     if (format == Format::Csv) {
         Table t{{"array", "reads", "reads_value", "reads_counted", "writes", "writes_value", "writes_counted", "exact", "note"},

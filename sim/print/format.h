@@ -1,6 +1,7 @@
 // The output formats every command offers, and the one table renderer they share.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ struct Table {
 };
 // Table, Markdown or CSV (Json is not a table format).
 std::string render_table(const Table& table, Format format);
+
+// JSON as every command prints it: indented by 2, a newline at the end, and text that is not
+// valid UTF-8 (a path, a name) replaced rather than thrown on.
+std::string json_text(const nlohmann::ordered_json& j);
 
 // "input", "output" or "scratch".
 std::string role_name(ast::Role role);

@@ -133,7 +133,7 @@ nlohmann::ordered_json run_json(const Program& p, const RunResult& r, bool stats
 }
 
 std::string format_run(const Program& p, const RunResult& r, Format format, bool stats) {
-    if (format == Format::Json) return run_json(p, r, stats).dump(2) + "\n";
+    if (format == Format::Json) return json_text(run_json(p, r, stats));
     const Counters& c = r.counters;
     if (format == Format::Csv) {
         Table t{{"counter", "value"}, {false, true}, {}};
@@ -275,7 +275,7 @@ std::string format_compare(const std::vector<std::string>& names, const std::vec
             entry["name"] = names[i];
             j.push_back(entry);
         }
-        return j.dump(2) + "\n";
+        return json_text(j);
     }
     Table t;
     t.header = {"counter"};

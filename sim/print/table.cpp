@@ -80,6 +80,10 @@ std::string render_table(const Table& t, Format format) {
     return out;
 }
 
+std::string json_text(const nlohmann::ordered_json& j) {
+    return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
 std::string role_name(ast::Role r) {
     return r == ast::Role::Input ? "input" : r == ast::Role::Output ? "output" : "scratch";
 }

@@ -195,7 +195,7 @@ std::string finish_trace(const Program& p, const Trace& tr, const TraceOptions& 
         } else {
             j["fault"] = nullptr;
         }
-        return j.dump(2) + "\n";
+        return json_text(j);
     }
     std::string out = render_table(t, options.format);
     if (options.format == Format::Csv) return out;

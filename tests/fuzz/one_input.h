@@ -43,7 +43,9 @@ inline std::string one_input(std::string_view bytes) {
     std::shared_ptr<const ast::Program> tree;
     Program program;
     if (!stage([&] { tree = std::make_shared<const ast::Program>(parse(source)); })) return printed;
-    for (const auto& settings : test_settings(*tree)) stage([&] { compile(tree, settings); });
+    stage([&] {
+        for (const auto& settings : test_settings(*tree)) stage([&] { compile(tree, settings); });
+    });
     if (!stage([&] { program = compile(tree); })) return printed;
     if (program.dram_size > kMaxDram || program.registers > kMaxDram) return printed;
 
@@ -52,13 +54,16 @@ inline std::string one_input(std::string_view bytes) {
         auto counted = count_traffic(program);
         for (Format f : formats) printed += format_cost(program, formulas, counted, f);
     });
+    RunOptions run_options, trace_options;
+    run_options.max_steps = kRunSteps;
+    trace_options.max_steps = kTraceSteps;
     stage([&] {
-        RunResult result = run(program, RunOptions{.max_steps = kRunSteps});
+        RunResult result = run(program, run_options);
         for (Format f : formats) printed += format_run(program, result, f, f == Format::Json);
     });
     for (bool symbolic : {false, true})
         stage([&] {
-            Trace t = trace(program, symbolic, RunOptions{.max_steps = kTraceSteps});
+            Trace t = trace(program, symbolic, trace_options);
             for (Format f : formats) printed += format_trace(program, t, TraceOptions{f, f == Format::Table});
             if (t.error) printed += format_error(*t.error, source.get());
         });
