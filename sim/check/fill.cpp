@@ -16,7 +16,8 @@ struct Random {
         z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
         z ^= z >> 31;
-        return lo + (hi - lo) * static_cast<double>(z >> 11) * 0x1.0p-53;
+        // Scale to [0, 1) first: (hi − lo)·2^53 would overflow for the widest finite ranges.
+        return lo + (hi - lo) * (static_cast<double>(z >> 11) * 0x1.0p-53);
     }
 };
 

@@ -62,7 +62,9 @@ std::vector<WorkEstimate> check_run_length(const std::vector<const Program*>& pr
     }
     double minutes = seconds / 60;
     if (force || minutes <= kMaxMinutes) return estimates;
-    throw ToyError(ErrorKind::TooLongToRun, {},
+    // One program: point at its outermost first loop, where the trip counts start to multiply.
+    Loc where = programs.size() == 1 && !programs[0]->loops.empty() ? programs[0]->loops[0].loc : Loc{};
+    throw ToyError(ErrorKind::TooLongToRun, where,
                    fmt::format("{} take about {} minutes ({} instructions, {}{} units of work, at about {} M instructions/s "
                                "and {} M units of tile work/s)",
                                programs.size() == 1 ? "this run would" : fmt::format("these {} runs would", programs.size()),

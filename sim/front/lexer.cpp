@@ -1,5 +1,7 @@
 #include "sim/front/lexer.h"
 
+#include "sim/support/text.h"
+
 #include <cctype>
 #include <fmt/format.h>
 
@@ -55,7 +57,7 @@ std::vector<Token> lex(const SourceFile& source) {
                 if (real && i < line.size() && line[i] == '.' && !(i + 1 < line.size() && line[i + 1] == '.')) {
                     size_t end = i + 1;
                     while (end < line.size() && (digit(line[end]) || line[end] == '.')) ++end;
-                    throw ToyError(at(start, end - start), fmt::format("malformed number '{}'", line.substr(start, end - start)));
+                    throw ToyError(at(start, end - start), fmt::format("malformed number {}", quoted_name(line.substr(start, end - start))));
                 }
                 // A letter right after a number is left to the parser: "3n" reads as 3 * n.
                 tokens.push_back({real ? Tok::Real : Tok::Integer, line.substr(start, i - start), at(start, i - start)});
@@ -74,7 +76,7 @@ std::vector<Token> lex(const SourceFile& source) {
                     while (i + len < line.size() && (static_cast<unsigned char>(line[i + len]) & 0xC0) == 0x80) ++len;
                 std::string_view text = line.substr(i, len);
                 std::string hint = text == "×" || text == "·" ? "; write '*' for multiplication" : text == "−" ? "; write '-' for minus" : "";
-                throw ToyError(at(i, 1), fmt::format("unexpected character '{}'{}", text, hint));
+                throw ToyError(at(i, 1), fmt::format("unexpected character {}{}", quoted_name(text), hint));
             }
         }
         if (depth == 0) tokens.push_back({Tok::Newline, {}, at(line.size(), 1)});
