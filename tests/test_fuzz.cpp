@@ -66,7 +66,7 @@ TEST_CASE("mutated programs end in a verdict or a clear error, never a crash", "
                 RunOptions options;
                 options.max_steps = 200'000;
                 run(p, options);
-                Trace t = trace(p, true, RunOptions{2'000});
+                Trace t = trace(p, true, RunOptions::limited_to(2'000));
                 CHECK(!format_trace(p, t, TraceOptions{}).empty());
                 ++verdicts;
             } catch (const ToyError& e) {

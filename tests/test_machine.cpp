@@ -162,7 +162,7 @@ TEST_CASE("a tile event carries the block written, old and new, and its shape ch
         }
     REQUIRE(load);
     CHECK(load->old_rows == 0);  // never written before
-    CHECK(load->rows * load->cols == load->work);
+    CHECK(static_cast<std::uint64_t>(load->rows * load->cols) == load->work);
     CHECK(static_cast<std::int64_t>(load->tile_new.size()) == load->rows * load->cols);
     CHECK(load->accesses.at(0).elements() == load->rows * load->cols);
 }

@@ -296,7 +296,7 @@ STORE R0, m[0]
 TEST_CASE("a symbolic trace names only the input elements it reads", "[symbolic]") {
     // n = 10,000,000: the inputs stay unnamed until read, so memory follows the 20 steps shown.
     Program p = build_file("programs/p5_online_softmax.toy", {{"n", 10'000'000}});
-    Trace t = trace(p, true, RunOptions{20});
+    Trace t = trace(p, true, RunOptions::limited_to(20));
     REQUIRE(t.error.has_value());  // the step limit
     CHECK(t.steps.size() == 20);
     CHECK(t.arena.leaf_names().size() <= 20);

@@ -19,6 +19,11 @@ struct RunOptions {
     // of life); the executor itself never calls out.
     std::function<void(std::uint64_t steps)> on_progress;
     static constexpr std::uint64_t kProgressSteps = std::uint64_t{1} << 24;
+    static RunOptions limited_to(std::uint64_t steps) {
+        RunOptions o;
+        o.max_steps = steps;
+        return o;
+    }
 };
 
 struct RunResult {

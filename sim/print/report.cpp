@@ -21,7 +21,6 @@ std::string number(double v) {
     return format_number(v, 4);
 }
 
-std::string plural(std::uint64_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
 
 // JSON has no infinity: an unbounded error is written as null.
 nlohmann::ordered_json json_number(double v) { return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); }
