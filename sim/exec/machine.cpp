@@ -43,7 +43,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
     std::uint64_t empty_entries = s.empty_entries;
     std::int32_t pc = s.pc;
     std::int32_t resolved[kMaxRegisterOperands];
-    // One compare a step: the nearer of the pause and the step limit.
+    // One compare a step, marked unlikely: the nearer of the pause and the step limit.
     const std::uint64_t stop = std::min(pause_at, max_steps);
     // Whatever way the loop ends (a pause, the end, a fault), the state gets its position back.
     struct WriteBack {
@@ -93,7 +93,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
     };
     // Every ISA instruction: pause or fault at the stop, count it in its execution counter.
 #define TOYSIM_STEP()                                                         \
-    if (steps == stop) {                                                      \
+    if (__builtin_expect(steps == stop, 0)) {                                 \
         if (stop == pause_at) return;                                         \
         fail_step_limit(p, pc, max_steps, vars);                              \
     }                                                                         \
