@@ -373,3 +373,39 @@ TEST_CASE("a run-time fault still writes the run JSON with the fault as a field"
     CHECK(j.at("counters").at("dram").at("writes") == 1);
     CHECK(r.err.find(":6:6: error: y[1] is read before anything was stored there") != std::string::npos);
 }
+
+TEST_CASE("non-finite values fail a check and print as themselves", "[report]") {
+    // y = x / z elementwise with z = [1, 0, 0]: 2/1, 1/0 = inf and 0/0 = NaN. Even against a
+    // reference of the same infinity, a non-finite element is wrong.
+    TempProgram p("non_finite", R"(registers 3
+input x[3] = [2, 1, 0]
+input z[3] = [1, 0, 0]
+output y[3]
+check y = copy(x) within 1e300
+for i in 0..3 {
+    LOAD x[i], R0
+    LOAD z[i], R1
+    DIV R0, R1, R2
+    STORE R2, y[i]
+}
+)");
+    CliResult r = run_cli({"run", p.path.string(), "--show", "y"});
+    CHECK(r.code == 1);
+    CHECK(r.out.find("FAILED: y[0] = 2 but the reference is 2") == std::string::npos);
+    CHECK(r.out.find("FAILED: y[1] = inf but the reference is 1") != std::string::npos);
+    CHECK(r.out.find("  2.0000     inf     nan") != std::string::npos);  // --show: "—" is only for never written
+    CliResult j = run_cli({"run", p.path.string(), "--format", "json"});
+    auto json = nlohmann::json::parse(j.out);
+    CHECK(json.at("check").at("ok") == false);
+    CHECK(json.at("check").at("max_abs_err").is_null());  // infinite
+    TempProgram same("inf_against_inf", R"(registers 1
+input x[1] = [inf]
+output y[1]
+check y = copy(x)
+LOAD x[0], R0
+STORE R0, y[0]
+)");
+    CliResult s = run_cli({"run", same.path.string()});
+    CHECK(s.code == 1);
+    CHECK(s.out.find("FAILED: y[0] = inf but the reference is inf") != std::string::npos);
+}

@@ -125,3 +125,17 @@ LOAD A[0][0], R2
 )"),
                       Catch::Contains("register R2 is beyond the register file (the tiles take 8 of 10 registers; R0..R1 remain)"));
 }
+
+TEST_CASE("a tile MAC keeps all four register operands and its other fields", "[tiles]") {
+    // TileInst once held three operands: MAC's fourth overwrote the slice index beside them.
+    Program p = toysim::testing::build_file("programs/attention/fa2.toy");
+    int macs = 0;
+    for (const auto& t : p.tile_insts) {
+        CHECK(t.count <= static_cast<int>(t.args.size()));
+        if (t.op != Op::MAC) continue;
+        ++macs;
+        CHECK(t.count == 4);
+        CHECK(t.mem == -1);  // a MAC moves no slice
+    }
+    CHECK(macs > 0);
+}
