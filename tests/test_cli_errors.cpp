@@ -400,3 +400,10 @@ TEST_CASE("cli: a run that would take days is refused unless --force", "[cli]") 
         CHECK(run_cli({"compare", "--force", "programs/p1_c00.toy", "programs/p1_c00.toy"}).code == 0);
     }
 }
+
+TEST_CASE("cli: a trace too long to keep is refused before it starts", "[cli]") {
+    CliResult o = run_cli({"trace", "programs/p1_c00.toy", "--max-steps", "100000000"});
+    CHECK(o.code == 2);
+    CHECK(starts_with(o.err, "toysim: error: --max-steps 100000000: a trace keeps every step it prints ("));
+    CHECK(o.out.empty());
+}
