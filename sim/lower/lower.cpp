@@ -128,7 +128,7 @@ void Compiler::lower_tile_instruction(const ast::Instruction& in, const OpInfo& 
             wrong_operand(o, op, i, "a tile or a register");
         }
         if (o.transposed) {
-            bool matmul_source = (in.op == Op::MAC || in.op == Op::MAC_Z) && i < 2;
+            bool matmul_source = info(in.op).shape == OpShape::Product && i < 2;
             if (!matmul_source) throw ToyError(o.loc, "a transposed tile (.T) is a source of MAC or MAC_Z, a matrix product");
             arg.transposed = true;
         }
@@ -203,7 +203,7 @@ void Compiler::lower_instruction(const ast::Instruction& in) {
         }
         std::int32_t r = lower_register(o, inst);
         // SET's middle operand only lends its rows, and a scalar's shape is always 1×1.
-        bool shape_only = in.op == Op::SET && i == 1;
+        bool shape_only = info(in.op).shape == OpShape::Fill && i == 1;
         bool proven = shape_only || (r >= 0 && definitely_written_[static_cast<size_t>(r)]);
         if (want == OperandKind::RegRead && !proven) inst.unproven_reads |= static_cast<std::uint8_t>(1u << inst.reg_count);
         if (want == OperandKind::RegWrite && r >= 0) definitely_written_[static_cast<size_t>(r)] = true;

@@ -210,7 +210,9 @@ std::string format_run(const Program& p, const RunResult& r, Format format, bool
         out += fmt::format("\nspeed: {} instructions in {:.3f} s = {}\n", c.instructions, r.seconds, rate_text);
         if (p.has_tiles()) {
             // A tile instruction is many units of work: the rate that says how fast tiles run.
-            std::uint64_t units = 0, multiply_adds = c.work_by_opcode[static_cast<size_t>(Op::MAC)] + c.work_by_opcode[static_cast<size_t>(Op::MAC_Z)];
+            std::uint64_t units = 0, multiply_adds = 0;
+            for (const auto& row : all_ops())
+                if (row.shape == OpShape::Product) multiply_adds += c.work_by_opcode[static_cast<size_t>(row.op)];
             for (auto w : c.work_by_opcode) units += w;
             double seconds = r.seconds > 0 ? r.seconds : 1e-9;
             out += fmt::format("       {} units of work ({} multiply-adds) = {:.2f} G units/s, {:.2f} GFLOP/s in MAC and MAC_Z\n", units,
