@@ -97,7 +97,7 @@ private:
         switch (t.kind) {
             case Tok::Newline: return "end of line";
             case Tok::End: return "end of file";
-            default: return fmt::format("'{}'", t.text);
+            default: return quoted_name(t.text);
         }
     }
 
@@ -114,7 +114,7 @@ private:
     }
 
     const Token& expect_punct(std::string_view p) {
-        if (!at_punct(p)) fail(peek(), fmt::format("'{}'", p));
+        if (!at_punct(p)) fail(peek(), quoted_name(p));
         return next();
     }
     const Token& expect_ident(std::string_view what) {
@@ -165,7 +165,7 @@ private:
             e->kind = Expr::Kind::Number;
             e->loc = t.loc;
             auto [ptr, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), e->value);
-            if (ec != std::errc()) throw ToyError(t.loc, fmt::format("integer '{}' is too large", t.text));
+            if (ec != std::errc()) throw ToyError(t.loc, fmt::format("integer {} is too large", quoted_name(t.text)));
             // "3n" (no space) reads as 3 * n, the way the seed writes counts.
             const Token& after = peek();
             if (after.kind == Tok::Ident && after.loc.line == t.loc.line && after.loc.col == t.loc.col + t.loc.len) {
@@ -200,7 +200,7 @@ private:
             expect_punct(")");
             return inner;
         }
-        if (t.kind == Tok::Real) throw ToyError(t.loc, fmt::format("expected an integer, got '{}'", t.text));
+        if (t.kind == Tok::Real) throw ToyError(t.loc, fmt::format("expected an integer, got {}", quoted_name(t.text)));
         fail(t, "an integer expression");
     }
     // cdiv(a, b), min(a, b), max(a, b): the compiler checks the name and that both are constant.
@@ -257,7 +257,7 @@ private:
         std::string text(t.text);
         char* end = nullptr;
         double v = std::strtod(text.c_str(), &end);
-        if (!std::isfinite(v)) throw ToyError(span(start, t.loc), fmt::format("number '{}' is out of range", text));
+        if (!std::isfinite(v)) throw ToyError(span(start, t.loc), fmt::format("number {} is out of range", quoted_name(text)));
         return negative ? -v : v;
     }
 
@@ -288,7 +288,7 @@ private:
             Tile t;
             const Token& name = expect_ident("a tile name");
             if (register_number(name.text) || iequals(name.text, "R"))
-                throw ToyError(name.loc, fmt::format("'{}' is a register name; choose another tile name", name.text));
+                throw ToyError(name.loc, fmt::format("{} is a register name; choose another tile name", quoted_name(name.text)));
             t.name = std::string(name.text);
             t.loc = name.loc;
             t.dims = subscripts();
@@ -335,7 +335,7 @@ private:
         a.role = role;
         const Token& name = expect_ident("an array name");
         if (register_number(name.text) || iequals(name.text, "R"))
-            throw ToyError(name.loc, fmt::format("'{}' is a register name; choose another array name", name.text));
+            throw ToyError(name.loc, fmt::format("{} is a register name; choose another array name", quoted_name(name.text)));
         a.name = std::string(name.text);
         a.loc = name.loc;
         a.dims = subscripts();
@@ -354,7 +354,7 @@ private:
                     if (seed.kind != Tok::Integer) fail(seed, "a seed (a non-negative integer)");
                     next();
                     auto [end, ec] = std::from_chars(seed.text.data(), seed.text.data() + seed.text.size(), a.fill.seed);
-                    if (ec != std::errc()) throw ToyError(seed.loc, fmt::format("seed '{}' is too large (at most 2^64 − 1)", seed.text));
+                    if (ec != std::errc()) throw ToyError(seed.loc, fmt::format("seed {} is too large (at most 2^64 − 1)", quoted_name(seed.text)));
                     if (at_punct(",")) {
                         next();
                         a.fill.lo = real_literal(&a.fill.lo_loc);
@@ -467,7 +467,7 @@ private:
         if (!op) {
             for (auto kw : statement_keywords())
                 if (kw == head.text)
-                    throw ToyError(head.loc, fmt::format("'{}' declarations belong at the top level, not inside a loop", kw));
+                    throw ToyError(head.loc, fmt::format("{} declarations belong at the top level, not inside a loop", quoted_name(kw)));
             unknown_opcode(head);
         }
         next();
@@ -493,7 +493,7 @@ private:
         std::vector<std::string_view> words;
         for (const auto& row : all_ops()) words.push_back(row.mnemonic);
         for (auto kw : statement_keywords()) words.push_back(kw);
-        throw ToyError(t.loc, fmt::format("unknown opcode '{}'{}", t.text, did_you_mean(t.text, words)));
+        throw ToyError(t.loc, fmt::format("unknown opcode {}{}", quoted_name(t.text), did_you_mean(t.text, words)));
     }
 
     Operand operand() {

@@ -66,7 +66,7 @@ void Compiler::bind_params(const ParamSettings& settings) {
         given.insert(name);
     }
     for (const auto& p : tree_->params) {
-        if (params_.count(p.name)) throw ToyError(p.loc, fmt::format("parameter '{}' is declared twice", p.name));
+        if (params_.count(p.name)) throw ToyError(p.loc, fmt::format("parameter {} is declared twice", quoted_name(p.name)));
         std::int64_t value = constant(*p.value, "a parameter");
         for (const auto& [name, v] : settings)
             if (name == p.name) value = v;
@@ -99,8 +99,8 @@ void Compiler::bind_machine() {
 // most 2^20 and the running total at most the register count, so nothing here overflows.)
 void Compiler::bind_tiles() {
     for (const auto& t : tree_->tiles) {
-        if (p_.find_tile(t.name) >= 0) throw ToyError(t.loc, fmt::format("tile '{}' is declared twice", t.name));
-        if (params_.count(t.name)) throw ToyError(t.loc, fmt::format("'{}' is already a parameter", t.name));
+        if (p_.find_tile(t.name) >= 0) throw ToyError(t.loc, fmt::format("tile {} is declared twice", quoted_name(t.name)));
+        if (params_.count(t.name)) throw ToyError(t.loc, fmt::format("{} is already a parameter", quoted_name(t.name)));
         if (t.dims.size() > 2) throw ToyError(t.dims[2]->loc, "tiles have one or two dimensions");
         Tile b;
         b.name = t.name;
@@ -142,8 +142,8 @@ void Compiler::bind_arrays() {
     std::uint64_t seed_counter = 0;
     for (const auto& a : tree_->arrays) {
         ++seed_counter;
-        if (p_.find_array(a.name) >= 0) throw ToyError(a.loc, fmt::format("array '{}' is declared twice", a.name));
-        if (params_.count(a.name)) throw ToyError(a.loc, fmt::format("'{}' is already a parameter", a.name));
+        if (p_.find_array(a.name) >= 0) throw ToyError(a.loc, fmt::format("array {} is declared twice", quoted_name(a.name)));
+        if (params_.count(a.name)) throw ToyError(a.loc, fmt::format("{} is already a parameter", quoted_name(a.name)));
         if (a.dims.size() > 4) throw ToyError(a.loc, "arrays have at most 4 dimensions");
         ArrayInfo info;
         info.name = a.name;
@@ -159,7 +159,7 @@ void Compiler::bind_arrays() {
             if (extent < 1) throw ToyError(d->loc, fmt::format("array dimension must be at least 1, not {}", extent));
             auto size = integer::mul(info.size, extent);
             if (!size || *size > kMaxDram)
-                throw ToyError(d->loc, fmt::format("array '{}' is too large (at most {} elements in all)", a.name, kMaxDram));
+                throw ToyError(d->loc, fmt::format("array {} is too large (at most {} elements in all)", quoted_name(a.name), kMaxDram));
             info.dims.push_back(extent);
             info.size = *size;
         }
@@ -190,7 +190,7 @@ void Compiler::bind_fill(const ast::Array& a, ArrayInfo& info) {
     }
     if (f.kind == ast::Fill::Kind::Reference) bind_reference_fill(info);
     if (f.kind == ast::Fill::Kind::Literal && static_cast<std::int64_t>(f.values.size()) != info.size)
-        throw ToyError(f.loc, fmt::format("array '{}' has {} elements but {} values are given", a.name, info.size, f.values.size()));
+        throw ToyError(f.loc, fmt::format("array {} has {} elements but {} values are given", quoted_name(a.name), info.size, f.values.size()));
 }
 
 // input O[n][d] = attention(Q, K, V): the arguments are inputs declared above, and the
@@ -200,7 +200,7 @@ void Compiler::bind_reference_fill(ArrayInfo& info) {
     for (const auto& [name, loc] : info.fill.args) {
         int a = array_named(name, loc);
         if (p_.arrays[static_cast<size_t>(a)].role != ast::Role::Input)
-            throw ToyError(loc, fmt::format("'{}' is not an input; an input's values are computed only from inputs", name));
+            throw ToyError(loc, fmt::format("{} is not an input; an input's values are computed only from inputs", quoted_name(name)));
         info.fill_args.push_back(a);
         shapes.push_back(p_.arrays[static_cast<size_t>(a)].dims);
     }
@@ -226,7 +226,7 @@ int Compiler::array_named(const std::string& name, Loc loc) {
     if (a < 0) {
         std::vector<std::string_view> names;
         for (const auto& arr : p_.arrays) names.push_back(arr.name);
-        throw ToyError(loc, fmt::format("unknown array '{}'{}", name, did_you_mean(name, names)));
+        throw ToyError(loc, fmt::format("unknown array {}{}", quoted_name(name), did_you_mean(name, names)));
     }
     return a;
 }
@@ -243,7 +243,7 @@ void Compiler::bind_checks() {
         spec.loc = c.loc;
         spec.target = array_named(c.target, c.target_loc);
         if (p_.arrays[static_cast<size_t>(spec.target)].role == ast::Role::Input)
-            throw ToyError(c.target_loc, fmt::format("'{}' is an input; a check compares an output with a reference", c.target));
+            throw ToyError(c.target_loc, fmt::format("{} is an input; a check compares an output with a reference", quoted_name(c.target)));
         std::vector<Loc> target_locs, reference_locs;
         spec.target_index = constant_index(c.target_index, &target_locs);
         spec.function = c.function;
@@ -309,7 +309,7 @@ void Compiler::bind_expects() {
             for (const auto& n : spelled)
                 if (n != "{}") names.push_back(n);
             for (const auto& row : all_ops()) names.push_back(row.mnemonic);
-            throw ToyError(e.loc, fmt::format("unknown counter '{}'{}", e.counter, did_you_mean(e.counter, names)));
+            throw ToyError(e.loc, fmt::format("unknown counter {}{}", quoted_name(e.counter), did_you_mean(e.counter, names)));
         }
         spec.counter.kind = name->kind;
         if (info(name->kind).scope == CounterScope::PerOpcode) spec.counter.op = *find_op(name->subject);

@@ -25,12 +25,12 @@ void Compiler::unknown_name(const Expr& e) {
     for (auto& [name, slot] : scope_) names.push_back(name);
     std::string hint = did_you_mean(e.name, names);
     if (p_.find_array(e.name) >= 0)
-        throw ToyError(e.loc, fmt::format("'{}' is an array, not a number: use it with subscripts in an instruction", e.name));
+        throw ToyError(e.loc, fmt::format("{} is an array, not a number: use it with subscripts in an instruction", quoted_name(e.name)));
     for (const auto& p : tree_->params)
         if (p.name == e.name)
             throw ToyError(e.loc, fmt::format("parameter '{}' is used before its value is known: a default may use only "
                                               "parameters declared above it", e.name));
-    throw ToyError(e.loc, fmt::format("unknown name '{}'{}", e.name, hint));
+    throw ToyError(e.loc, fmt::format("unknown name {}{}", quoted_name(e.name), hint));
 }
 
 // The tree is at most kMaxExprDepth tall (the parser refuses taller ones), and so is this
@@ -77,7 +77,7 @@ Affine Compiler::affine(const Expr& e) {
 
 std::int64_t Compiler::call(const Expr& e) {
     if (!integer::is_function(e.name))
-        throw ToyError(e.loc, fmt::format("unknown function '{}'{} (there are cdiv, min and max)", e.name,
+        throw ToyError(e.loc, fmt::format("unknown function {}{} (there are cdiv, min and max)", quoted_name(e.name),
                                           did_you_mean(e.name, {"cdiv", "min", "max"})));
     std::int64_t a = constant(*e.lhs, fmt::format("an argument of {}", e.name));
     std::int64_t b = constant(*e.rhs, fmt::format("an argument of {}", e.name));

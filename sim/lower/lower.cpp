@@ -4,6 +4,8 @@
 // written (definite assignment).
 #include <fmt/format.h>
 
+#include "sim/support/text.h"
+
 #include "sim/lower/compiler.h"
 
 namespace toysim::detail {
@@ -27,9 +29,9 @@ void Compiler::lower_body(const std::vector<ast::Statement>& body) {
 void Compiler::lower_loop(const ast::Loop& l) {
     if (static_cast<int>(scope_.size()) >= kMaxLoopDepth)
         throw ToyError(l.loc, fmt::format("loops may nest at most {} deep", kMaxLoopDepth));
-    if (params_.count(l.var)) throw ToyError(l.var_loc, fmt::format("loop variable '{}' hides the parameter of that name", l.var));
+    if (params_.count(l.var)) throw ToyError(l.var_loc, fmt::format("loop variable {} hides the parameter of that name", quoted_name(l.var)));
     for (const auto& [name, slot] : scope_)
-        if (name == l.var) throw ToyError(l.var_loc, fmt::format("loop variable '{}' is already used by an enclosing loop", l.var));
+        if (name == l.var) throw ToyError(l.var_loc, fmt::format("loop variable {} is already used by an enclosing loop", quoted_name(l.var)));
     if (!has_instructions(l.body))
         throw ToyError(l.loc, "this loop contains no instructions: it would only spin (loops cost nothing and show nothing)");
     LoopInfo info{static_cast<int>(scope_.size()), affine(*l.lo), affine(*l.hi), l.var, l.loc};
@@ -90,8 +92,8 @@ void Compiler::check_operand_count(const ast::Instruction& in, const OpInfo& op)
 
 void Compiler::wrong_operand(const ast::Operand& o, const OpInfo& op, int i, std::string_view want) {
     std::string got = o.kind == ast::Operand::Kind::Memory && o.subscripts.empty() && p_.find_array(o.array) < 0 && p_.find_tile(o.array) < 0
-                          ? fmt::format("'{}'", o.array)
-                      : names_tile(o) ? fmt::format("tile '{}'", o.array)
+                          ? quoted_name(o.array)
+                      : names_tile(o) ? fmt::format("tile {}", quoted_name(o.array))
                                       : std::string(kind_name(o.kind));
     throw ToyError(o.loc, fmt::format("operand {} of {} ({}) must be {}, got {}", i + 1, op.mnemonic, operand_name(op, i), want, got));
 }
@@ -238,7 +240,7 @@ int Compiler::lower_memory(const ast::Operand& o, bool write, const OpInfo& op) 
     int array = array_named(o.array, o.array_loc);
     const ArrayInfo& a = p_.arrays[static_cast<size_t>(array)];
     if (o.subscripts.size() != a.dims.size())
-        throw ToyError(o.loc, fmt::format("array '{}' has {} dimension{}, but {} subscript{} given", a.name, a.dims.size(),
+        throw ToyError(o.loc, fmt::format("array {} has {} dimension{}, but {} subscript{} given", quoted_name(a.name), a.dims.size(),
                                           a.dims.size() == 1 ? "" : "s", o.subscripts.size(),
                                           o.subscripts.size() == 1 ? " is" : "s are"));
     if (write && a.role == ast::Role::Input)

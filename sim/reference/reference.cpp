@@ -302,7 +302,7 @@ std::vector<std::int64_t> reference_shape(std::string_view name, const Shapes& s
     if (!f) {
         std::vector<std::string_view> names;
         for (const auto& row : reference_functions()) names.push_back(row.name);
-        bad(loc, fmt::format("unknown reference function '{}'{}", name, did_you_mean(name, names)));
+        bad(loc, fmt::format("unknown reference function {}{}", quoted_name(name), did_you_mean(name, names)));
     }
     return f->shape(*f, shapes, loc);
 }
