@@ -202,3 +202,21 @@ TEST_CASE("a reference fill that cannot fit is refused before it is computed", "
         CHECK(e.loc().line > 0);
     }
 }
+
+TEST_CASE("a symbolic run steps back to the start too: inputs read on the way are unnamed again", "[machine]") {
+    Program p = build_file("programs/p5_online_softmax.toy", {{"n", 50}});
+    ExprArena arena;
+    Machine<SymbolicDomain> m(p, SymbolicDomain{&arena, &p});
+    fill_symbolic_inputs(p, m.state(), arena);
+    m.run_until(0, kNoPause);
+    const MachineState<std::uint32_t> start = m.state();
+    struct KeepSymbolic final : EventSink<std::uint32_t> {
+        std::vector<Event<std::uint32_t>> events;
+        void on_event(const Event<std::uint32_t>& e) override { events.push_back(e); }
+    } keep;
+    while (m.step(&keep)) {}
+    REQUIRE(keep.events.size() > 100);
+    CHECK(keep.events.front().named_inputs.size() == 1);  // LOAD x[0] names x0
+    for (auto it = keep.events.rbegin(); it != keep.events.rend(); ++it) m.undo(*it);
+    CHECK(m.state() == start);
+}

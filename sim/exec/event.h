@@ -57,6 +57,9 @@ struct Event {
     std::vector<DramAccess> accesses;
     std::vector<Value> dram_old, dram_new;
     std::vector<std::uint8_t> dram_was_present;
+    // Symbolic inputs this step read for the first time, and so named (a01, x3): undoing the
+    // step makes them unnamed again.
+    std::vector<std::int64_t> named_inputs;
 
     void clear() {
         reg = tile = -1;
@@ -67,6 +70,7 @@ struct Event {
         dram_old.clear();
         dram_new.clear();
         dram_was_present.clear();
+        named_inputs.clear();
     }
 };
 

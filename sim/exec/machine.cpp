@@ -140,6 +140,8 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 if (!m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
                 ++reads[at];
                 will_write(R[0]);
+                if constexpr (Listening && std::is_same_v<V, std::uint32_t>)
+                    if (dram[at] == kUnnamedInput) ev.named_inputs.push_back(at);
                 regs[R[0]] = dom.load(dram[at], at);
                 written[R[0]] = 1;
                 if constexpr (Listening) {
@@ -358,6 +360,8 @@ void Machine<Domain>::undo(const Event<Value>& e) {
         s.tile_rows[static_cast<size_t>(e.tile)] = e.old_rows;
         s.tile_cols[static_cast<size_t>(e.tile)] = e.old_cols;
     }
+    if constexpr (std::is_same_v<Value, std::uint32_t>)
+        for (std::int64_t at : e.named_inputs) s.dram[static_cast<size_t>(at)] = kUnnamedInput;
     for (const DramAccess& a : e.accesses)
         for (std::int64_t i = 0, k = 0; i < a.rows; ++i)
             for (std::int64_t j = 0; j < a.cols; ++j, ++k) {

@@ -64,8 +64,8 @@ public:
     bool step(EventSink<Value>* sink = nullptr, std::uint64_t max_steps = kNoPause);
 
     // Takes back the instruction `event` reported, which must be the last one run: the state
-    // is then exactly as before it (for the numeric domain; a symbolic input element, once
-    // read, keeps its name).
+    // is then exactly as before it (symbolic values made on the way stay in the arena, which
+    // only grows; the state no longer refers to them).
     void undo(const Event<Value>& event);
 
     // The cycle the last instruction finished on: each instruction's units of work times its

@@ -144,6 +144,8 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
                 for (std::int64_t j = 0; j < g.cols; ++j) {
                     std::int64_t at = g.address + i * g.row_stride + j * g.col_stride;
                     ++s.reads[static_cast<size_t>(at)];
+                    if constexpr (Listening && std::is_same_v<V, std::uint32_t>)
+                        if (s.dram[static_cast<size_t>(at)] == kUnnamedInput) ev->named_inputs.push_back(at);
                     out.at(i, j) = D.load(s.dram[static_cast<size_t>(at)], at);
                 }
             finish(out, out);
