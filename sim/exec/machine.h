@@ -28,7 +28,7 @@ namespace toysim {
 // NaN propagates through every operation, MAX included.
 struct NumericDomain {
     using Value = double;
-#define X(KIND, METHOD, ARITY, NUMERIC, FORM, TEXT, PREFIX) \
+#define X(KIND, METHOD, ARITY, NUMERIC, FORM, TEXT, PREFIX, BINDS) \
     static double METHOD(double a, [[maybe_unused]] double b = 0) { return NUMERIC; }
     TOYSIM_PRIMITIVES(X)
 #undef X

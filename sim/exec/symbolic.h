@@ -18,7 +18,7 @@ struct ExprNode {
     enum class Kind : std::uint8_t {
         Leaf,
         Const,
-#define X(KIND, METHOD, ARITY, NUMERIC, FORM, TEXT, PREFIX) KIND,
+#define X(KIND, METHOD, ARITY, NUMERIC, FORM, TEXT, PREFIX, BINDS) KIND,
         TOYSIM_PRIMITIVES(X)
 #undef X
     } kind;
@@ -71,7 +71,7 @@ struct SymbolicDomain {
         return cell;
     }
     // One method per primitive: D.add(a, b), D.exp(a).
-#define X(KIND, METHOD, ARITY, NUMERIC, FORM, TEXT, PREFIX) \
+#define X(KIND, METHOD, ARITY, NUMERIC, FORM, TEXT, PREFIX, BINDS) \
     Value METHOD(Value a, Value b = 0) { return arena->make(ExprNode::Kind::KIND, a, b); }
     TOYSIM_PRIMITIVES(X)
 #undef X

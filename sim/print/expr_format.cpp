@@ -127,8 +127,8 @@ std::string ExprFormatter::expand(std::uint32_t id) const {
         std::string t = ref(child);
         const ExprNode& c = arena_[child];
         if (name_.count(child) || atomic(c)) return t;
-        bool sum = c.kind == K::Add || c.kind == K::Sub;
-        bool product = c.kind == K::Mul || c.kind == K::Div;
+        bool sum = op_of(c.kind).binds == Binding::Sum;
+        bool product = op_of(c.kind).binds == Binding::Product;
         if ((parens_for_sums && sum) || (parens_for_products && product)) return "(" + t + ")";
         return t;
     };
@@ -139,7 +139,7 @@ std::string ExprFormatter::expand(std::uint32_t id) const {
             self(self, arena_[child].a);
             self(self, arena_[child].b);
         } else {
-            parts.push_back(op_of(n.kind).text == "·" ? operand(child, true, false) : ref(child));
+            parts.push_back(op_of(n.kind).binds == Binding::Product ? operand(child, true, false) : ref(child));
         }
     };
     const PrimitiveInfo& op = op_of(n.kind);
@@ -155,7 +155,7 @@ std::string ExprFormatter::expand(std::uint32_t id) const {
         }
         case PrintForm::Infix: {
             // a − (b + c); (a + b)/(c·d): a sum on the right of either, a product under a bar.
-            bool bar = op.text == "/";
+            bool bar = op.binds == Binding::Product;
             return (bar ? operand(n.a, true, false) : ref(n.a)) + std::string(op.text) + operand(n.b, true, bar);
         }
         case PrintForm::Power:
