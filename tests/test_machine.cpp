@@ -14,9 +14,10 @@ using toysim::testing::build_file;
 
 namespace {
 
-struct Keep final : EventSink<double> {
-    std::vector<Event<double>> events;
-    void on_event(const Event<double>& e) override { events.push_back(e); }
+template <class Value = double>
+struct Keep final : EventSink<Value> {
+    std::vector<Event<Value>> events;
+    void on_event(const Event<Value>& e) override { events.push_back(e); }
 };
 
 Machine<NumericDomain> fresh(const Program& p) {
@@ -35,7 +36,7 @@ MachineState<double> state_at(const Program& p, std::uint64_t steps) {
 void walk_forward_and_back(const Program& p, int samples) {
     auto m = fresh(p);
     const MachineState<double> start = m.state();
-    Keep keep;
+    Keep<> keep;
     while (m.step(&keep)) {}
     REQUIRE(m.halted());
     const std::uint64_t total = keep.events.size();
@@ -69,7 +70,7 @@ void walk_forward_and_back(const Program& p, int samples) {
     CHECK(m.state().reads == start.reads);
     CHECK(m.cycle() == 0);
     // And forward again from there: the same events.
-    Keep again;
+    Keep<> again;
     while (m.step(&again)) {}
     REQUIRE(again.events.size() == total);
     for (std::uint64_t k = 0; k < total; k += 97) {
@@ -115,7 +116,7 @@ TEST_CASE("pausing anywhere and going on gives the plain run", "[machine]") {
 TEST_CASE("each event says where, what it wrote old to new, the DRAM it moved and its cost", "[machine]") {
     Program p = build(toysim::testing::kP1Literal);
     auto m = fresh(p);
-    Keep keep;
+    Keep<> keep;
     while (m.step(&keep)) {}
     REQUIRE(keep.events.size() == 7);
     const auto& first = keep.events[0];  // LOAD a[0][0], R0
@@ -152,7 +153,7 @@ TEST_CASE("each event says where, what it wrote old to new, the DRAM it moved an
 TEST_CASE("a tile event carries the block written, old and new, and its shape change", "[machine]") {
     Program p = build_file("programs/attention/seed001_fa2_tiled.toy");
     auto m = fresh(p);
-    Keep keep;
+    Keep<> keep;
     while (m.step(&keep)) {}
     const Event<double>* load = nullptr;
     for (const auto& e : keep.events)
@@ -210,10 +211,7 @@ TEST_CASE("a symbolic run steps back to the start too: inputs read on the way ar
     fill_symbolic_inputs(p, m.state(), arena);
     m.run_until(0, kNoPause);
     const MachineState<std::uint32_t> start = m.state();
-    struct KeepSymbolic final : EventSink<std::uint32_t> {
-        std::vector<Event<std::uint32_t>> events;
-        void on_event(const Event<std::uint32_t>& e) override { events.push_back(e); }
-    } keep;
+    Keep<std::uint32_t> keep;
     while (m.step(&keep)) {}
     REQUIRE(keep.events.size() > 100);
     CHECK(keep.events.front().named_inputs.size() == 1);  // LOAD x[0] names x0

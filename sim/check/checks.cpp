@@ -26,17 +26,7 @@ std::int64_t offset_of(const std::vector<std::int64_t>& shape, const std::vector
 }  // namespace
 
 CheckResult evaluate_check(const Program& p, const MachineState<double>& s, const CheckSpec& spec) {
-    Shapes shapes;
-    for (int a : spec.args) shapes.push_back(p.arrays[static_cast<size_t>(a)].dims);
-    if (reference_footprint(spec.function, shapes) > kMaxReferenceElements)
-        throw ToyError(ErrorKind::TooLargeToRun, spec.loc,
-                       fmt::format("computing {} for this check needs more than {} doubles of memory", spec.function, kMaxReferenceElements));
-    std::vector<Tensor> args;
-    for (int a : spec.args) {
-        const ArrayInfo& info = p.arrays[static_cast<size_t>(a)];
-        args.push_back(Tensor{info.dims, std::vector<double>(s.dram.begin() + info.base, s.dram.begin() + info.base + info.size)});
-    }
-    Tensor ref = reference(spec.function, args);
+    Tensor ref = evaluate_reference(p, s, spec.function, spec.args, spec.loc, "this check");
     const ArrayInfo& target = p.arrays[static_cast<size_t>(spec.target)];
     std::int64_t count = 0;
     std::int64_t out_at = target.base + offset_of(target.dims, spec.target_index, count);

@@ -21,15 +21,22 @@ struct Random {
     }
 };
 
-Tensor region(const Program& p, const MachineState<double>& s, int array) {
-    const ArrayInfo& a = p.arrays[static_cast<size_t>(array)];
-    Tensor t;
-    t.shape = a.dims;
-    t.data.assign(s.dram.begin() + a.base, s.dram.begin() + a.base + a.size);
-    return t;
-}
-
 }  // namespace
+
+Tensor evaluate_reference(const Program& p, const MachineState<double>& s, std::string_view function, const std::vector<int>& arrays,
+                          Loc loc, std::string_view for_what) {
+    Shapes shapes;
+    for (int a : arrays) shapes.push_back(p.arrays[static_cast<size_t>(a)].dims);
+    if (reference_footprint(function, shapes) > kMaxReferenceElements)
+        throw ToyError(ErrorKind::TooLargeToRun, loc,
+                       fmt::format("computing {} for {} needs more than {} doubles of memory", function, for_what, kMaxReferenceElements));
+    std::vector<Tensor> args;
+    for (int array : arrays) {
+        const ArrayInfo& a = p.arrays[static_cast<size_t>(array)];
+        args.push_back(Tensor{a.dims, std::vector<double>(s.dram.begin() + a.base, s.dram.begin() + a.base + a.size)});
+    }
+    return reference(function, args);
+}
 
 void fill_inputs(const Program& p, MachineState<double>& s) {
     for (const auto& a : p.arrays) {
@@ -39,15 +46,7 @@ void fill_inputs(const Program& p, MachineState<double>& s) {
             case ast::Fill::Kind::Literal: std::copy(a.fill.values.begin(), a.fill.values.end(), out); break;
             case ast::Fill::Kind::Constant: std::fill_n(out, a.size, a.fill.values[0]); break;
             case ast::Fill::Kind::Reference: {
-                Shapes shapes;
-                for (int arg : a.fill_args) shapes.push_back(p.arrays[static_cast<size_t>(arg)].dims);
-                if (reference_footprint(a.fill.function, shapes) > kMaxReferenceElements)
-                    throw ToyError(ErrorKind::TooLargeToRun, a.fill.loc,
-                                   fmt::format("computing {} for '{}' needs more than {} doubles of memory", a.fill.function, a.name,
-                                               kMaxReferenceElements));
-                std::vector<Tensor> args;
-                for (int arg : a.fill_args) args.push_back(region(p, s, arg));
-                auto values = reference(a.fill.function, args).data;
+                auto values = evaluate_reference(p, s, a.fill.function, a.fill_args, a.fill.loc, fmt::format("'{}'", a.name)).data;
                 std::copy(values.begin(), values.end(), out);
                 break;
             }

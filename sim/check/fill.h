@@ -3,6 +3,7 @@
 #pragma once
 
 #include "sim/exec/machine.h"
+#include "sim/reference/reference.h"
 
 namespace toysim {
 
@@ -14,6 +15,12 @@ void fill_inputs(const Program& program, MachineState<double>& state);
 // Symbolic: inputs stay unnamed until first read (named a01, x3 then); constant fills hold
 // their constant.
 void fill_symbolic_inputs(const Program& program, MachineState<std::uint32_t>& state, ExprArena& arena);
+
+// A reference function of arrays in DRAM, for a fill or a check. Refused at `loc` before it
+// starts ("computing attention for 'O' needs more than …", naming `for_what`) when it would
+// hold more than kMaxReferenceElements doubles.
+Tensor evaluate_reference(const Program& program, const MachineState<double>& state, std::string_view function,
+                          const std::vector<int>& arrays, Loc loc, std::string_view for_what);
 
 // The most doubles a reference evaluation (a fill or a check) may hold at once
 // (reference_footprint): one that would need more is refused before it starts.

@@ -11,24 +11,12 @@ namespace {
 // Runs in chunks so a long run can report progress; the executor itself never calls out.
 void run_machine(Machine<NumericDomain>& m, const RunOptions& options) {
     if (!options.on_progress) return m.run_until(kNoPause, options.max_steps);
+    // A pause past the step limit is no pause: run_until faults at the limit on its own.
     while (!m.halted()) {
-        std::uint64_t pause = m.state().steps + RunOptions::kProgressSteps;
-        m.run_until(std::min(pause, options.max_steps), options.max_steps);
-        if (m.halted()) break;
-        if (m.state().steps == options.max_steps) m.run_until(kNoPause, options.max_steps);  // the limit's fault
-        options.on_progress(m.state().steps);
+        std::uint64_t steps = m.state().steps;
+        m.run_until(steps > kNoPause - RunOptions::kProgressSteps ? kNoPause : steps + RunOptions::kProgressSteps, options.max_steps);
+        if (!m.halted()) options.on_progress(m.state().steps);
     }
-}
-
-RunResult grade(const Program& p, Machine<NumericDomain>& m, double seconds) {
-    RunResult r;
-    r.seconds = seconds;
-    r.counters = m.counters();
-    for (const auto& spec : p.checks) r.checks.push_back(evaluate_check(p, m.state(), spec));
-    for (const auto& e : p.expects) r.expects.push_back(evaluate_expect(r.counters, e));
-    r.dram = std::move(m.state().dram);
-    r.present = std::move(m.state().present);
-    return r;
 }
 
 RunResult run_numeric(const Program& p, const RunOptions& options, bool keep_fault) {
@@ -42,15 +30,16 @@ RunResult run_numeric(const Program& p, const RunOptions& options, bool keep_fau
         if (!keep_fault) throw;
         fault = e;
     }
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (fault) {  // counters up to the fault; nothing to grade
-        RunResult r;
-        r.seconds = seconds;
-        r.counters = m.counters();
-        r.fault = fault;
-        return r;
-    }
-    return grade(p, m, seconds);
+    RunResult r;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.counters = m.counters();
+    r.fault = fault;
+    if (fault) return r;  // counters up to the fault; nothing to grade
+    for (const auto& spec : p.checks) r.checks.push_back(evaluate_check(p, m.state(), spec));
+    for (const auto& e : p.expects) r.expects.push_back(evaluate_expect(r.counters, e));
+    r.dram = std::move(m.state().dram);
+    r.present = std::move(m.state().present);
+    return r;
 }
 
 // Keeps what a trace prints of each event.

@@ -21,7 +21,7 @@ bool ends_with(std::string_view text, std::string_view suffix) {
 
 ToyError with_hint(const ToyError& error) {
     std::string message = error.what();
-    // The core still says some of these hints itself while it is being converted: add each once.
+    // Idempotent: an error that already carries a hint (one hinted twice on its way out) gets it once.
     auto add = [&](std::string_view hint) {
         if (!ends_with(message, hint)) message += hint;
     };

@@ -82,19 +82,24 @@ struct EventSink {
 
 // What one event added to the counters: instructions, its opcode, its work, cycles and the
 // DRAM traffic of each array it touched; zeros left out.
-template <class Value>
-std::vector<std::pair<CounterRef, std::uint64_t>> counter_deltas(const Program& program, const Event<Value>& event) {
+inline std::vector<std::pair<CounterRef, std::uint64_t>> counter_deltas(const Program& program, Op op, std::uint64_t cost,
+                                                                         std::uint64_t work, const std::vector<DramAccess>& accesses) {
     std::vector<std::pair<CounterRef, std::uint64_t>> out;
-    out.push_back({{CounterKind::Cycles}, event.cost});
+    out.push_back({{CounterKind::Cycles}, cost});
     out.push_back({{CounterKind::Instructions}, 1});
-    out.push_back({{CounterKind::Opcode, event.op}, 1});
-    if (program.has_tiles()) out.push_back({{CounterKind::Work, event.op}, event.work});
-    for (const auto& a : event.accesses) {
+    out.push_back({{CounterKind::Opcode, op}, 1});
+    if (program.has_tiles()) out.push_back({{CounterKind::Work, op}, work});
+    for (const auto& a : accesses) {
         bool read = a.kind == AccessKind::Read;
         out.push_back({{read ? CounterKind::Reads : CounterKind::Writes}, static_cast<std::uint64_t>(a.elements())});
         out.push_back({{read ? CounterKind::ArrayReads : CounterKind::ArrayWrites, Op::LOAD, a.array}, static_cast<std::uint64_t>(a.elements())});
     }
     return out;
+}
+
+template <class Value>
+std::vector<std::pair<CounterRef, std::uint64_t>> counter_deltas(const Program& program, const Event<Value>& event) {
+    return counter_deltas(program, event.op, event.cost, event.work, event.accesses);
 }
 
 }  // namespace toysim

@@ -229,17 +229,26 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
 #undef TOYSIM_STEP
 }
 
+// Loop control and the end are not instructions: they cost nothing and count nowhere.
+bool is_instruction(Code code) { return code != Code::LoopBegin && code != Code::LoopEnd && code != Code::Halt; }
+
+// The units of work the instruction at pc has done so far: a scalar one is one unit a run.
+template <class Value>
+std::uint64_t units_done(const Program& p, const MachineState<Value>& s, size_t pc) {
+    return p.code[pc].code == Code::Tile ? s.work[pc] : s.executed[pc];
+}
+
 template <class Value>
 Counters tally(const Program& p, const MachineState<Value>& s) {
     Counters c;
     c.arrays.resize(p.arrays.size());
     for (size_t pc = 0; pc < p.code.size(); ++pc) {
         const Inst& in = p.code[pc];
-        if (in.code == Code::LoopBegin || in.code == Code::LoopEnd || in.code == Code::Halt) continue;
+        if (!is_instruction(in.code)) continue;
         bool tile = in.code == Code::Tile;
         Op op = p.op_at(static_cast<std::int32_t>(pc));
         std::uint64_t n = s.executed[pc];
-        std::uint64_t units = tile ? s.work[pc] : n;  // a scalar instruction is one unit of work
+        std::uint64_t units = units_done(p, s, pc);
         c.by_opcode[static_cast<size_t>(op)] += n;
         c.work_by_opcode[static_cast<size_t>(op)] += units;
         std::int32_t mem = tile ? p.tile_insts[static_cast<size_t>(in.mem)].mem : in.mem;
@@ -270,7 +279,7 @@ Counters tally(const Program& p, const MachineState<Value>& s) {
 }
 
 template <class Value>
-MachineState<Value> fresh_state_of(const Program& p) {
+MachineState<Value> fresh_state(const Program& p) {
     check_fits_in_run(p);
     MachineState<Value> s;
     s.regs.assign(static_cast<size_t>(p.scalar_registers), Value{});
@@ -302,14 +311,10 @@ void check_fits_in_run(const Program& p) {
                                            kStateBytesPerElement<double>));
 }
 
-template <class Value>
-MachineState<Value> fresh_state(const Program& p) {
-    return fresh_state_of<Value>(p);
-}
 
 template <class Domain>
 Machine<Domain>::Machine(const Program& program, Domain domain)
-    : program_(&program), domain_(std::move(domain)), state_(fresh_state_of<Value>(program)) {}
+    : program_(&program), domain_(std::move(domain)), state_(fresh_state<Value>(program)) {}
 
 template <class Domain>
 void Machine<Domain>::run_until(std::uint64_t pause_at, std::uint64_t max_steps) {
@@ -379,12 +384,9 @@ template <class Domain>
 std::uint64_t Machine<Domain>::cycle() const {
     const Program& p = *program_;
     std::uint64_t total = 0;
-    for (size_t pc = 0; pc < p.code.size(); ++pc) {
-        Code code = p.code[pc].code;
-        if (code == Code::LoopBegin || code == Code::LoopEnd || code == Code::Halt) continue;
-        std::uint64_t units = code == Code::Tile ? state_.work[pc] : state_.executed[pc];
-        total += units * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(p.op_at(static_cast<std::int32_t>(pc)))]);
-    }
+    for (size_t pc = 0; pc < p.code.size(); ++pc)
+        if (is_instruction(p.code[pc].code))
+            total += units_done(p, state_, pc) * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(p.op_at(static_cast<std::int32_t>(pc)))]);
     return total;
 }
 
@@ -395,7 +397,5 @@ Counters Machine<Domain>::counters() const {
 
 template class Machine<NumericDomain>;
 template class Machine<SymbolicDomain>;
-template MachineState<double> fresh_state<double>(const Program&);
-template MachineState<std::uint32_t> fresh_state<std::uint32_t>(const Program&);
 
 }  // namespace toysim

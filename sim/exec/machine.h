@@ -87,8 +87,4 @@ extern template class Machine<SymbolicDomain>;
 // the first array that does not fit: what Machine's constructor checks, callable before.
 void check_fits_in_run(const Program& program);
 
-// A fresh state for a program: what Machine's constructor builds (and checks).
-template <class Value>
-MachineState<Value> fresh_state(const Program& program);
-
 }  // namespace toysim

@@ -23,6 +23,9 @@ std::string render_table(const Table& table, Format format);
 // valid UTF-8 (a path, a name) replaced rather than thrown on.
 std::string json_text(const nlohmann::ordered_json& j);
 
+// A number as tables print it: up to 4 significant digits ("0.4706"), and inf, -inf, nan.
+std::string number_text(double v);
+
 // "input", "output" or "scratch".
 std::string role_name(ast::Role role);
 

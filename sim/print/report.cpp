@@ -3,28 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
-#include <functional>
-#include <optional>
-#include <set>
 
-#include "sim/lower/disasm.h"
-#include "sim/print/expr_format.h"
 #include "sim/support/text.h"
 
 namespace toysim {
 
 namespace {
 
-std::string number(double v) {
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    if (std::isnan(v)) return "nan";
-    return format_number(v, 4);
-}
 
 
 // JSON has no infinity: an unbounded error is written as null.
 nlohmann::ordered_json json_number(double v) { return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); }
-
 
 }  // namespace
 
@@ -35,7 +24,7 @@ std::string format_params(const Program& p) {
     return out;
 }
 
-std::string counter_text(const CounterValue& v) { return v.is_ratio ? number(v.ratio) : std::to_string(v.count); }
+std::string counter_text(const CounterValue& v) { return v.is_ratio ? number_text(v.ratio) : std::to_string(v.count); }
 
 std::vector<CounterRow> counter_rows(const Program& p, const Counters& c, const OpcodeSet* shown) {
     std::vector<CounterRow> rows;
@@ -151,7 +140,7 @@ std::string format_run(const Program& p, const RunResult& r, Format format, bool
     for (size_t i = 0; i < r.checks.size(); ++i) {
         const CheckResult& cr = r.checks[i];
         checks.rows.push_back({p.checks[i].text, cr.ok ? "ok" : "FAILED: " + cr.first_wrong, std::to_string(cr.elements),
-                               number(cr.max_abs_err), number(cr.max_rel_err)});
+                               number_text(cr.max_abs_err), number_text(cr.max_rel_err)});
     }
     if (checks.rows.empty()) checks.rows.push_back({"(the program declares no check)", "", "", "", ""});
     out += render_table(checks, format) + "\n";
@@ -232,7 +221,7 @@ std::string format_array(const Program& p, const RunResult& r, int array) {
     for (double v : values) {
         auto at = static_cast<size_t>(a.base + static_cast<std::int64_t>(cells.size()));
         bool written = at < r.present.size() && r.present[at];
-        cells.push_back(!written ? "—" : std::isfinite(v) ? fmt::format("{:.4f}", v == 0 ? 0.0 : v) : number(v));
+        cells.push_back(!written ? "—" : std::isfinite(v) ? fmt::format("{:.4f}", v == 0 ? 0.0 : v) : number_text(v));
         width = std::max(width, display_width(cells.back()));
     }
     std::string shape = a.dims.empty() ? "one element" : fmt::format("{}", fmt::join(a.dims, "×"));

@@ -1,5 +1,6 @@
 #include "sim/print/format.h"
 
+#include <cmath>
 #include <fmt/format.h>
 
 #include "sim/support/text.h"
@@ -78,6 +79,12 @@ std::string render_table(const Table& t, Format format) {
     out += line(rule);
     for (const auto& row : t.rows) out += line(row);
     return out;
+}
+
+std::string number_text(double v) {
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (std::isnan(v)) return "nan";
+    return format_number(v, 4);
 }
 
 std::string json_text(const nlohmann::ordered_json& j) {

@@ -32,17 +32,11 @@ std::string trace_summary(const Program& p, const Counters& c) {
                        mix.empty() ? "none" : mix, plural(c.dram_reads, "read"), plural(c.dram_writes, "write"), registers);
 }
 
-std::string number(double v) {
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    if (std::isnan(v)) return "nan";
-    return format_number(v, 4);
-}
 
 // Four decimals, trailing zeros dropped (1.3679, 0.5, 12), the precision of the seed's
 // worked examples; very large or very small magnitudes in scientific notation.
 std::string tile_number(double v) {
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    if (std::isnan(v)) return "nan";
+    if (!std::isfinite(v)) return number_text(v);
     double a = std::abs(v);
     if (a != 0 && (a >= 1e6 || a < 1e-4)) return format_number(v, 5);
     std::string t = fmt::format("{:.4f}", v);
@@ -75,18 +69,18 @@ struct ValueText {
     std::string scalar(const TraceStep& s, bool old) const {
         if (tr.symbolic) return symbol(old ? s.symbol_old : s.symbol);
         double v = old ? s.number_old : s.number;
-        return tile_style ? tile_number(v) : number(v);
+        return tile_style ? tile_number(v) : number_text(v);
     }
     std::string block(size_t k) const { return tr.symbolic ? symbol(tr.tile_symbols[k]) : tile_number(tr.tile_numbers[k]); }
     json block_json(size_t k) const {
         if (tr.symbolic) return symbol(tr.tile_symbols[k]);
         double v = tr.tile_numbers[k];
-        return std::isfinite(v) ? json(v) : json(number(v));
+        return std::isfinite(v) ? json(v) : json(number_text(v));
     }
     json scalar_json(const TraceStep& s, bool old) const {
         if (tr.symbolic) return scalar(s, old);
         double v = old ? s.number_old : s.number;
-        return std::isfinite(v) ? json(v) : json(number(v));
+        return std::isfinite(v) ? json(v) : json(number_text(v));
     }
 };
 
@@ -161,13 +155,11 @@ json event_json(const Program& p, const TraceStep& s, size_t index, const std::s
         if (s.full_rows > s.rows || s.full_cols > s.cols) dram[0]["shown"] = {s.rows, s.cols};
     }
     e["dram"] = dram;
-    Event<double> counted;  // the counters this step added, by the counter table's names
-    counted.op = s.op;
-    counted.cost = s.cost;
-    counted.work = s.work;
-    if (s.access) counted.accesses.push_back(*s.access);
+    // The counters this step added, by the counter table's names.
+    std::vector<DramAccess> accesses;
+    if (s.access) accesses.push_back(*s.access);
     json deltas = json::object();
-    for (const auto& [counter, delta] : counter_deltas(p, counted))
+    for (const auto& [counter, delta] : counter_deltas(p, s.op, s.cost, s.work, accesses))
         if (delta) deltas[p.counter_name(counter)] = delta;
     e["counters"] = deltas;
     return e;
