@@ -286,9 +286,7 @@ private:
         } else if (word == "tile") {
             next();
             Tile t;
-            const Token& name = expect_ident("a tile name");
-            if (register_number(name.text) || iequals(name.text, "R"))
-                throw ToyError(name.loc, fmt::format("{} is a register name; choose another tile name", quoted_name(name.text)));
+            const Token& name = declared_name("tile");
             t.name = std::string(name.text);
             t.loc = name.loc;
             t.dims = subscripts();
@@ -330,12 +328,19 @@ private:
         }
     }
 
+    // The name a tile or array declaration gives ("tile", "array"): never a register's name,
+    // which an operand would read as the register.
+    const Token& declared_name(std::string_view what) {
+        const Token& name = expect_ident(fmt::format("{} {} name", what == "array" ? "an" : "a", what));
+        if (register_number(name.text) || iequals(name.text, "R"))
+            throw ToyError(name.loc, fmt::format("{} is a register name; choose another {} name", quoted_name(name.text), what));
+        return name;
+    }
+
     Array array_decl(Role role) {
         Array a;
         a.role = role;
-        const Token& name = expect_ident("an array name");
-        if (register_number(name.text) || iequals(name.text, "R"))
-            throw ToyError(name.loc, fmt::format("{} is a register name; choose another array name", quoted_name(name.text)));
+        const Token& name = declared_name("array");
         a.name = std::string(name.text);
         a.loc = name.loc;
         a.dims = subscripts();
