@@ -194,17 +194,17 @@ TEST_CASE("cli: an unknown command lists the commands", "[cli]") {
     SECTION("nothing close") {
         CliResult o = run_cli({"frobnicate", "programs/p1_c00.toy"});
         CHECK(o.code == 2);
-        CHECK(o.err == "toysim: error: unknown command 'frobnicate' (the commands: run, trace, sweep, cost, compare)\n");
+        CHECK(o.err == "toysim: error: unknown command 'frobnicate' (the commands: run, trace, sweep, cost, compare, gpu)\n");
     }
     SECTION("a typo") {
         CliResult o = run_cli({"trcae", "programs/p1_c00.toy"});
         CHECK(o.code == 2);
-        CHECK(o.err == "toysim: error: unknown command 'trcae'; did you mean 'trace'? (the commands: run, trace, sweep, cost, compare)\n");
+        CHECK(o.err == "toysim: error: unknown command 'trcae'; did you mean 'trace'? (the commands: run, trace, sweep, cost, compare, gpu)\n");
     }
     SECTION("no command at all: the usage line") {
         CliResult o = run_cli({});
         CHECK(o.code == 2);
-        CHECK(o.err == "toysim: error: no command given; the commands are run, trace, sweep, cost, compare\n"
+        CHECK(o.err == "toysim: error: no command given; the commands are run, trace, sweep, cost, compare, gpu\n"
                        "Usage: toysim [OPTIONS] SUBCOMMAND\n"
                        "Run 'toysim --help' for more.\n");
         CHECK(o.out.empty());
@@ -352,7 +352,7 @@ TEST_CASE("cli: a run that would take days is refused unless --force", "[cli]") 
         CliResult o = run_cli({"run", "programs/attention/fa1.toy", "--set", "n=1000000"});
         CHECK(o.code == 2);
         // Located at the program's first loop, where the trip counts start to multiply.
-        CHECK(starts_with(o.err, "programs/attention/fa1.toy:67:1: error: this run would take about "));
+        CHECK(starts_with(o.err, "programs/attention/fa1.toy:68:1: error: this run would take about "));
         CHECK(o.err.find(" minutes (3,125,000,500,000 instructions, ") != std::string::npos);
         CHECK(o.err.find(hint.substr(0, hint.size() - 1) + "\n   67 | for j in 0..Tc {\n") != std::string::npos);
         CHECK(o.out.empty());

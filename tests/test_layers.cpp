@@ -24,15 +24,17 @@ const std::map<std::string, std::set<std::string>>& allowed() {
         {"exec", {"support", "isa", "front", "reference", "lower"}},
         {"check", {"support", "isa", "front", "reference", "lower", "exec"}},
         {"analysis", {"support", "isa", "front", "reference", "lower"}},
-        {"print", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis"}},
-        {"cli", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis", "print"}},
+        {"gpu", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis"}},
+        {"print", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis", "gpu"}},
+        {"cli", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis", "gpu", "print"}},
     };
     return rules;
 }
 
-// "isa" for isa/..., "exec" for sim/exec/...; "" for anything else.
+// "isa" for isa/..., "gpu" for gpu/..., "exec" for sim/exec/...; "" for anything else.
 std::string layer_of(const std::string& path) {
     if (path.rfind("isa/", 0) == 0) return "isa";
+    if (path.rfind("gpu/", 0) == 0) return "gpu";
     if (path.rfind("sim/", 0) != 0) return "";
     auto slash = path.find('/', 4);
     return slash == std::string::npos ? "" : path.substr(4, slash - 4);
@@ -40,10 +42,10 @@ std::string layer_of(const std::string& path) {
 
 std::vector<std::string> sources() {
     std::vector<std::string> out;
-    for (const char* top : {"isa", "sim"})
+    for (const char* top : {"isa", "sim", "gpu"})
         for (const auto& entry : fs::recursive_directory_iterator(fs::path(TOYSIM_SOURCE_DIR) / top)) {
             auto ext = entry.path().extension();
-            if (entry.is_regular_file() && (ext == ".h" || ext == ".cpp"))
+            if (entry.is_regular_file() && (ext == ".h" || ext == ".cpp" || ext == ".cu" || ext == ".cuh"))
                 out.push_back(fs::relative(entry.path(), TOYSIM_SOURCE_DIR).generic_string());
         }
     return out;

@@ -6,22 +6,18 @@
 
 namespace toysim {
 
-namespace {
-
-// Reproducible uniform fill: splitmix64, 53-bit mantissa.
-struct Random {
-    std::uint64_t state;
-    double next(double lo, double hi) {
+void random_fill(const ast::Fill& fill, std::uint64_t stream, double* out, std::int64_t count) {
+    // Reproducible uniform fill: splitmix64, 53-bit mantissa. Stream 0 is the simulator's.
+    std::uint64_t state = fill.seed * 0x2545F4914F6CDD1DULL + 1 + stream * 0x9E3779B97F4A7C15ULL * 0x100000001B3ULL;
+    for (std::int64_t i = 0; i < count; ++i) {
         std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
         z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
         z ^= z >> 31;
         // Scale to [0, 1) first: (hi − lo)·2^53 would overflow for the widest finite ranges.
-        return lo + (hi - lo) * (static_cast<double>(z >> 11) * 0x1.0p-53);
+        out[i] = fill.lo + (fill.hi - fill.lo) * (static_cast<double>(z >> 11) * 0x1.0p-53);
     }
-};
-
-}  // namespace
+}
 
 Tensor evaluate_reference(const Program& p, const MachineState<double>& s, std::string_view function, const std::vector<int>& arrays,
                           Loc loc, std::string_view for_what) {
@@ -50,10 +46,7 @@ void fill_inputs(const Program& p, MachineState<double>& s) {
                 std::copy(values.begin(), values.end(), out);
                 break;
             }
-            default: {
-                Random rng{a.fill.seed * 0x2545F4914F6CDD1DULL + 1};
-                for (std::int64_t i = 0; i < a.size; ++i) out[i] = rng.next(a.fill.lo, a.fill.hi);
-            }
+            default: random_fill(a.fill, 0, out, a.size);
         }
     }
 }

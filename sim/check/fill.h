@@ -12,6 +12,10 @@ namespace toysim {
 // reference fill would need more memory than a run may use.
 void fill_inputs(const Program& program, MachineState<double>& state);
 
+// The seeded uniform values of a random (or default) fill: stream 0 is what a run fills; the
+// GPU backend gives every head its own stream.
+void random_fill(const ast::Fill& fill, std::uint64_t stream, double* out, std::int64_t count);
+
 // Symbolic: inputs stay unnamed until first read (named a01, x3 then); constant fills hold
 // their constant.
 void fill_symbolic_inputs(const Program& program, MachineState<std::uint32_t>& state, ExprArena& arena);

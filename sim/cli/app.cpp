@@ -19,7 +19,7 @@ namespace toysim::cli {
 
 namespace {
 
-const std::vector<std::string_view> kCommands = {"run", "trace", "sweep", "cost", "compare"};
+const std::vector<std::string_view> kCommands = {"run", "trace", "sweep", "cost", "compare", "gpu"};
 
 std::string isa_listing() {
     std::string out = "instruction set (destination last, as in the seed; cycles per unit of work, one unit per scalar\n"
@@ -42,6 +42,9 @@ struct Commands {
     CLI::App* sweep = nullptr;
     CLI::App* cost = nullptr;
     CLI::App* compare = nullptr;
+    CLI::App* gpu = nullptr;
+    CLI::App* gpu_run = nullptr;
+    CLI::App* gpu_kernels = nullptr;
 };
 
 Commands define_commands(CLI::App& app, Options& o) {
@@ -134,6 +137,26 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.compare->footer("\nexamples:\n"
                       "  toysim compare programs/p2_matmul_inner_3reg.toy programs/p3_matmul_outer_6reg.toy\n"
                       "  toysim compare programs/p4_softmax_3pass.toy programs/p5_online_softmax.toy --set n=1000");
+
+    c.gpu = app.add_subcommand("gpu", "Run a program's CUDA kernel on a real GPU: counted traffic against the simulator's, checked, timed.");
+    c.gpu->require_subcommand(1);
+    c.gpu_run = c.gpu->add_subcommand("run", "Run the kernel the program's 'gpu' line names, with the program's parameters.");
+    c.gpu_run->add_option("file", o.file, program_help)->required();
+    c.gpu_run->add_option("--set", o.sets, "override a parameter, e.g. --set n=4096 (repeatable)");
+    c.gpu_run->add_option("--heads", o.heads, "batch × heads: independent copies of the problem, the grid's extra dimension (default 1)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
+    c.gpu_run->add_option("--dtype", o.dtype, "storage type: fp32, or fp16 or bf16 for attention (fp32 arithmetic in every case)")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    c.gpu_run->add_option("--warmups", o.warmups, "launches before timing (default 3)")->check(CLI::Range(0, 1000));
+    c.gpu_run->add_option("--repeats", o.repeats, "timed launches; the median is reported (default 20)")->check(CLI::Range(1, 10000));
+    add_format(c.gpu_run);
+    c.gpu_run->footer("\nexamples:\n"
+                      "  toysim gpu run programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64\n"
+                      "  toysim gpu run programs/attention/fa1.toy --set n=1000 --set d=64 --set Br=32 --set Bc=32 --heads 8 --dtype fp16\n"
+                      "  toysim gpu run programs/p5_online_softmax.toy --set n=100000 --heads 64 --format json\n"
+                      "  toysim gpu run programs/matmul_outer.toy --set n=1024 --set t=16");
+    c.gpu_kernels = c.gpu->add_subcommand("kernels", "List the kernels a program's 'gpu' line may name.");
+    add_format(c.gpu_kernels);
     return c;
 }
 
@@ -195,6 +218,8 @@ int parse_and_dispatch(const std::vector<std::string>& args, Context& ctx) {
     if (c.trace->parsed()) return trace_command(o, ctx);
     if (c.sweep->parsed()) return sweep_command(o, ctx);
     if (c.cost->parsed()) return cost_command(o, ctx);
+    if (c.gpu_run->parsed()) return gpu_run_command(o, ctx);
+    if (c.gpu_kernels->parsed()) return gpu_kernels_command(o, ctx);
     return compare_command(o, ctx);
 }
 

@@ -29,6 +29,9 @@ struct Options {
     std::vector<std::string> shown_arrays;   // run --show
     bool stats = false, ditto = false, force = false;
     std::uint64_t max_steps = 0;             // 0: the command's default
+    std::int64_t heads = 1;                  // gpu run
+    std::string dtype = "fp32";              // gpu run
+    int warmups = 3, repeats = 20;           // gpu run
 };
 
 // The streams, and the source file the error being reported points into (for its caret).
@@ -87,5 +90,7 @@ int trace_command(const Options& options, Context& ctx);
 int sweep_command(const Options& options, Context& ctx);
 int cost_command(const Options& options, Context& ctx);
 int compare_command(const Options& options, Context& ctx);
+int gpu_run_command(const Options& options, Context& ctx);
+int gpu_kernels_command(const Options& options, Context& ctx);
 
 }  // namespace toysim::cli

@@ -151,8 +151,16 @@ struct TestCase {
     Loc loc;
 };
 
+// gpu NAME: the CUDA kernel (gpu/kernels.h's catalog) that runs this program's algorithm on a
+// real GPU with the same loop order and tile sizes; `toysim gpu run` reads it.
+struct GpuKernel {
+    std::string name;
+    Loc loc;
+};
+
 struct Program {
     std::shared_ptr<const SourceFile> source;
+    std::optional<GpuKernel> gpu_kernel;
     ExprPtr registers;
     std::vector<Param> params;  // and lets, in declaration order
     std::vector<Tile> tiles;

@@ -11,7 +11,7 @@ namespace toysim {
 
 const std::vector<std::string_view>& statement_keywords() {
     static const std::vector<std::string_view> words = {"registers", "param", "let",    "tile", "input", "output",
-                                                        "scratch",   "check", "cost",   "expect", "test",  "for"};
+                                                        "scratch",   "check", "cost",   "expect", "test",  "gpu", "for"};
     return words;
 }
 
@@ -310,6 +310,13 @@ private:
         } else if (word == "expect") {
             next();
             program.expects.push_back(expect_decl());
+        } else if (word == "gpu") {
+            next();
+            if (program.gpu_kernel) throw ToyError(head.loc, fmt::format("the program's GPU kernel is already declared ({}, at line {})",
+                                                                         quoted_name(program.gpu_kernel->name), program.gpu_kernel->loc.line));
+            const Token& name = expect_ident("a kernel name, such as fa2_forward");
+            program.gpu_kernel = GpuKernel{std::string(name.text), name.loc};
+            end_of_statement();
         } else if (word == "test") {
             next();
             TestCase t;

@@ -1,0 +1,110 @@
+// The table of GPU kernels: one row per kernel a program's `gpu NAME` line may name.
+//
+// A row lists the program parameters the kernel takes and the program arrays it reads and
+// writes, by name: `toysim gpu run` matches them with the program's own (tests/test_gpu.cpp
+// checks every shipped program against its row), so a kernel and its program cannot drift.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "gpu/kernels.h"
+
+namespace toysim::gpu {
+
+std::string_view dtype_name(DType t) {
+    switch (t) {
+        case DType::F32: return "fp32";
+        case DType::F16: return "fp16";
+        case DType::BF16: return "bf16";
+    }
+    return "?";
+}
+
+int dtype_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
+
+std::optional<DType> parse_dtype(std::string_view text) {
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+        if (text == dtype_name(t)) return t;
+    return std::nullopt;
+}
+
+namespace {
+std::vector<float> sorted(const std::vector<float>& v) {
+    std::vector<float> s = v;
+    std::sort(s.begin(), s.end());
+    return s;
+}
+}  // namespace
+
+double Timing::median() const {
+    if (ms.empty()) return 0;
+    auto s = sorted(ms);
+    size_t mid = s.size() / 2;
+    return s.size() % 2 ? s[mid] : (double(s[mid - 1]) + double(s[mid])) / 2;
+}
+double Timing::min() const { return ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end()); }
+double Timing::max() const { return ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end()); }
+
+int KernelSpec::find_array(std::string_view array) const {
+    for (size_t k = 0; k < arrays.size(); ++k)
+        if (arrays[k].name == array) return static_cast<int>(k);
+    return -1;
+}
+
+namespace {
+
+constexpr std::string_view kHeadDim = "d is the head dimension: a row of Q, K, V or O is one thread block's width";
+constexpr std::string_view kTileRows = "a tile's rows are spread over the block's threads";
+
+std::string refuse_matmul_outer(const std::vector<std::int64_t>& p) {
+    if (p[0] % p[1] != 0)
+        return fmt::format("matmul_outer needs n to be a multiple of t (n = {}, t = {}), as programs/matmul_outer.toy does", p[0], p[1]);
+    return "";
+}
+
+double matmul_flops(const std::vector<std::int64_t>& p) { return 2.0 * double(p[0]) * double(p[0]) * double(p[0]); }
+// Q·Kᵀ and P·V: 2·n²·d each (a multiply-add is two).
+double forward_flops(const std::vector<std::int64_t>& p) { return 4.0 * double(p[0]) * double(p[0]) * double(p[1]); }
+// S, dP, dV, dQ, dK: five n²·d products, the seeds' 10·n²·d (2.5 times the forward pass).
+double backward_flops(const std::vector<std::int64_t>& p) { return 10.0 * double(p[0]) * double(p[0]) * double(p[1]); }
+
+std::vector<KernelParam> attention_params() {
+    return {{"n"}, {"d", 128, kHeadDim}, {"Br", 128, kTileRows}, {"Bc", 128, kTileRows}};
+}
+
+}  // namespace
+
+const std::vector<KernelSpec>& kernel_catalog() {
+    static const std::vector<KernelSpec> catalog = {
+        {"matmul_inner", "gpu/matmul.cu", "one output element per thread, both operands reloaded for every product (no reuse)",
+         {{"n"}}, {{"a"}, {"b"}, {"c"}}, {"matmul_inner"}, false, nullptr, matmul_flops},
+        {"matmul_outer", "gpu/matmul.cu", "t×t output tiles, a column of A and a row of B in shared memory per k (outer products)",
+         {{"n"}, {"t", 32, "one thread per output element of a t×t tile (at most 1024 threads)"}},
+         {{"a"}, {"b"}, {"c"}}, {"matmul_outer"}, false, refuse_matmul_outer, matmul_flops},
+        {"softmax_3pass", "gpu/softmax.cu", "safe softmax in three passes over x: max, sum, normalize (Problem 4)",
+         {{"n"}}, {{"x"}, {"out"}}, {"softmax_3pass"}},
+        {"softmax_online", "gpu/softmax.cu", "online softmax: running max and sum in one pass, then normalize (Problem 5)",
+         {{"n"}}, {{"x"}, {"out"}}, {"softmax_online"}},
+        {"attention_standard", "gpu/attention_forward.cu", "S = Q·Kᵀ and P = softmax(S) materialized in global memory: three kernels",
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"S"}, {"P"}, {"O"}}, {"scores", "softmax", "pv"}, true, nullptr, forward_flops},
+        {"fa1_forward", "gpu/attention_forward.cu", "FlashAttention-1 order: outer loop over K/V tiles, O, m, ℓ round-trip through global memory",
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"m", true}, {"l", true}}, {"fa1_forward"}, true, nullptr, forward_flops},
+        {"fa2_forward", "gpu/attention_forward.cu", "FlashAttention-2 order: outer loop over Q tiles, O on chip, L written once",
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_forward"}, true, nullptr, forward_flops},
+        {"fa2_backward", "gpu/attention_backward.cu", "FlashAttention-2 backward with D = rowsum(dO∘O) precomputed: K and V read once",
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"dO"}, {"O"}, {"L", true}, {"D", true}, {"dQ", true}, {"dK"}, {"dV"}},
+         {"delta", "fa2_backward"}, true, nullptr, backward_flops},
+        {"fa2_backward_no_d_trick", "gpu/attention_backward.cu", "FlashAttention-2 backward without the D trick: K and V read twice",
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"dO"}, {"L", true}, {"D", true}, {"dQ", true}, {"dK"}, {"dV"}},
+         {"delta", "fa2_backward"}, true, nullptr, backward_flops},
+    };
+    return catalog;
+}
+
+const KernelSpec* find_kernel(std::string_view name) {
+    for (const auto& k : kernel_catalog())
+        if (k.name == name) return &k;
+    return nullptr;
+}
+
+}  // namespace toysim::gpu

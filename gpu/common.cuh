@@ -1,0 +1,102 @@
+// What every kernel file shares: how a stage is launched, element types, and the counting
+// of global-memory traffic that makes a kernel's figures comparable with the simulator's.
+//
+// Counting. Each kernel is a template on `bool kCount`. The timed variant (kCount = false)
+// has no counting code at all: `count_tile` compiles to nothing. The counting variant adds,
+// once per tile a block moves, the tile's element count to a per-array counter: one atomic
+// add per tile per block, by thread 0, never one per element. The count is what the kernel
+// asks of global memory (the simulator's LOADs and STOREs), not what reaches DRAM: caches
+// are the next issue's subject (CUPTI).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "gpu/kernels.h"
+
+namespace toysim::gpu {
+
+// ---- stages ----
+
+// Everything a stage's launcher gets. Pointers and parameters follow the kernel's catalog row
+// (catalog.cpp): arrays[k] is KernelSpec::arrays[k], stored as DType `dtype` unless the row
+// says always_f32.
+struct StageArgs {
+    void* const* arrays;
+    const std::int64_t* params;
+    std::int64_t heads;
+    DType dtype;
+    unsigned long long* counts;  // null: the timed variant; else reads at [2k], writes at [2k + 1]
+    cudaStream_t stream;
+    int shared_memory_limit;     // bytes a block may opt in to on this device
+    bool plan_only;              // check what the launch needs (shared memory) and launch nothing
+};
+
+// A kernel file's entry point: launches stage `stage` (KernelSpec::stages) of kernel `name`.
+// Throws GpuError for what this device cannot run (say, the shared memory a tile needs).
+using StageLauncher = void (*)(int stage, const StageArgs& args);
+
+// One per kernel file, found by runtime.cu by kernel name.
+struct KernelEntry {
+    const char* name;
+    StageLauncher launch;
+};
+
+// ---- counting ----
+
+enum Access : int { kRead = 0, kWrite = 1 };
+
+// Adds a tile's elements to array `array`'s read or write counter: call it from every thread
+// of the block (only thread 0 adds), once per tile the block loads or stores.
+template <bool kCount>
+__device__ __forceinline__ void count_tile(unsigned long long* counts, int array, Access access, long long elements) {
+    if constexpr (kCount) {
+        if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0 && elements > 0)
+            atomicAdd(&counts[2 * array + access], static_cast<unsigned long long>(elements));
+    }
+}
+
+// ---- element types: storage T, arithmetic in float ----
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T> __device__ __forceinline__ T from_float(float x);
+template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// Calls f(T{}) with T the storage type of `t`, so a launcher writes its dispatch once:
+//   with_dtype(args.dtype, [&](auto tag) { using T = decltype(tag); ... });
+template <typename F>
+void with_dtype(DType t, F&& f) {
+    switch (t) {
+        case DType::F32: f(float{}); break;
+        case DType::F16: f(__half{}); break;
+        case DType::BF16: f(__nv_bfloat16{}); break;
+    }
+}
+
+// Calls f(std::bool_constant<...>{}) for the counting or the timed variant.
+template <typename F>
+void with_counting(const StageArgs& args, F&& f) {
+    if (args.counts) f(std::true_type{});
+    else f(std::false_type{});
+}
+
+__host__ __device__ constexpr long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
+__host__ __device__ constexpr long long min_ll(long long a, long long b) { return a < b ? a : b; }
+
+// Throws GpuError naming the kernel when its tiles need more shared memory than this device
+// gives a block; otherwise opts the kernel in to `bytes` of dynamic shared memory.
+void require_shared_memory(const void* kernel, long long bytes, const StageArgs& args, const char* kernel_name, const char* advice);
+
+// Throws GpuError with the CUDA error's text if the last launch failed.
+void check_launch(const char* kernel_name);
+
+}  // namespace toysim::gpu

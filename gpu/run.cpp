@@ -1,0 +1,381 @@
+#include "gpu/run.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "sim/analysis/cost.h"
+#include "sim/check/fill.h"
+#include "sim/reference/reference.h"
+#include "sim/support/text.h"
+
+namespace toysim::gpu {
+
+namespace {
+
+[[noreturn]] void bad(Loc loc, const std::string& message) { throw ToyError(loc, message); }
+
+std::string value_text(double v) { return fmt::format("{:.6g}", v); }
+
+std::string kernel_names() {
+    std::string out;
+    for (const auto& k : kernel_catalog()) out += (out.empty() ? "" : ", ") + std::string(k.name);
+    return out;
+}
+
+std::int64_t param_value(const Program& p, std::string_view name) {
+    for (const auto& [n, v] : p.params)
+        if (n == name) return v;
+    return 0;
+}
+
+// Multiply-adds a reference function spends on one head, from its arguments' shapes: what
+// decides between checking every row and sampling rows.
+double reference_work(std::string_view function, const Shapes& s) {
+    auto dim = [&](size_t arg, size_t k) { return arg < s.size() && k < s[arg].size() ? double(s[arg][k]) : 1.0; };
+    auto size = [&](size_t arg) {
+        double n = 1;
+        for (auto v : s[arg]) n *= double(v);
+        return n;
+    };
+    if (function == "matmul") return dim(0, 0) * dim(0, 1) * dim(1, 1);
+    if (function == "scores" || function.starts_with("attention")) {
+        double forward = dim(0, 0) * dim(1, 0) * (dim(0, 1) + (s.size() > 2 ? dim(2, 1) : 0.0));
+        bool backward = s.size() > 3;
+        return backward ? 3 * forward : forward;
+    }
+    return s.empty() ? 1.0 : size(0);
+}
+
+// Checks that compute each row of the result from the same row of the first argument (and
+// the whole of the others): they can be checked on sampled rows.
+bool row_by_row(std::string_view function, const Shapes& s) {
+    if (function == "softmax") return s[0].size() == 2;
+    return function == "matmul" || function == "scores" || function == "attention" || function == "attention_rowmax" ||
+           function == "attention_rowsum" || function == "attention_lse";
+}
+
+double tolerance_for(DType t) {
+    switch (t) {
+        case DType::F32: return 1e-4;
+        case DType::F16: return 2e-2;
+        case DType::BF16: return 6e-2;
+    }
+    return 1e-4;
+}
+
+struct CheckPlan {
+    const CheckSpec* spec;
+    int target;               // kernel array
+    std::vector<int> args;    // kernel arrays
+    bool by_rows;
+    double work_per_head;
+};
+
+}  // namespace
+
+double round_to(DType t, double value) {
+    if (!std::isfinite(value) || value == 0) return value;
+    if (t == DType::F32) return static_cast<float>(value);
+    const int bits = t == DType::F16 ? 11 : 8;         // significant bits, the implicit one included
+    const int min_exponent = t == DType::F16 ? -14 : -126;  // of the smallest normal
+    const double largest = t == DType::F16 ? 65504.0 : 3.3895313892515355e38;
+    int e = 0;
+    std::frexp(value, &e);  // value = m·2^e, 0.5 <= |m| < 1
+    int quantum = std::max(e, min_exponent + 1) - bits;  // subnormals keep the smallest normal's quantum
+    double rounded = std::ldexp(std::nearbyint(std::ldexp(value, -quantum)), quantum);
+    if (std::fabs(rounded) > largest) return std::copysign(std::numeric_limits<double>::infinity(), value);
+    return rounded;
+}
+
+const KernelSpec& program_kernel(const Program& p) {
+    const auto& tree = *p.tree;
+    if (!tree.gpu_kernel)
+        throw ToyError(ErrorKind::Input, Loc{},
+                       fmt::format("this program has no 'gpu' line naming the kernel that runs it on a GPU (kernels: {})", kernel_names()));
+    const ast::GpuKernel& line = *tree.gpu_kernel;
+    const KernelSpec* k = find_kernel(line.name);
+    if (!k) {
+        std::vector<std::string_view> names;
+        for (const auto& row : kernel_catalog()) names.push_back(row.name);
+        bad(line.loc, fmt::format("no GPU kernel is named {}{} (kernels: {})", quoted_name(line.name), did_you_mean(line.name, names),
+                                     kernel_names()));
+    }
+    for (const auto& a : k->arrays)
+        if (p.find_array(a.name) < 0)
+            bad(line.loc, fmt::format("kernel {} reads or writes an array {}, which this program does not declare", k->name, a.name));
+    for (const auto& a : p.arrays)
+        if (k->find_array(a.name) < 0)
+            bad(line.loc, fmt::format("this program declares array {}, which kernel {} does not take (it takes {})", quoted_name(a.name),
+                                         k->name, [&] {
+                                             std::string s;
+                                             for (const auto& b : k->arrays) s += (s.empty() ? "" : ", ") + std::string(b.name);
+                                             return s;
+                                         }()));
+    for (const auto& param : k->params) {
+        bool found = std::any_of(p.params.begin(), p.params.end(), [&](const auto& q) { return q.first == param.name; });
+        if (!found) bad(line.loc, fmt::format("kernel {} takes a parameter {}, which this program does not have", k->name, param.name));
+    }
+    return *k;
+}
+
+bool GpuRunResult::traffic_equal() const {
+    return std::all_of(traffic.begin(), traffic.end(), [](const ArrayTrafficRow& r) { return r.equal(); });
+}
+bool GpuRunResult::check_passed() const {
+    return std::all_of(checks.begin(), checks.end(), [](const ArrayCheckResult& c) { return c.passed(); });
+}
+std::optional<double> GpuRunResult::tflops() const {
+    if (!flops || launch.total.ms.empty()) return std::nullopt;
+    return *flops / (launch.total.median() * 1e-3) / 1e12;
+}
+double GpuRunResult::gigabytes_per_second() const {
+    return launch.total.ms.empty() ? 0.0 : counted_bytes / (launch.total.median() * 1e-3) / 1e9;
+}
+
+GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
+    const KernelSpec& kernel = program_kernel(p);
+    const Loc at = p.tree->gpu_kernel->loc;
+    GpuRunResult result;
+    result.kernel = &kernel;
+    result.heads = options.heads;
+    result.dtype = options.dtype;
+    result.warmups = options.warmups;
+    if (options.heads < 1 || options.heads > 65535)
+        throw ToyError(ErrorKind::Input, Loc{}, fmt::format("--heads {} is out of range: 1 to 65535 (the grid's extra dimension)", options.heads));
+    if (options.dtype != DType::F32 && !kernel.low_precision)
+        throw ToyError(ErrorKind::Input, Loc{},
+                       fmt::format("kernel {} runs in fp32 only; fp16 and bf16 are for the attention kernels", kernel.name));
+
+    std::vector<std::int64_t> params;
+    for (const auto& param : kernel.params) {
+        std::int64_t v = param_value(p, param.name);
+        if (v < 1) throw ToyError(ErrorKind::Setting, Loc{}, fmt::format("kernel {} needs {} >= 1, not {}", kernel.name, param.name, v), std::string(param.name));
+        if (v > param.max)
+            throw ToyError(ErrorKind::Setting, Loc{},
+                           fmt::format("kernel {} takes {} up to {}, not {} ({})", kernel.name, param.name, param.max, v, param.why_max),
+                           std::string(param.name));
+        params.push_back(v);
+        result.params.emplace_back(std::string(param.name), v);
+    }
+    if (kernel.refuse)
+        if (std::string why = kernel.refuse(params); !why.empty()) throw ToyError(ErrorKind::Input, at, why);
+
+    // ---- host arrays, kernel order ----
+    const std::size_t heads = static_cast<std::size_t>(options.heads);
+    const std::size_t narrays = kernel.arrays.size();
+    std::vector<const ArrayInfo*> info(narrays);
+    std::vector<HostArray> host(narrays);
+    for (std::size_t k = 0; k < narrays; ++k) {
+        info[k] = &p.arrays[static_cast<size_t>(p.find_array(kernel.arrays[k].name))];
+        host[k].elements = static_cast<std::size_t>(info[k]->size) * heads;
+        // Elements past 2^31 per array would overflow the kernels' int row arithmetic in places;
+        // the device's memory says no long before for everything else.
+        if (host[k].elements > (std::size_t{1} << 40))
+            throw ToyError(ErrorKind::TooLargeToRun, Loc{}, fmt::format("array {} would hold {} elements over {} heads: too large for a GPU run",
+                                                                   info[k]->name, host[k].elements, heads));
+    }
+    auto head_tensor = [&](std::size_t k, std::size_t h) {
+        const std::size_t size = static_cast<std::size_t>(info[k]->size);
+        return Tensor{info[k]->dims, std::vector<double>(host[k].values.begin() + static_cast<std::ptrdiff_t>(h * size),
+                                                         host[k].values.begin() + static_cast<std::ptrdiff_t>((h + 1) * size))};
+    };
+    auto shapes_of = [&](const std::vector<int>& arrays) {
+        Shapes s;
+        for (int a : arrays) s.push_back(info[static_cast<size_t>(a)]->dims);
+        return s;
+    };
+    auto kernel_arrays = [&](const std::vector<int>& program_arrays) {
+        std::vector<int> out;
+        for (int a : program_arrays) out.push_back(kernel.find_array(p.arrays[static_cast<size_t>(a)].name));
+        return out;
+    };
+
+    // Fill in declaration order (a reference fill reads arrays declared above it).
+    std::vector<std::size_t> order(narrays);
+    for (std::size_t k = 0; k < narrays; ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return info[a]->base < info[b]->base; });
+    for (std::size_t k : order) {
+        const ArrayInfo& a = *info[k];
+        HostArray& h = host[k];
+        h.upload = a.starts_filled();
+        h.restore = h.upload && a.role != ast::Role::Input;
+        if (!h.upload) continue;
+        const DType storage = kernel.storage(static_cast<int>(k), options.dtype);
+        const std::size_t size = static_cast<std::size_t>(a.size);
+        h.values.resize(h.elements);
+        if (a.fill.kind == ast::Fill::Kind::Reference) {
+            std::vector<int> args = kernel_arrays(a.fill_args);
+            double work = reference_work(a.fill.function, shapes_of(args)) * double(heads);
+            if (work > 10 * options.check_budget)
+                throw ToyError(ErrorKind::Input, a.fill.loc,
+                               fmt::format("filling {} = {}(...) for {} heads needs about {:.2g} multiply-adds on the CPU: lower --heads or n",
+                                           a.name, a.fill.function, heads, work));
+            for (std::size_t hd = 0; hd < heads; ++hd) {
+                std::vector<Tensor> tensors;
+                for (int arg : args) tensors.push_back(head_tensor(static_cast<size_t>(arg), hd));
+                auto values = reference(a.fill.function, tensors).data;
+                std::copy(values.begin(), values.end(), h.values.begin() + static_cast<std::ptrdiff_t>(hd * size));
+            }
+        } else {
+            for (std::size_t hd = 0; hd < heads; ++hd) {
+                double* out = h.values.data() + hd * size;
+                switch (a.fill.kind) {
+                    case ast::Fill::Kind::Literal: std::copy(a.fill.values.begin(), a.fill.values.end(), out); break;
+                    case ast::Fill::Kind::Constant: std::fill_n(out, size, a.fill.values[0]); break;
+                    default: random_fill(a.fill, hd, out, a.size);
+                }
+            }
+        }
+        // The reference sees exactly what the device holds.
+        for (double& v : h.values) v = round_to(storage, v);
+    }
+
+    // ---- what to check, and on how much ----
+    std::vector<CheckPlan> plans;
+    double work_all = 0, work_per_row = 0;
+    bool all_by_rows = true;
+    for (const auto& c : p.checks) {
+        if (!c.target_index.empty() || !c.reference_index.empty()) continue;  // element checks: the simulator's business
+        CheckPlan plan{&c, kernel.find_array(p.arrays[static_cast<size_t>(c.target)].name), kernel_arrays(c.args), false, 0};
+        Shapes s = shapes_of(plan.args);
+        plan.by_rows = row_by_row(c.function, s);
+        for (size_t i = 1; i < plan.args.size(); ++i)
+            if (!host[static_cast<size_t>(plan.args[i])].upload) plan.by_rows = false;  // needs a whole device result
+        plan.work_per_head = reference_work(c.function, s);
+        work_all += plan.work_per_head * double(heads);
+        if (plan.by_rows) work_per_row += plan.work_per_head / double(s[0][0]);
+        all_by_rows = all_by_rows && plan.by_rows;
+        plans.push_back(std::move(plan));
+    }
+    std::int64_t rows = p.arrays.empty() ? 1 : 0;
+    std::size_t heads_checked = heads;
+    std::vector<std::int64_t> sample_rows;  // empty: every row
+    double download = 0;
+    for (const auto& plan : plans) {
+        download += double(info[static_cast<size_t>(plan.target)]->size);
+        for (int a : plan.args)
+            if (!host[static_cast<size_t>(a)].upload) download += double(info[static_cast<size_t>(a)]->size);
+    }
+    const bool fits = work_all <= options.check_budget && download * double(heads) <= double(kMaxReferenceElements);
+    if (!fits && all_by_rows && !plans.empty()) {
+        rows = info[static_cast<size_t>(plans.front().target)]->dims[0];
+        auto r = static_cast<std::int64_t>(options.check_budget / (double(heads) * std::max(work_per_row, 1.0)));
+        r = std::clamp<std::int64_t>(r, 2, rows);
+        for (std::int64_t i = 0; i < r; ++i) sample_rows.push_back(r == 1 ? 0 : i * (rows - 1) / (r - 1));
+        sample_rows.erase(std::unique(sample_rows.begin(), sample_rows.end()), sample_rows.end());
+    } else if (!fits) {
+        double per_head = std::max(work_all / double(heads), download);
+        heads_checked = static_cast<std::size_t>(std::clamp(options.check_budget / std::max(per_head, 1.0), 1.0, double(heads)));
+    }
+    auto sampled = [&](std::size_t k) { return !sample_rows.empty() && info[k]->dims.size() >= 1; };
+    auto needed = [&](std::size_t k) {
+        if (host[k].upload) return false;
+        for (const auto& plan : plans) {
+            if (static_cast<std::size_t>(plan.target) == k) return true;
+            for (int a : plan.args)
+                if (static_cast<std::size_t>(a) == k) return true;
+        }
+        return false;
+    };
+    for (std::size_t k = 0; k < narrays; ++k) {
+        if (!needed(k)) continue;
+        HostArray& h = host[k];
+        h.download = true;
+        const std::size_t size = static_cast<std::size_t>(info[k]->size);
+        if (sampled(k)) {
+            const std::size_t row = size / static_cast<std::size_t>(info[k]->dims[0]);
+            for (std::size_t hd = 0; hd < heads; ++hd)
+                for (auto r : sample_rows) h.sample.push_back({hd * size + static_cast<std::size_t>(r) * row, row});
+        } else if (heads_checked < heads) {
+            h.sample.push_back({0, heads_checked * size});
+        }
+    }
+
+    // ---- launch ----
+    result.device = query_device();
+    LaunchPlan plan{&kernel, params, options.heads, options.dtype, options.warmups, options.repeats};
+    result.launch = launch(plan, host);
+
+    // ---- counted traffic against the simulator's count-only pass ----
+    std::vector<ArrayTraffic> simulated = count_traffic(p);
+    for (std::size_t k = 0; k < narrays; ++k) {
+        ArrayTrafficRow row;
+        row.array = std::string(kernel.arrays[k].name);
+        row.element_bytes = dtype_bytes(kernel.storage(static_cast<int>(k), options.dtype));
+        for (const auto& stage : result.launch.stages) {
+            row.counted_reads += stage.reads[k];
+            row.counted_writes += stage.writes[k];
+        }
+        const ArrayTraffic& sim = simulated[static_cast<size_t>(p.find_array(row.array))];
+        row.simulated_reads = sim.reads * heads;
+        row.simulated_writes = sim.writes * heads;
+        result.counted_bytes += double(row.counted_reads + row.counted_writes) * row.element_bytes;
+        result.traffic.push_back(std::move(row));
+    }
+    if (kernel.flops) result.flops = kernel.flops(params) * double(heads);
+
+    // ---- checks ----
+    const double tolerance_floor = tolerance_for(options.dtype);
+    for (const auto& plan : plans) {
+        const CheckSpec& c = *plan.spec;
+        const std::size_t target = static_cast<std::size_t>(plan.target);
+        ArrayCheckResult out;
+        out.array = std::string(kernel.arrays[target].name);
+        out.expression = c.text.substr(c.text.find('=') + 2);
+        out.heads = options.heads;
+        out.rows = info[target]->dims.empty() ? 1 : info[target]->dims[0];
+        out.tolerance = std::max(c.tolerance, tolerance_floor);
+        const bool rows_sampled = !sample_rows.empty();
+        out.heads_checked = rows_sampled ? options.heads : static_cast<std::int64_t>(heads_checked);
+        out.rows_checked = rows_sampled ? static_cast<std::int64_t>(sample_rows.size()) : out.rows;
+        const std::size_t target_size = static_cast<std::size_t>(info[target]->size);
+        const std::size_t target_row = out.rows ? target_size / static_cast<std::size_t>(out.rows) : target_size;
+        for (std::size_t hd = 0; hd < static_cast<std::size_t>(out.heads_checked); ++hd) {
+            std::vector<Tensor> args;
+            for (size_t i = 0; i < plan.args.size(); ++i) {
+                const std::size_t a = static_cast<std::size_t>(plan.args[i]);
+                if (!rows_sampled || i > 0) {
+                    args.push_back(head_tensor(a, hd));  // whole heads: the first ones, where only those came back
+                    continue;
+                }
+                // The first argument's sampled rows: from the host copy (an input) or the download.
+                const std::size_t size = static_cast<std::size_t>(info[a]->size);
+                const std::size_t row = size / static_cast<std::size_t>(info[a]->dims[0]);
+                Tensor t{info[a]->dims, {}};
+                t.shape[0] = static_cast<std::int64_t>(sample_rows.size());
+                for (std::size_t r = 0; r < sample_rows.size(); ++r) {
+                    const double* src = host[a].upload ? host[a].values.data() + hd * size + static_cast<std::size_t>(sample_rows[r]) * row
+                                                       : host[a].values.data() + (hd * sample_rows.size() + r) * row;
+                    t.data.insert(t.data.end(), src, src + row);
+                }
+                args.push_back(std::move(t));
+            }
+            std::vector<double> expected = reference(c.function, args).data;
+            const double* got = rows_sampled ? host[target].values.data() + hd * sample_rows.size() * target_row
+                                             : host[target].values.data() + hd * target_size;
+            for (std::size_t i = 0; i < expected.size(); ++i) {
+                const double want = expected[i], have = got[i];
+                const double abs_error = std::fabs(have - want);
+                const double rel_error = abs_error / std::max(std::fabs(want), 1e-30);
+                const bool ok = std::isfinite(have) ? abs_error <= out.tolerance * std::max(1.0, std::fabs(want)) : have == want;
+                if (std::isfinite(abs_error)) {
+                    out.max_abs_error = std::max(out.max_abs_error, abs_error);
+                    if (std::fabs(want) >= 1e-6) out.max_rel_error = std::max(out.max_rel_error, rel_error);
+                }
+                if (ok) continue;
+                if (out.mismatches++ == 0) {
+                    std::int64_t row_index = rows_sampled ? sample_rows[i / target_row] : static_cast<std::int64_t>(i / target_row);
+                    out.first_mismatch = fmt::format("{} of head {}, row {}, element {}: {} but the reference is {}", out.array, hd, row_index,
+                                                     i % target_row, value_text(have), value_text(want));
+                }
+            }
+        }
+        result.checks.push_back(std::move(out));
+    }
+    return result;
+}
+
+}  // namespace toysim::gpu

@@ -1,0 +1,81 @@
+// `toysim gpu run`: a program's kernel on a real GPU, checked against the reference and with
+// its counted traffic set against the simulator's.
+//
+// The program names its kernel (`gpu fa2_forward`); its parameters, arrays, fills and checks
+// are the kernel's too. The result holds what printers show and the JSON contract carries
+// (README, "On a real GPU"); nothing here prints.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu/kernels.h"
+#include "sim/lower/program.h"
+
+namespace toysim::gpu {
+
+// The kernel the program's `gpu` line names, after checking that the kernel takes the
+// program's arrays (the same names, all of them) and parameters. Throws ToyError at the
+// `gpu` line (or, with no such line, naming the programs that have one).
+const KernelSpec& program_kernel(const Program& program);
+
+struct GpuRunOptions {
+    std::int64_t heads = 1;
+    DType dtype = DType::F32;
+    int warmups = 3;
+    int repeats = 20;
+    // Multiply-adds the CPU reference may spend on checks (and on reference fills): past it,
+    // sampled rows of every head are checked (or whole heads, for checks that are not row by row).
+    double check_budget = 2e9;
+};
+
+// The counted traffic of one array against the simulator's count-only pass × heads.
+struct ArrayTrafficRow {
+    std::string array;
+    int element_bytes = 4;
+    std::uint64_t counted_reads = 0, counted_writes = 0;
+    std::uint64_t simulated_reads = 0, simulated_writes = 0;
+    bool equal() const { return counted_reads == simulated_reads && counted_writes == simulated_writes; }
+};
+
+struct ArrayCheckResult {
+    std::string array;
+    std::string expression;   // "attention(Q, K, V)"
+    std::int64_t heads_checked = 0, heads = 0;
+    std::int64_t rows_checked = 0, rows = 0;  // per head checked
+    double max_abs_error = 0, max_rel_error = 0;
+    double tolerance = 0;     // |gpu − ref| <= tolerance·max(1, |ref|)
+    std::int64_t mismatches = 0;
+    std::string first_mismatch;  // "O[h3][17][5] = 0.52 but the reference is 0.31"
+    bool passed() const { return mismatches == 0; }
+};
+
+struct GpuRunResult {
+    const KernelSpec* kernel = nullptr;
+    std::vector<std::pair<std::string, std::int64_t>> params;  // the kernel's, in its order
+    std::int64_t heads = 1;
+    DType dtype = DType::F32;
+    int warmups = 0;
+    DeviceInfo device;
+    LaunchResult launch;
+    std::vector<ArrayTrafficRow> traffic;  // kernel array order
+    std::vector<ArrayCheckResult> checks;
+    std::optional<double> flops;           // all heads; none for softmax
+    double counted_bytes = 0;              // reads + writes, all stages, all heads
+
+    bool traffic_equal() const;
+    bool check_passed() const;
+    std::optional<double> tflops() const;  // at the median time
+    double gigabytes_per_second() const;
+};
+
+// Compiles nothing: `program` is already bound to its parameters. Throws ToyError for what
+// the program or the settings get wrong, GpuError for what the device cannot do.
+GpuRunResult gpu_run(const Program& program, const GpuRunOptions& options);
+
+// Rounds a double to what a value stored as `t` holds (round to nearest even), on the host.
+double round_to(DType t, double value);
+
+}  // namespace toysim::gpu

@@ -1,0 +1,179 @@
+#include "sim/print/gpu_report.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace toysim {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string version_text(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+
+std::string bytes_text(double bytes) {
+    if (bytes >= 1e9) return fmt::format("{:.2f} GB", bytes / 1e9);
+    if (bytes >= 1e6) return fmt::format("{:.2f} MB", bytes / 1e6);
+    if (bytes >= 1e3) return fmt::format("{:.2f} kB", bytes / 1e3);
+    return fmt::format("{} B", bytes);
+}
+
+std::string ms_text(double ms) { return fmt::format("{:.4g} ms", ms); }
+
+json timing_json(const gpu::Timing& t) {
+    return json{{"median", t.median()}, {"min", t.min()}, {"max", t.max()}, {"repeats", t.ms.size()}};
+}
+
+json device_json(const gpu::DeviceInfo& d) {
+    return json{{"name", d.name},
+                {"compute_capability", fmt::format("{}.{}", d.compute_major, d.compute_minor)},
+                {"sm_count", d.sm_count},
+                {"l2_bytes", d.l2_bytes},
+                {"global_memory_bytes", d.global_memory_bytes},
+                {"shared_memory_per_block", d.shared_memory_per_block},
+                {"sm_clock_mhz", d.sm_clock_mhz},
+                {"memory_clock_mhz", d.memory_clock_mhz},
+                {"memory_bus_bits", d.memory_bus_bits},
+                {"driver_version", version_text(d.driver_version)},
+                {"runtime_version", version_text(d.runtime_version)}};
+}
+
+json traffic_json(std::uint64_t reads, std::uint64_t writes, int element_bytes) {
+    return json{{"reads", reads},
+                {"writes", writes},
+                {"read_bytes", reads * static_cast<std::uint64_t>(element_bytes)},
+                {"write_bytes", writes * static_cast<std::uint64_t>(element_bytes)}};
+}
+
+json run_json(const std::string& path, const gpu::GpuRunResult& r) {
+    const auto& k = *r.kernel;
+    json params = json::object();
+    for (const auto& [name, value] : r.params) params[name] = value;
+    json launches = json::array();
+    for (const auto& stage : r.launch.stages) {
+        json counted = json::object();
+        for (size_t a = 0; a < r.traffic.size(); ++a)
+            if (stage.reads[a] || stage.writes[a]) counted[r.traffic[a].array] = traffic_json(stage.reads[a], stage.writes[a], r.traffic[a].element_bytes);
+        launches.push_back(json{{"stage", stage.name}, {"counted", counted}, {"time_ms", timing_json(stage.time)}});
+    }
+    json traffic = json::object();
+    for (const auto& row : r.traffic) {
+        json t = traffic_json(row.counted_reads, row.counted_writes, row.element_bytes);
+        t["element_bytes"] = row.element_bytes;
+        t["simulated_reads"] = row.simulated_reads;
+        t["simulated_writes"] = row.simulated_writes;
+        t["equal"] = row.equal();
+        traffic[row.array] = t;
+    }
+    json checks = json::array();
+    for (const auto& c : r.checks) {
+        json j{{"array", c.array},        {"reference", c.expression},   {"heads_checked", c.heads_checked}, {"heads", c.heads},
+               {"rows_checked", c.rows_checked}, {"rows", c.rows},       {"max_abs_error", c.max_abs_error},
+               {"max_rel_error", c.max_rel_error}, {"tolerance", c.tolerance}, {"mismatches", c.mismatches}, {"passed", c.passed()}};
+        if (!c.passed()) j["first_mismatch"] = c.first_mismatch;
+        checks.push_back(j);
+    }
+    json out{{"program", path},
+             {"kernel", k.name},
+             {"source", k.source},
+             {"params", params},
+             {"heads", r.heads},
+             {"dtype", gpu::dtype_name(r.dtype)},
+             {"device", device_json(r.device)},
+             {"launches", launches},
+             {"traffic", traffic},
+             {"traffic_equal", r.traffic_equal()},
+             {"counted_bytes", r.counted_bytes},
+             {"time_ms", timing_json(r.launch.total)},
+             {"warmups", r.warmups}};
+    out["flops"] = r.flops ? json(*r.flops) : json(nullptr);
+    auto tf = r.tflops();
+    out["tflops"] = tf ? json(*tf) : json(nullptr);
+    out["gb_per_s"] = r.gigabytes_per_second();
+    out["check"] = json{{"passed", r.check_passed()}, {"arrays", checks}};
+    return out;
+}
+
+std::string rows_text(const gpu::ArrayCheckResult& c) {
+    std::string heads = c.heads_checked == c.heads ? fmt::format("{} head{}", c.heads, c.heads == 1 ? "" : "s")
+                                                   : fmt::format("{} of {} heads", c.heads_checked, c.heads);
+    if (c.rows_checked == c.rows) return heads + ", every row";
+    return fmt::format("{}, {} sampled rows of {}", heads, c.rows_checked, c.rows);
+}
+
+}  // namespace
+
+std::string format_gpu_run(const std::string& path, const gpu::GpuRunResult& r, Format format) {
+    if (format == Format::Json) return json_text(run_json(path, r));
+    const auto& k = *r.kernel;
+    Table traffic{{"counter", "counted on the GPU", "simulated × heads", "bytes", ""}, {false, true, true, true, false}, {}};
+    for (const auto& row : r.traffic) {
+        auto add = [&](const char* what, std::uint64_t counted, std::uint64_t simulated) {
+            if (!counted && !simulated) return;
+            traffic.rows.push_back({fmt::format("{}({})", what, row.array), fmt::format("{}", counted), fmt::format("{}", simulated),
+                                    bytes_text(double(counted) * row.element_bytes), counted == simulated ? "equal" : "DIFFERENT"});
+        };
+        add("reads", row.counted_reads, row.simulated_reads);
+        add("writes", row.counted_writes, row.simulated_writes);
+    }
+    Table checks{{"check", "compared", "max abs error", "max rel error", "tolerance", ""}, {false, false, true, true, true, false}, {}};
+    for (const auto& c : r.checks)
+        checks.rows.push_back({fmt::format("{} = {}", c.array, c.expression), rows_text(c), fmt::format("{:.3g}", c.max_abs_error),
+                               fmt::format("{:.3g}", c.max_rel_error), fmt::format("{:.3g}", c.tolerance),
+                               c.passed() ? "ok" : fmt::format("FAILED: {} mismatches, first {}", c.mismatches, c.first_mismatch)});
+    Table times{{"stage", "median", "min", "max"}, {false, true, true, true}, {}};
+    for (const auto& s : r.launch.stages)
+        times.rows.push_back({std::string(s.name), ms_text(s.time.median()), ms_text(s.time.min()), ms_text(s.time.max())});
+    if (r.launch.stages.size() > 1)
+        times.rows.push_back({"total", ms_text(r.launch.total.median()), ms_text(r.launch.total.min()), ms_text(r.launch.total.max())});
+    if (format == Format::Csv) {
+        std::string out = render_table(traffic, format);
+        out += "\n" + render_table(checks, format);
+        out += "\n" + render_table(times, format);
+        return out;
+    }
+
+    std::string params;
+    for (const auto& [name, value] : r.params) params += fmt::format("{}{} = {}", params.empty() ? "" : ", ", name, value);
+    const auto& d = r.device;
+    std::string out = fmt::format("{} ({}) on {}: {} SMs, {} MiB L2, compute {}.{}, driver {}, runtime {}\n", k.name, k.source, d.name,
+                                  d.sm_count, d.l2_bytes >> 20, d.compute_major, d.compute_minor, version_text(d.driver_version),
+                                  version_text(d.runtime_version));
+    out += fmt::format("{}: {}; {} head{}; {}\n\n", path, params, r.heads, r.heads == 1 ? "" : "s", gpu::dtype_name(r.dtype));
+    out += "global-memory traffic in elements, counted by the kernel (one atomic add per tile per block)\n";
+    out += render_table(traffic, format);
+    out += r.traffic_equal() ? "counted traffic equals the simulator's count, array by array\n\n"
+                             : "counted traffic DIFFERS from the simulator's count\n\n";
+    out += "outputs against the CPU reference (double precision, inputs rounded as stored; outputs poisoned with NaN before the launch)\n";
+    out += render_table(checks, format);
+    out += "\n" + fmt::format("time over {} launches after {} warm-ups (CUDA events)\n", r.launch.total.ms.size(), r.warmups);
+    out += render_table(times, format);
+    auto tf = r.tflops();
+    out += fmt::format("{}{:.1f} GB/s of counted traffic\n", tf ? fmt::format("{:.2f} TFLOP/s, ", *tf) : std::string(), r.gigabytes_per_second());
+    return out;
+}
+
+std::string format_kernel_catalog(Format format) {
+    if (format == Format::Json) {
+        json out = json::array();
+        for (const auto& k : gpu::kernel_catalog()) {
+            json params = json::array(), arrays = json::array(), stages = json::array();
+            for (const auto& p : k.params) params.push_back(p.name);
+            for (const auto& a : k.arrays) arrays.push_back(a.name);
+            for (const auto& s : k.stages) stages.push_back(s);
+            out.push_back(json{{"kernel", k.name}, {"source", k.source}, {"summary", k.summary}, {"params", params}, {"arrays", arrays},
+                               {"stages", stages}, {"dtypes", k.low_precision ? json{"fp32", "fp16", "bf16"} : json{"fp32"}}});
+        }
+        return json_text(out);
+    }
+    Table t{{"kernel", "source", "params", "dtypes", "what it does"}, {false, false, false, false, false}, {}};
+    for (const auto& k : gpu::kernel_catalog()) {
+        std::string params;
+        for (const auto& p : k.params) params += (params.empty() ? "" : ", ") + std::string(p.name);
+        t.rows.push_back({std::string(k.name), std::string(k.source), params, k.low_precision ? "fp32, fp16, bf16" : "fp32",
+                          std::string(k.summary)});
+    }
+    return render_table(t, format);
+}
+
+}  // namespace toysim
