@@ -354,7 +354,7 @@ TEST_CASE("cli: a run that would take days is refused unless --force", "[cli]") 
         // Located at the program's first loop, where the trip counts start to multiply.
         CHECK(starts_with(o.err, "programs/attention/fa1.toy:68:1: error: this run would take about "));
         CHECK(o.err.find(" minutes (3,125,000,500,000 instructions, ") != std::string::npos);
-        CHECK(o.err.find(hint.substr(0, hint.size() - 1) + "\n   67 | for j in 0..Tc {\n") != std::string::npos);
+        CHECK(o.err.find(hint.substr(0, hint.size() - 1) + "\n   68 | for j in 0..Tc {\n") != std::string::npos);
         CHECK(o.out.empty());
     }
     SECTION("a trillion scalar instructions, exactly") {

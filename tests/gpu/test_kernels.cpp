@@ -1,0 +1,116 @@
+// Every kernel on a real GPU, at several shapes (ragged n included): its counted global-memory
+// traffic equals the simulator's count-only pass (count_traffic) times the heads, array by
+// array, and its outputs pass the program's checks against the CPU reference.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "gpu/run.h"
+#include "sim/front/parser.h"
+
+using namespace toysim;
+
+namespace {
+
+Program load(const std::string& path, const ParamSettings& settings) {
+    auto tree = std::make_shared<const ast::Program>(parse(SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/" + path)));
+    return compile(tree, settings);
+}
+
+std::string describe(const gpu::GpuRunResult& r) {
+    std::ostringstream out;
+    for (const auto& t : r.traffic)
+        out << t.array << ": counted " << t.counted_reads << "/" << t.counted_writes << " simulated " << t.simulated_reads << "/"
+            << t.simulated_writes << "\n";
+    for (const auto& c : r.checks)
+        out << c.array << " = " << c.expression << ": max abs " << c.max_abs_error << ", " << c.mismatches << " mismatches " << c.first_mismatch
+            << "\n";
+    return out.str();
+}
+
+void run_all(const std::string& path, const std::vector<ParamSettings>& shapes, const std::vector<gpu::DType>& dtypes,
+             std::int64_t heads = 3) {
+    for (const auto& shape : shapes)
+        for (gpu::DType t : dtypes) {
+            Program p = load(path, shape);
+            gpu::GpuRunOptions o;
+            o.heads = heads;
+            o.dtype = t;
+            o.warmups = 0;
+            o.repeats = 1;
+            gpu::GpuRunResult r = gpu::gpu_run(p, o);
+            std::string params;
+            for (const auto& [name, value] : r.params) params += name + "=" + std::to_string(value) + " ";
+            INFO(path << " " << params << gpu::dtype_name(t) << "\n" << describe(r));
+            CHECK(r.traffic_equal());
+            CHECK(r.check_passed());
+            CHECK(!r.checks.empty());
+        }
+}
+
+using gpu::DType;
+const std::vector<DType> kAll = {DType::F32, DType::F16, DType::BF16};
+
+std::vector<ParamSettings> attention_shapes() {
+    return {{},
+            {{"n", 7}, {"d", 3}, {"Br", 3}, {"Bc", 2}},
+            {{"n", 33}, {"d", 8}, {"Br", 8}, {"Bc", 5}},
+            {{"n", 200}, {"d", 16}, {"Br", 32}, {"Bc", 48}},
+            {{"n", 1000}, {"d", 64}, {"Br", 64}, {"Bc", 64}},
+            {{"n", 333}, {"d", 128}, {"Br", 32}, {"Bc", 16}}};
+}
+
+}  // namespace
+
+TEST_CASE("matmul_inner on the GPU", "[matmul_inner]") {
+    run_all("programs/matmul_inner.toy", {{}, {{"n", 7}}, {{"n", 33}}, {{"n", 200}}}, {DType::F32});
+}
+
+TEST_CASE("matmul_outer on the GPU", "[matmul_outer]") {
+    run_all("programs/matmul_outer.toy",
+            {{}, {{"n", 33}, {"t", 3}}, {{"n", 200}, {"t", 8}}, {{"n", 1000}, {"t", 8}}, {{"n", 64}, {"t", 32}}, {{"n", 7}, {"t", 1}}},
+            {DType::F32});
+}
+
+TEST_CASE("softmax_3pass on the GPU", "[softmax_3pass]") {
+    run_all("programs/p4_softmax_3pass.toy", {{}, {{"n", 7}}, {{"n", 33}}, {{"n", 200}}, {{"n", 1000}}, {{"n", 1000000}}}, {DType::F32});
+}
+
+TEST_CASE("softmax_online on the GPU", "[softmax_online]") {
+    run_all("programs/p5_online_softmax.toy", {{}, {{"n", 1}}, {{"n", 7}}, {{"n", 33}}, {{"n", 1000}}, {{"n", 1000000}}}, {DType::F32});
+}
+
+TEST_CASE("attention_standard on the GPU", "[attention_standard]") {
+    run_all("programs/attention/standard_tiled.toy", attention_shapes(), kAll);
+}
+
+TEST_CASE("fa1_forward on the GPU", "[fa1_forward]") { run_all("programs/attention/fa1.toy", attention_shapes(), kAll); }
+
+TEST_CASE("fa2_forward on the GPU", "[fa2_forward]") { run_all("programs/attention/fa2.toy", attention_shapes(), kAll); }
+
+TEST_CASE("fa2_backward on the GPU", "[fa2_backward]") {
+    run_all("programs/attention/fa2_backward.toy", attention_shapes(), kAll, 2);
+}
+
+TEST_CASE("fa2_backward_no_d_trick on the GPU", "[fa2_backward_no_d_trick]") {
+    run_all("programs/attention/fa2_backward_no_d_trick.toy", attention_shapes(), kAll, 2);
+}
+
+TEST_CASE("a check fails when the kernel's output is wrong: sampled rows of a large run still compare", "[fa2_forward]") {
+    // n = 4096 with 16 heads is past the check budget: sampled rows of every head are compared.
+    Program p = load("programs/attention/fa2.toy", {{"n", 4096}, {"d", 64}, {"Br", 64}, {"Bc", 64}});
+    gpu::GpuRunOptions o;
+    o.heads = 16;
+    o.dtype = DType::F16;
+    o.warmups = 0;
+    o.repeats = 1;
+    o.check_budget = 1e8;
+    gpu::GpuRunResult r = gpu::gpu_run(p, o);
+    INFO(describe(r));
+    CHECK(r.traffic_equal());
+    CHECK(r.check_passed());
+    REQUIRE(r.checks.size() == 2);
+    CHECK(r.checks[0].heads_checked == 16);
+    CHECK(r.checks[0].rows_checked < 4096);
+    CHECK(r.checks[0].rows_checked >= 2);
+}

@@ -1,0 +1,133 @@
+// The GPU backend's plain-C++ side, which every build has: the `gpu` declaration, the catalog
+// of kernels against the shipped programs, rounding to fp16/bf16, and what `toysim gpu` says
+// where it cannot run. The kernels themselves are tested on a GPU by tests/gpu/test_kernels.cpp.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <set>
+
+#include "gpu/run.h"
+#include "support.h"
+
+using namespace toysim;
+using namespace toysim::testing;
+
+namespace {
+
+std::vector<std::string> shipped_programs() {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(TOYSIM_SOURCE_DIR) + "/programs"))
+        if (e.path().extension() == ".toy") out.push_back(std::filesystem::relative(e.path(), TOYSIM_SOURCE_DIR).generic_string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::string error_of(const std::string& text) {
+    try {
+        gpu::program_kernel(build(text));
+    } catch (const ToyError& e) {
+        return fmt::format("{}:{}: {}", e.loc().line, e.loc().col, e.what());
+    }
+    return "no error";
+}
+
+constexpr const char* kSoftmax = "registers 3\nparam n = 4\n{}input x[n]\noutput out[n]\n"
+                             "for i in 0..n {{\n  LOAD x[i], R0\n  STORE R0, out[i]\n}}\n";
+
+}  // namespace
+
+TEST_CASE("every kernel of the catalog is named by a shipped program whose arrays and parameters it takes", "[gpu]") {
+    std::set<std::string> named;
+    for (const auto& path : shipped_programs()) {
+        Program p = build_file(path);
+        if (!p.tree->gpu_kernel) continue;
+        INFO(path);
+        const gpu::KernelSpec& k = gpu::program_kernel(p);  // throws on any mismatch
+        named.insert(std::string(k.name));
+        CHECK(k.arrays.size() == p.arrays.size());
+        CHECK(std::filesystem::exists(std::string(TOYSIM_SOURCE_DIR) + "/" + std::string(k.source)));
+    }
+    for (const auto& k : gpu::kernel_catalog()) {
+        INFO(k.name);
+        CHECK(named.count(std::string(k.name)) == 1);
+    }
+    CHECK(named.size() == gpu::kernel_catalog().size());
+}
+
+TEST_CASE("the gpu line names a kernel once and must match the program", "[gpu]") {
+    CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_online\n")) == "no error");
+    CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_onlin\n")) ==
+          "3:5: no GPU kernel is named 'softmax_onlin'; did you mean 'softmax_online'? (kernels: matmul_inner, matmul_outer, softmax_3pass, "
+          "softmax_online, attention_standard, fa1_forward, fa2_forward, fa2_backward, fa2_backward_no_d_trick)");
+    CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu matmul_inner\n")) == "3:5: kernel matmul_inner reads or writes an array a, which this program does not declare");
+    CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_3pass\nscratch t[n]\n")) ==
+          "3:5: this program declares array 't', which kernel softmax_3pass does not take (it takes x, out)");
+    CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "")).find("0:0: this program has no 'gpu' line") == 0);
+    CHECK_THROWS_WITH(build(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_3pass\ngpu softmax_online\n")),
+                      "the program's GPU kernel is already declared ('softmax_3pass', at line 3)");
+    CHECK_THROWS_WITH(build(fmt::format(fmt::runtime(kSoftmax), "gpu 12\n")), Catch::Contains("a kernel name, such as fa2_forward"));
+}
+
+TEST_CASE("values are rounded to fp16 and bf16 as the device stores them", "[gpu]") {
+    using gpu::DType;
+    CHECK(gpu::round_to(DType::F16, 1.0) == 1.0);
+    CHECK(gpu::round_to(DType::F16, 1.0 + 1.0 / 4096) == 1.0);            // below half an ulp (2^-10)
+    CHECK(gpu::round_to(DType::F16, 1.0 + 3.0 / 2048) == 1.0 + 2.0 / 1024);  // 1.5 ulp rounds to even: 2 ulp
+    CHECK(gpu::round_to(DType::F16, 65504.0) == 65504.0);
+    CHECK(std::isinf(gpu::round_to(DType::F16, 70000.0)));
+    CHECK(gpu::round_to(DType::F16, std::ldexp(1.0, -24)) == std::ldexp(1.0, -24));  // the smallest subnormal
+    CHECK(gpu::round_to(DType::F16, std::ldexp(1.0, -26)) == 0.0);
+    CHECK(gpu::round_to(DType::BF16, 1.0 + 1.0 / 256) == 1.0);  // half an ulp (2^-7), ties to even
+    CHECK(gpu::round_to(DType::BF16, 3.0 + 1.0 / 64) == 3.0 + 1.0 / 64);
+    CHECK(gpu::round_to(DType::BF16, -0.1) == -0.10009765625);
+    CHECK(gpu::round_to(DType::F32, 0.1) == double(0.1f));
+}
+
+TEST_CASE("toysim gpu run refuses what no kernel runs, before looking for a GPU", "[gpu]") {
+    auto r = run_cli({"gpu", "run", "programs/p1_c00.toy"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("programs/p1_c00.toy: error: this program has no 'gpu' line naming the kernel that runs it on a GPU (kernels: ") == 0);
+    r = run_cli({"gpu", "run", "programs/attention/fa2.toy", "--set", "d=256"});
+    CHECK(r.code == 2);
+    CHECK(r.err == "programs/attention/fa2.toy: error: --set d: kernel fa2_forward takes d up to 128, not 256 (d is the head dimension: a row of Q, K, V or O is "
+                   "one thread block's width)\n");
+    r = run_cli({"gpu", "run", "programs/matmul_outer.toy", "--set", "n=10", "--set", "t=4"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("matmul_outer needs n to be a multiple of t (n = 10, t = 4)") != std::string::npos);
+    r = run_cli({"gpu", "run", "programs/p4_softmax_3pass.toy", "--dtype", "fp16"});
+    CHECK(r.code == 2);
+    CHECK(r.err == "programs/p4_softmax_3pass.toy: error: kernel softmax_3pass runs in fp32 only; fp16 and bf16 are for the attention kernels\n");
+    r = run_cli({"gpu", "run", "programs/p4_softmax_3pass.toy", "--dtype", "fp8"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--dtype: fp8 not in {fp32,fp16,bf16}") != std::string::npos);
+}
+
+TEST_CASE("toysim gpu run without a usable GPU says why and exits 2", "[gpu]") {
+    if (gpu::built_with_cuda()) {
+        try {
+            gpu::query_device();
+            SUCCEED("a GPU is present: tests/gpu runs the kernels");
+            return;
+        } catch (const gpu::GpuError&) {
+        }
+    }
+    auto r = run_cli({"gpu", "run", "programs/p5_online_softmax.toy"});
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    if (gpu::built_with_cuda())
+        CHECK(r.err.find("toysim: error: no ") == 0);  // no CUDA device found / no usable CUDA device: ...
+    else
+        CHECK(r.err == "toysim: error: this build of toysim has no GPU support: rebuild with a CUDA toolkit (cmake -DTOYSIM_CUDA=ON, "
+                       "README \"On a real GPU\")\n");
+}
+
+TEST_CASE("toysim gpu kernels lists the catalog", "[gpu]") {
+    auto r = run_cli({"gpu", "kernels", "--format", "csv"});
+    CHECK(r.code == 0);
+    auto lines = split_lines(r.out);
+    REQUIRE(lines.size() == gpu::kernel_catalog().size() + 1);
+    CHECK(lines[0] == "kernel,source,params,dtypes,what it does");
+    CHECK(lines[7].find("fa2_forward,gpu/attention_forward.cu,\"n, d, Br, Bc\",\"fp32, fp16, bf16\",") == 0);
+}
