@@ -234,6 +234,9 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     }
 
     // ---- what to check, and on how much ----
+    // An input's values are the host's; everything else (outputs, scratch, even those that
+    // start from a constant) is what the kernel left, downloaded.
+    auto is_input = [&](int k) { return info[static_cast<size_t>(k)]->role == ast::Role::Input; };
     std::vector<CheckPlan> plans;
     double work_all = 0, work_per_row = 0;
     bool all_by_rows = true;
@@ -243,7 +246,7 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
         Shapes s = shapes_of(plan.args);
         plan.by_rows = row_by_row(c.function, s);
         for (size_t i = 1; i < plan.args.size(); ++i)
-            if (!host[static_cast<size_t>(plan.args[i])].upload) plan.by_rows = false;  // needs a whole device result
+            if (!is_input(plan.args[i])) plan.by_rows = false;  // needs a whole device result
         plan.work_per_head = reference_work(c.function, s);
         work_all += plan.work_per_head * double(heads);
         if (plan.by_rows) work_per_row += plan.work_per_head / double(s[0][0]);
@@ -257,7 +260,7 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     for (const auto& plan : plans) {
         download += double(info[static_cast<size_t>(plan.target)]->size);
         for (int a : plan.args)
-            if (!host[static_cast<size_t>(a)].upload) download += double(info[static_cast<size_t>(a)]->size);
+            if (!is_input(a)) download += double(info[static_cast<size_t>(a)]->size);
     }
     const bool fits = work_all <= options.check_budget && download * double(heads) <= double(kMaxReferenceElements);
     if (!fits && all_by_rows && !plans.empty()) {
@@ -272,7 +275,7 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     }
     auto sampled = [&](std::size_t k) { return !sample_rows.empty() && info[k]->dims.size() >= 1; };
     auto needed = [&](std::size_t k) {
-        if (host[k].upload) return false;
+        if (is_input(static_cast<int>(k))) return false;  // the host has its values already
         for (const auto& plan : plans) {
             if (static_cast<std::size_t>(plan.target) == k) return true;
             for (int a : plan.args)
@@ -347,7 +350,7 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
                 Tensor t{info[a]->dims, {}};
                 t.shape[0] = static_cast<std::int64_t>(sample_rows.size());
                 for (std::size_t r = 0; r < sample_rows.size(); ++r) {
-                    const double* src = host[a].upload ? host[a].values.data() + hd * size + static_cast<std::size_t>(sample_rows[r]) * row
+                    const double* src = is_input(static_cast<int>(a)) ? host[a].values.data() + hd * size + static_cast<std::size_t>(sample_rows[r]) * row
                                                        : host[a].values.data() + (hd * sample_rows.size() + r) * row;
                     t.data.insert(t.data.end(), src, src + row);
                 }

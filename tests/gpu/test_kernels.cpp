@@ -3,6 +3,7 @@
 // array, and its outputs pass the program's checks against the CPU reference.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <sstream>
 
 #include "gpu/run.h"
@@ -12,8 +13,15 @@ using namespace toysim;
 
 namespace {
 
+// The repository, as built; TOYSIM_SOURCE_DIR in the environment overrides it (a build copied
+// to a GPU machine, where the checkout lives elsewhere).
+std::string source_dir() {
+    const char* env = std::getenv("TOYSIM_SOURCE_DIR");
+    return env && *env ? env : TOYSIM_SOURCE_DIR;
+}
+
 Program load(const std::string& path, const ParamSettings& settings) {
-    auto tree = std::make_shared<const ast::Program>(parse(SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/" + path)));
+    auto tree = std::make_shared<const ast::Program>(parse(SourceFile::read(source_dir() + "/" + path)));
     return compile(tree, settings);
 }
 
