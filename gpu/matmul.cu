@@ -110,6 +110,14 @@ void launch_matmul_inner(const StageArgs& args) {
 // barrier pair serves t outer products instead of one. The same elements are loaded, so the
 // counts are those of t separate columns and rows. n is a multiple of t (the catalog
 // refuses other n, as the program does), so every chunk is whole.
+//
+// Measured on one H100 at n = 1024 (median of 20): matmul_inner 0.43 ms; matmul_outer
+// t = 4: 1.64 ms, t = 8: 0.51 ms, t = 16: 0.36 ms, t = 32: 0.34 ms (6.4 TFLOP/s). The
+// counted loads fall by t, the time does not follow them: the L1 and L2 caches already serve
+// most of matmul_inner's repeated loads (the counts are requests, not DRAM traffic), and a
+// t×t block is only t² threads, 16 at t = 4 (half a warp), with at most 32 blocks per SM, so
+// small tiles leave most of the SM idle. The rest of the way to cuBLAS is more outputs per
+// thread (a register tile) and tensor cores.
 template <bool kCount>
 __global__ void matmul_outer_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int n, int t,
                                     unsigned long long* counts) {

@@ -18,6 +18,11 @@
 // program's r1, r2), and a block-level reduction combines the partials once per pass. Row h
 // (batch × heads: blockIdx.x) starts at x + h·n. Softmax is bound by memory, not arithmetic:
 // the passes over x are the cost, which is the lesson of the two programs.
+//
+// One block per row keeps a row's reductions inside one block (no second launch, no atomics
+// on the statistics), at a price where rows are few: one row of 10⁶ runs on one of an
+// H100's 132 SMs, 0.52 ms (online) for 12 MB, about 23 GB/s. Many rows fill the GPU: 4096
+// rows of 4096 move their counted 268 MB in 0.098 ms (3-pass), most of it from L2.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -107,8 +112,12 @@ __global__ void softmax_3pass_kernel(const float* __restrict__ x, float* __restr
 // max m and a sum s of e^(x_i − m) for the m it has so far; when a larger x_i raises the max
 // to m', the terms summed so far are rescaled by e^(m − m') <= 1:
 //     m' = max(m, x_i),   s' = s·e^(m − m') + e^(x_i − m')
-// What it gained: one pass over x fewer, 2n reads instead of 3n: for a row longer than
-// the caches hold, a third less traffic, and that is the time of a memory-bound kernel.
+// What it gained: one pass over x fewer, 2n reads instead of 3n, so 3n elements moved
+// instead of 4n (reads and writes): a quarter less traffic, and a quarter less time where the
+// rows are larger than the 50 MB L2 cache (16 rows of 10⁶ on one H100: 1.24 ms → 0.91 ms).
+// Where x fits in L2, the passes after the first read from the cache and the two versions
+// take about the same time (4096 rows of 4096: 0.098 ms and 0.104 ms): counted traffic is
+// what the kernel asks for, not what reaches DRAM.
 //
 // The same rule merges two threads' partials (m1, s1) and (m2, s2): each sum is rescaled to
 // the larger max, m = max(m1, m2), s = s1·e^(m1 − m) + s2·e^(m2 − m). The merge is
@@ -134,9 +143,18 @@ __global__ void softmax_online_kernel(const float* __restrict__ x, float* __rest
     x += blockIdx.x * n;
     out += blockIdx.x * n;
 
-    // Pass 1: running max (r1) and rescaled sum (r2) together; an element is the partial (x_i, 1).
+    // Pass 1: running max (r1) and rescaled sum (r2) together. The update is merge(ms, (x_i, 1))
+    // with one exponential instead of two: of e^(m − m') and e^(x_i − m'), one is e^0 = 1.
     MaxSum ms{-INFINITY, 0.0f};
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) ms = merge(ms, MaxSum{x[i], 1.0f});
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+        const float xi = x[i];
+        if (xi > ms.m) {
+            ms.s = ms.s * expf(ms.m - xi) + 1.0f;  // a new max x_i: rescale the sum, add e^0
+            ms.m = xi;
+        } else if (xi != -INFINITY) {
+            ms.s += expf(xi - ms.m);  // the max stays: add e^(x_i − m); a masked −∞ adds 0
+        }
+    }
     count_tile<kCount>(counts, kX, kRead, n);
     ms = block_reduce(ms, MaxSum{-INFINITY, 0.0f}, [](MaxSum a, MaxSum b) { return merge(a, b); });
 

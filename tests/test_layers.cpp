@@ -92,6 +92,7 @@ TEST_CASE("the layer rule catches an include that goes up", "[layers]") {
 
 TEST_CASE("no source file of the simulator is over 800 lines", "[layers]") {
     for (const auto& file : sources()) {
+        if (file.rfind("gpu/", 0) == 0) continue;  // a kernel file holds an operation's versions, naive to fused (llm.c's dev/cuda)
         std::ifstream in(fs::path(TOYSIM_SOURCE_DIR) / file);
         int lines = 0;
         std::string line;

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Attention forward on one GPU: toysim's kernels next to PyTorch's, in one run.
+
+    python3 gpu/bench_attention.py                      # n = 1024, 4096, 16384; d = 64, 128
+    python3 gpu/bench_attention.py --quick              # n = 1024, d = 64 only
+    python3 gpu/bench_attention.py --sizes 4096 --dims 64 --Br 128 --Bc 64 --json-out attention.json
+
+For each n and d (fp16, non-causal, batch·heads BH = 262144 // n so that BH·n ≈ 262k tokens
+at every n), it times
+
+  toysim     each program's CUDA twin through the CLI, `toysim gpu run PROGRAM --set n=N
+             --set d=D --set Br=.. --set Bc=.. --heads BH --dtype fp16 --format json`, which
+             also checks the output against the CPU reference and the counted traffic against
+             the simulator's (programs/attention/standard_tiled.toy, fa1.toy, fa2.toy);
+  PyTorch    scaled_dot_product_attention with the flash and the cuDNN backends, and the naive
+             version that materializes S = Q·Kᵀ and P = softmax(S) (softmax in fp32, as
+             /work/shared/anchors/sdpa_bench.py does);
+
+all the same way: 3 warm-up launches, then the median of 20, each launch between two CUDA
+events. TFLOP/s = 4·n²·d·BH / time, the seeds' forward count (Q·Kᵀ and P·V, a multiply-add
+being two). The 1/√d scale is folded into Q (scale = 1.0), so no backend spends time on it.
+
+It prints a markdown table like the anchor (sdpa_h100.md) with the toysim columns added,
+each with its ratio to SDPA flash, and with --json-out writes every figure, the toysim CLI's
+own JSON included. Numbers from one run: compare within a run, not across runs.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOKENS = 262144  # BH·n, the anchor's 16 × 16384
+
+# toysim columns: (key, heading, program)
+TOYSIM = [
+    ("standard", "toysim standard", "programs/attention/standard_tiled.toy"),
+    ("fa1", "toysim FA1", "programs/attention/fa1.toy"),
+    ("fa2", "toysim FA2", "programs/attention/fa2.toy"),
+]
+# PyTorch columns: (key, heading)
+TORCH = [("flash", "SDPA flash"), ("cudnn", "cuDNN"), ("naive", "naive PyTorch (S, P materialized)")]
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ints = lambda text: [int(v) for v in text.replace(",", " ").split()]
+    p.add_argument("--sizes", type=ints, default=[1024, 4096, 16384], help="sequence lengths n (default: 1024,4096,16384)")
+    p.add_argument("--dims", type=ints, default=[64, 128], help="head dimensions d (default: 64,128)")
+    p.add_argument("--quick", action="store_true", help="one small size: n = 1024, d = 64")
+    p.add_argument("--Br", type=int, default=64, help="toysim Q tile rows (--set Br=..., default 64)")
+    p.add_argument("--Bc", type=int, default=64, help="toysim K/V tile rows (--set Bc=..., default 64)")
+    p.add_argument("--toysim", default=os.path.join(REPO, "build", "toysim"), help="the toysim binary (default: build/toysim)")
+    p.add_argument("--programs", default=",".join(k for k, _, _ in TOYSIM),
+                   help="toysim columns to run, of standard, fa1, fa2 (default: all; 'none' for PyTorch only)")
+    p.add_argument("--no-torch", action="store_true", help="leave out the PyTorch columns")
+    p.add_argument("--warmups", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--timeout", type=float, default=900, help="seconds one toysim run may take (default 900)")
+    p.add_argument("--json-out", help="write every figure here as JSON")
+    a = p.parse_args()
+    if a.quick:
+        a.sizes, a.dims = [1024], [64]
+    known = {k for k, _, _ in TOYSIM}
+    a.programs = [] if a.programs == "none" else [k.strip() for k in a.programs.split(",") if k.strip()]
+    for k in a.programs:
+        if k not in known:
+            p.error(f"--programs: {k!r} is not one of {', '.join(sorted(known))}")
+    return a
+
+
+def tflops(n, d, heads, ms):
+    return 4.0 * n * n * d * heads / (ms * 1e-3) / 1e12 if ms else None
+
+
+# ---- toysim: one CLI run per cell ----
+
+def run_toysim(args, program, n, d, heads):
+    """The CLI's JSON, reduced to what the table needs, plus the whole of it under 'cli'."""
+    settings = ["--set", f"n={n}", "--set", f"d={d}", "--set", f"Br={args.Br}", "--set", f"Bc={args.Bc}", "--heads", str(heads),
+                "--dtype", "fp16", "--warmups", str(args.warmups), "--repeats", str(args.repeats), "--format", "json"]
+    cmd = [args.toysim, "gpu", "run", os.path.join(REPO, program)] + settings
+    cell = {"command": " ".join(["toysim gpu run", program] + settings), "label": f"{os.path.basename(program)} at n = {n}, d = {d}"}
+    started = time.time()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, cwd=REPO)
+    except FileNotFoundError:
+        return {**cell, "error": f"no toysim binary at {args.toysim} (--toysim PATH)"}
+    except subprocess.TimeoutExpired:
+        return {**cell, "error": f"timed out after {args.timeout:.0f} s"}
+    cell["wall_s"] = round(time.time() - started, 1)
+    cell["exit_code"] = done.returncode
+    try:
+        out = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        # Exit 2 and a message on stderr: refused (shared memory, device memory) or failed.
+        text = (done.stderr or done.stdout).strip().splitlines()
+        return {**cell, "error": text[-1] if text else f"exit code {done.returncode}, no output"}
+    cell["cli"] = out
+    median = (out.get("time_ms") or {}).get("median")
+    cell["ms"] = median
+    cell["tflops"] = tflops(n, d, heads, median) if median else out.get("tflops")
+    cell["check_passed"] = (out.get("check") or {}).get("passed")
+    cell["traffic_equal"] = out.get("traffic_equal")
+    return cell
+
+
+# ---- PyTorch: the anchor's method ----
+
+def bench_torch(torch, fn, warmups, repeats):
+    for _ in range(warmups):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(repeats):
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def run_torch(args, torch, n, d, heads):
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    cells = {}
+    shape = (1, heads, n, d)
+    gen = torch.Generator(device="cuda").manual_seed(n * 1000 + d)
+    q = torch.randn(shape, device="cuda", dtype=torch.float16, generator=gen) * (d ** -0.5)  # the scale, folded into Q
+    k = torch.randn(shape, device="cuda", dtype=torch.float16, generator=gen)
+    v = torch.randn(shape, device="cuda", dtype=torch.float16, generator=gen)
+
+    for key, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+        try:
+            with sdpa_kernel(backend):
+                ms = bench_torch(torch, lambda: F.scaled_dot_product_attention(q, k, v, scale=1.0), args.warmups, args.repeats)
+            cells[key] = {"ms": ms, "tflops": tflops(n, d, heads, ms)}
+        except Exception as e:  # a backend this build or GPU lacks
+            cells[key] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+
+    def naive():
+        s = q @ k.transpose(-1, -2)
+        p = torch.softmax(s.float(), dim=-1).to(q.dtype)
+        return p @ v
+
+    # S (fp16), its fp32 copy and softmax, and P (fp16) live at once: about 12 bytes per score.
+    need = 12 * n * n * heads
+    free, _ = torch.cuda.mem_get_info()
+    if need > 0.9 * free:
+        cells["naive"] = {"error": f"needs about {need / 2**30:.0f} GiB, {free / 2**30:.0f} GiB free"}
+    else:
+        try:
+            ms = bench_torch(torch, naive, args.warmups, args.repeats)
+            cells["naive"] = {"ms": ms, "tflops": tflops(n, d, heads, ms)}
+        except torch.cuda.OutOfMemoryError:
+            cells["naive"] = {"error": "out of memory"}
+    del q, k, v
+    torch.cuda.empty_cache()
+    return cells
+
+
+# ---- the table ----
+
+def figure(cell):
+    return f"{cell['tflops']:.1f}" if cell and cell.get("tflops") is not None else ("n/a" if cell else "")
+
+
+def toysim_text(cell, flash, notes):
+    if not cell:
+        return ""
+    if cell.get("tflops") is None:
+        notes.append(f"{cell['label']}: {cell.get('error', 'no time in its JSON')}")
+        return f"n/a [{len(notes)}]"
+    text = f"{cell['tflops']:.1f}"
+    if flash and flash.get("tflops"):
+        text += f" ({cell['tflops'] / flash['tflops']:.2f}×)"
+    problems = []
+    if cell.get("check_passed") is False:
+        problems.append("output check failed")
+    if cell.get("traffic_equal") is False:
+        problems.append("counted traffic differs from the simulator's")
+    if problems:
+        notes.append(f"{cell['label']}: {', '.join(problems)}")
+        text += f" [{len(notes)}]"
+    return text
+
+
+def table(rows, args):
+    columns = [(k, h) for k, h in TORCH if not args.no_torch] + [(k, h) for k, h, _ in TOYSIM if k in args.programs]
+    lines = ["| n | d | BH | " + " | ".join(h for _, h in columns) + " |", "|---|---|---|" + "---|" * len(columns)]
+    notes = []
+    for r in rows:
+        cells = []
+        for key, _ in columns:
+            if key in r["torch"]:
+                c = r["torch"][key]
+                if c.get("error"):
+                    notes.append(f"{key} at n = {r['n']}, d = {r['d']}: {c['error']}")
+                    cells.append(f"n/a [{len(notes)}]")
+                else:
+                    cells.append(figure(c))
+            else:
+                cells.append(toysim_text(r["toysim"].get(key), r["torch"].get("flash"), notes))
+        lines.append(f"| {r['n']} | {r['d']} | {r['heads']} | " + " | ".join(cells) + " |")
+    out = "\n".join(lines)
+    if args.programs and not args.no_torch:
+        out += "\n\nTFLOP/s = 4·n²·d·BH / median time; toysim cells: (×) is the ratio to SDPA flash."
+    if notes:
+        out += "\n\n" + "\n".join(f"[{i + 1}] {t}" for i, t in enumerate(notes))
+    return out
+
+
+def main():
+    args = parse_args()
+    torch = None
+    if not args.no_torch:
+        import torch
+        torch.backends.cuda.matmul.allow_tf32 = False
+        if not torch.cuda.is_available():
+            sys.exit("bench_attention: PyTorch sees no CUDA device (--no-torch runs toysim alone)")
+    header = {"python": platform.python_version(), "Br": args.Br, "Bc": args.Bc, "warmups": args.warmups, "repeats": args.repeats,
+              "dtype": "fp16", "causal": False}
+    if torch:
+        header.update(torch=torch.__version__, device=torch.cuda.get_device_name())
+    print(f"# Attention forward, fp16, non-causal, BH·n ≈ {TOKENS} tokens; toysim Br = {args.Br}, Bc = {args.Bc}", flush=True)
+    print(", ".join(f"{k} {v}" for k, v in header.items()), flush=True)
+
+    rows = []
+    for d in args.dims:
+        for n in args.sizes:
+            heads = max(1, TOKENS // n)
+            row = {"n": n, "d": d, "heads": heads, "toysim": {}, "torch": {}}
+            # toysim first, while PyTorch holds no device memory (its cache is emptied after each row).
+            for key, _, program in TOYSIM:
+                if key in args.programs:
+                    row["toysim"][key] = run_toysim(args, program, n, d, heads)
+            if torch:
+                row["torch"] = run_torch(args, torch, n, d, heads)
+            brief = {k: round(c["tflops"], 1) if c.get("tflops") else c.get("error", "n/a")
+                     for k, c in {**row["torch"], **row["toysim"]}.items()}
+            print(json.dumps({"n": n, "d": d, "BH": heads, **brief}), flush=True)
+            rows.append(row)
+            if args.json_out:  # after every row, so an interrupted run keeps what it measured
+                with open(args.json_out, "w") as f:
+                    json.dump({"run": header, "rows": rows}, f, indent=1)
+
+    if not rows:
+        sys.exit("bench_attention: no sizes to run")
+    device = header.get("device") or next((c["cli"]["device"]["name"] for r in rows for c in r["toysim"].values() if "cli" in c), "?")
+    print(f"\n## Attention forward on one {device}, fp16: TFLOP/s\n")
+    print(table(rows, args))
+
+
+if __name__ == "__main__":
+    main()
