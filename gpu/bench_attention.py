@@ -14,7 +14,7 @@ at every n), it times
              the simulator's (programs/attention/standard_tiled.toy, fa1.toy, fa2.toy);
   PyTorch    scaled_dot_product_attention with the flash and the cuDNN backends, and the naive
              version that materializes S = Q·Kᵀ and P = softmax(S) (softmax in fp32, as
-             /work/shared/anchors/sdpa_bench.py does);
+             the anchor measurements in ../shared/anchors/ did);
 
 all the same way: 3 warm-up launches, then the median of 20, each launch between two CUDA
 events. TFLOP/s = 4·n²·d·BH / time, the seeds' forward count (Q·Kᵀ and P·V, a multiply-add

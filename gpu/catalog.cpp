@@ -65,7 +65,9 @@ std::string refuse_matmul_outer(const std::vector<std::int64_t>& p) {
 double matmul_flops(const std::vector<std::int64_t>& p) { return 2.0 * double(p[0]) * double(p[0]) * double(p[0]); }
 // Q·Kᵀ and P·V: 2·n²·d each (a multiply-add is two).
 double forward_flops(const std::vector<std::int64_t>& p) { return 4.0 * double(p[0]) * double(p[0]) * double(p[1]); }
-// S, dP, dV, dQ, dK: five n²·d products, the seeds' 10·n²·d (2.5 times the forward pass).
+// S, dP, dV, dQ, dK: five n²·d products, the seeds' 10·n²·d (2.5 times the forward pass). The
+// backward without the D trick computes S and dP twice (14·n²·d) but is credited the same
+// useful work, so its TFLOP/s shows what the recomputation costs.
 double backward_flops(const std::vector<std::int64_t>& p) { return 10.0 * double(p[0]) * double(p[0]) * double(p[1]); }
 
 std::vector<KernelParam> attention_params() {
