@@ -45,7 +45,8 @@ struct ArrayCheckResult {
     std::string expression;   // "attention(Q, K, V)"
     std::int64_t heads_checked = 0, heads = 0;
     std::int64_t rows_checked = 0, rows = 0;  // per head checked
-    double max_abs_error = 0, max_rel_error = 0;
+    double max_abs_error = 0;
+    double max_rel_error = 0;  // over elements whose reference is at least 0.01 in magnitude
     double tolerance = 0;     // |gpu − ref| <= tolerance·max(1, |ref|)
     std::int64_t mismatches = 0;
     std::string first_mismatch;  // "O[h3][17][5] = 0.52 but the reference is 0.31"
