@@ -9,6 +9,7 @@
 #include <set>
 
 #include "gpu/run.h"
+#include "sim/print/gpu_report.h"
 #include "support.h"
 
 using namespace toysim;
@@ -130,4 +131,78 @@ TEST_CASE("toysim gpu kernels lists the catalog", "[gpu]") {
     REQUIRE(lines.size() == gpu::kernel_catalog().size() + 1);
     CHECK(lines[0] == "kernel,source,params,dtypes,what it does");
     CHECK(lines[7].find("fa2_forward,gpu/attention_forward.cu,\"n, d, Br, Bc\",\"fp32, fp16, bf16\",") == 0);
+}
+
+TEST_CASE("the gpu run JSON carries the contract toysim diff reads", "[gpu]") {
+    gpu::GpuRunResult r;
+    r.kernel = gpu::find_kernel("fa2_forward");
+    r.params = {{"n", 7}, {"d", 3}, {"Br", 3}, {"Bc", 2}};
+    r.heads = 2;
+    r.dtype = gpu::DType::F16;
+    r.warmups = 3;
+    r.device.name = "Test GPU";
+    r.device.compute_major = 9;
+    r.device.sm_count = 132;
+    r.device.l2_bytes = 50 << 20;
+    r.device.driver_version = 13000;
+    r.device.runtime_version = 12080;
+    gpu::StageResult stage;
+    stage.name = "fa2_forward";
+    stage.reads = {42, 168, 168, 0, 0};
+    stage.writes = {0, 0, 0, 42, 14};
+    stage.time.ms = {2.0f, 1.0f, 4.0f};
+    r.launch.stages = {stage};
+    r.launch.total.ms = {2.0f, 1.0f, 4.0f};
+    for (size_t a = 0; a < 5; ++a) {
+        gpu::ArrayTrafficRow row;
+        row.array = std::string(r.kernel->arrays[a].name);
+        row.element_bytes = a == 4 ? 4 : 2;
+        row.counted_reads = row.simulated_reads = stage.reads[a];
+        row.counted_writes = row.simulated_writes = stage.writes[a];
+        r.traffic.push_back(row);
+    }
+    r.traffic[1].simulated_reads = 170;  // one array differs
+    r.counted_bytes = 1000;
+    r.flops = 4.0 * 7 * 7 * 3 * 2;
+    gpu::ArrayCheckResult c;
+    c.array = "O";
+    c.expression = "attention(Q, K, V)";
+    c.heads = c.heads_checked = 2;
+    c.rows = c.rows_checked = 7;
+    c.tolerance = 0.02;
+    r.checks = {c};
+
+    auto j = nlohmann::json::parse(format_gpu_run("programs/attention/fa2.toy", r, Format::Json));
+    CHECK(j["program"] == "programs/attention/fa2.toy");
+    CHECK(j["kernel"] == "fa2_forward");
+    CHECK(j["params"]["Bc"] == 2);
+    CHECK(j["heads"] == 2);
+    CHECK(j["dtype"] == "fp16");
+    CHECK(j["device"]["name"] == "Test GPU");
+    CHECK(j["device"]["driver_version"] == "13.0");
+    CHECK(j["device"]["runtime_version"] == "12.8");
+    CHECK(j["device"]["l2_bytes"] == 52428800);
+    CHECK(j["launches"][0]["stage"] == "fa2_forward");
+    CHECK(j["launches"][0]["counted"]["K"]["read_bytes"] == 336);
+    CHECK(j["launches"][0]["counted"]["L"]["write_bytes"] == 56);
+    CHECK(j["launches"][0]["time_ms"]["median"] == 2.0);
+    CHECK(j["traffic"]["K"]["simulated_reads"] == 170);
+    CHECK(j["traffic"]["K"]["equal"] == false);
+    CHECK(j["traffic"]["Q"]["equal"] == true);
+    CHECK(j["traffic_equal"] == false);
+    CHECK(j["time_ms"]["min"] == 1.0);
+    CHECK(j["time_ms"]["max"] == 4.0);
+    CHECK(j["time_ms"]["repeats"] == 3);
+    CHECK(j["warmups"] == 3);
+    CHECK(j["flops"] == 1176.0);
+    CHECK(j["tflops"] == Approx(1176.0 / 2e-3 / 1e12));
+    CHECK(j["gb_per_s"] == Approx(1000 / 2e-3 / 1e9));
+    CHECK(j["check"]["passed"] == true);
+    CHECK(j["check"]["arrays"][0]["rows_checked"] == 7);
+
+    std::string table = format_gpu_run("programs/attention/fa2.toy", r, Format::Table);
+    INFO(table);
+    CHECK(table.find("\nreads(K)                  168                170  336 B  DIFFERENT\n") != std::string::npos);
+    CHECK(table.find("counted traffic DIFFERS from the simulator's count\n") != std::string::npos);
+    CHECK(table.find("O = attention(Q, K, V)  2 heads, every row") != std::string::npos);
 }
