@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -179,6 +180,32 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
             throw ToyError(ErrorKind::TooLargeToRun, Loc{}, fmt::format("array {} would hold {} elements over {} heads: too large for a GPU run",
                                                                    info[k]->name, host[k].elements, heads));
     }
+    // What the run needs, refused before anything is filled: the device's memory (every array,
+    // and a pristine copy of each one the kernel updates in place), and the host's (the inputs
+    // as doubles, and one array's staging for its upload).
+    result.device = query_device();
+    double device_bytes = 0, host_bytes = 0, largest_upload = 0;
+    for (std::size_t k = 0; k < narrays; ++k) {
+        const double stored = double(host[k].elements) * dtype_bytes(kernel.storage(static_cast<int>(k), options.dtype));
+        const bool starts_filled = info[k]->starts_filled();
+        device_bytes += stored * (starts_filled && info[k]->role != ast::Role::Input ? 2 : 1);
+        if (starts_filled) {
+            host_bytes += double(host[k].elements) * sizeof(double);
+            largest_upload = std::max(largest_upload, stored);
+        }
+    }
+    host_bytes += largest_upload;
+    auto gib = [](double bytes) { return fmt::format("{:.2f} GiB", bytes / double(1ull << 30)); };
+    if (device_bytes > double(result.device.global_memory_bytes))
+        throw GpuError(fmt::format("{} at these parameters needs {} of device memory for {} head{}; {} has {}: lower n or --heads",
+                                   kernel.name, gib(device_bytes), heads, heads == 1 ? "" : "s", result.device.name,
+                                   gib(double(result.device.global_memory_bytes))));
+    const double host_memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+    if (host_bytes > host_memory / 2)
+        throw GpuError(fmt::format("{} at these parameters needs {} of host memory for its inputs (doubles, for the reference); this "
+                                   "machine has {}, and a run may use half: lower n or --heads",
+                                   kernel.name, gib(host_bytes), gib(host_memory)));
+
     auto head_tensor = [&](std::size_t k, std::size_t h) {
         const std::size_t size = static_cast<std::size_t>(info[k]->size);
         return Tensor{info[k]->dims, std::vector<double>(host[k].values.begin() + static_cast<std::ptrdiff_t>(h * size),
@@ -300,7 +327,6 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     }
 
     // ---- launch ----
-    result.device = query_device();
     LaunchPlan plan{&kernel, params, options.heads, options.dtype, options.warmups, options.repeats};
     result.launch = launch(plan, host);
 
