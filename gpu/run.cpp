@@ -50,12 +50,16 @@ double reference_work(std::string_view function, const Shapes& s) {
     return s.empty() ? 1.0 : size(0);
 }
 
-// Checks that compute each row of the result from the same row of the first argument (and
-// the whole of the others): they can be checked on sampled rows.
-bool row_by_row(std::string_view function, const Shapes& s) {
-    if (function == "softmax") return s[0].size() == 2;
-    return function == "matmul" || function == "scores" || function == "attention" || function == "attention_rowmax" ||
-           function == "attention_rowsum" || function == "attention_lse";
+// The arguments whose row r alone (with the whole of the others) gives row r of the result:
+// such a check can compare sampled rows. Empty: it needs whole heads.
+std::vector<size_t> row_arguments(std::string_view function, const Shapes& s) {
+    if (function == "softmax") return s[0].size() == 2 ? std::vector<size_t>{0} : std::vector<size_t>{};
+    if (function == "matmul" || function == "scores" || function == "attention" || function == "attention_rowmax" ||
+        function == "attention_rowsum" || function == "attention_lse")
+        return {0};
+    // D_i and dQ_i need row i of Q and of dO (and all of K and V); dK and dV need every row.
+    if (function == "attention_delta" || function == "attention_dq") return {0, 3};
+    return {};
 }
 
 constexpr double kRelativeFloor = 1e-2;
@@ -73,7 +77,8 @@ struct CheckPlan {
     const CheckSpec* spec;
     int target;               // kernel array
     std::vector<int> args;    // kernel arrays
-    bool by_rows;
+    std::vector<size_t> row_args;  // args[i] for i here are sliced to the sampled rows
+    bool by_rows;             // on sampled rows of every head when the budget asks for less
     double work_per_head;
 };
 
@@ -267,57 +272,72 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     // start from a constant) is what the kernel left, downloaded.
     auto is_input = [&](int k) { return info[static_cast<size_t>(k)]->role == ast::Role::Input; };
     std::vector<CheckPlan> plans;
-    double work_all = 0, work_per_row = 0;
-    bool all_by_rows = true;
+    double work_all = 0, download = 0;
     for (const auto& c : p.checks) {
         if (!c.target_index.empty() || !c.reference_index.empty()) continue;  // element checks: the simulator's business
-        CheckPlan plan{&c, kernel.find_array(p.arrays[static_cast<size_t>(c.target)].name), kernel_arrays(c.args), false, 0};
+        CheckPlan plan{&c, kernel.find_array(p.arrays[static_cast<size_t>(c.target)].name), kernel_arrays(c.args), {}, false, 0};
         Shapes s = shapes_of(plan.args);
-        plan.by_rows = row_by_row(c.function, s);
-        for (size_t i = 1; i < plan.args.size(); ++i)
-            if (!is_input(plan.args[i])) plan.by_rows = false;  // needs a whole device result
+        plan.row_args = row_arguments(c.function, s);
+        plan.by_rows = !plan.row_args.empty();
+        for (size_t i = 0; i < plan.args.size(); ++i)
+            if (!is_input(plan.args[i]) && std::find(plan.row_args.begin(), plan.row_args.end(), i) == plan.row_args.end())
+                plan.by_rows = false;  // a whole device result as an argument: whole heads
         plan.work_per_head = reference_work(c.function, s);
         work_all += plan.work_per_head * double(heads);
-        if (plan.by_rows) work_per_row += plan.work_per_head / double(s[0][0]);
-        all_by_rows = all_by_rows && plan.by_rows;
-        plans.push_back(std::move(plan));
-    }
-    std::int64_t rows = p.arrays.empty() ? 1 : 0;
-    std::size_t heads_checked = heads;
-    std::vector<std::int64_t> sample_rows;  // empty: every row
-    double download = 0;
-    for (const auto& plan : plans) {
         download += double(info[static_cast<size_t>(plan.target)]->size);
         for (int a : plan.args)
             if (!is_input(a)) download += double(info[static_cast<size_t>(a)]->size);
+        plans.push_back(std::move(plan));
     }
-    const bool fits = work_all <= options.check_budget && download * double(heads) <= double(kMaxReferenceElements);
-    if (!fits && all_by_rows && !plans.empty()) {
-        rows = info[static_cast<size_t>(plans.front().target)]->dims[0];
-        auto r = static_cast<std::int64_t>(options.check_budget / (double(heads) * std::max(work_per_row, 1.0)));
-        r = std::clamp<std::int64_t>(r, 2, rows);
-        for (std::int64_t i = 0; i < r; ++i) sample_rows.push_back(r == 1 ? 0 : i * (rows - 1) / (r - 1));
-        sample_rows.erase(std::unique(sample_rows.begin(), sample_rows.end()), sample_rows.end());
-    } else if (!fits) {
-        double per_head = std::max(work_all / double(heads), download);
-        heads_checked = static_cast<std::size_t>(std::clamp(options.check_budget / std::max(per_head, 1.0), 1.0, double(heads)));
-    }
-    auto sampled = [&](std::size_t k) { return !sample_rows.empty() && info[k]->dims.size() >= 1; };
-    auto needed = [&](std::size_t k) {
-        if (is_input(static_cast<int>(k))) return false;  // the host has its values already
+    // Which way each array comes back: 1 sampled rows, 2 whole heads. An array that a check on
+    // rows and a check on whole heads both read makes every check one on whole heads.
+    std::vector<int> array_mode(narrays, 0);
+    auto mark = [&](bool rows) {
+        std::fill(array_mode.begin(), array_mode.end(), 0);
         for (const auto& plan : plans) {
-            if (static_cast<std::size_t>(plan.target) == k) return true;
+            const int mode = rows && plan.by_rows ? 1 : 2;
+            array_mode[static_cast<size_t>(plan.target)] |= mode;
             for (int a : plan.args)
-                if (static_cast<std::size_t>(a) == k) return true;
+                if (!is_input(a)) array_mode[static_cast<size_t>(a)] |= mode;
         }
-        return false;
+        return std::none_of(array_mode.begin(), array_mode.end(), [](int m) { return m == 3; });
     };
+    std::vector<std::int64_t> sample_rows;  // empty: every row
+    std::size_t heads_checked = heads;
+    const bool fits = work_all <= options.check_budget && download * double(heads) <= double(kMaxReferenceElements);
+    if (!fits) {
+        if (!mark(true))
+            for (auto& plan : plans) plan.by_rows = false;
+        mark(true);
+        double work_per_row = 0, work_per_head = 0;
+        std::int64_t rows = INT64_MAX;  // the fewest rows of any sampled array: the indices fit them all
+        for (const auto& plan : plans) {
+            if (plan.by_rows) {
+                const std::int64_t n = info[static_cast<size_t>(plan.target)]->dims[0];
+                rows = std::min(rows, n);
+                work_per_row += plan.work_per_head / double(n);
+            } else {
+                work_per_head += std::max(plan.work_per_head, double(info[static_cast<size_t>(plan.target)]->size));
+            }
+        }
+        // The budget, shared evenly between the two kinds when there are both.
+        const double share = options.check_budget / ((work_per_row > 0 ? 1 : 0) + (work_per_head > 0 ? 1 : 0));
+        if (work_per_row > 0) {
+            auto r = std::clamp<std::int64_t>(static_cast<std::int64_t>(share / (double(heads) * work_per_row)), 2, rows);
+            for (std::int64_t i = 0; i < r; ++i) sample_rows.push_back(i * (rows - 1) / (r - 1));
+            sample_rows.erase(std::unique(sample_rows.begin(), sample_rows.end()), sample_rows.end());
+        }
+        if (work_per_head > 0) heads_checked = static_cast<std::size_t>(std::clamp(share / work_per_head, 1.0, double(heads)));
+    } else {
+        for (auto& plan : plans) plan.by_rows = false;  // everything, every row of every head
+        mark(false);
+    }
     for (std::size_t k = 0; k < narrays; ++k) {
-        if (!needed(k)) continue;
+        if (!array_mode[k]) continue;
         HostArray& h = host[k];
         h.download = true;
         const std::size_t size = static_cast<std::size_t>(info[k]->size);
-        if (sampled(k)) {
+        if (array_mode[k] == 1) {
             const std::size_t row = size / static_cast<std::size_t>(info[k]->dims[0]);
             for (std::size_t hd = 0; hd < heads; ++hd)
                 for (auto r : sample_rows) h.sample.push_back({hd * size + static_cast<std::size_t>(r) * row, row});
@@ -359,7 +379,7 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
         out.heads = options.heads;
         out.rows = info[target]->dims.empty() ? 1 : info[target]->dims[0];
         out.tolerance = std::max(c.tolerance, tolerance_floor);
-        const bool rows_sampled = !sample_rows.empty();
+        const bool rows_sampled = plan.by_rows;
         out.heads_checked = rows_sampled ? options.heads : static_cast<std::int64_t>(heads_checked);
         out.rows_checked = rows_sampled ? static_cast<std::int64_t>(sample_rows.size()) : out.rows;
         const std::size_t target_size = static_cast<std::size_t>(info[target]->size);
@@ -368,18 +388,18 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
             std::vector<Tensor> args;
             for (size_t i = 0; i < plan.args.size(); ++i) {
                 const std::size_t a = static_cast<std::size_t>(plan.args[i]);
-                if (!rows_sampled || i > 0) {
+                if (!rows_sampled || std::find(plan.row_args.begin(), plan.row_args.end(), i) == plan.row_args.end()) {
                     args.push_back(head_tensor(a, hd));  // whole heads: the first ones, where only those came back
                     continue;
                 }
-                // The first argument's sampled rows: from the host copy (an input) or the download.
+                // The sampled rows: from the host copy (an input) or the download.
                 const std::size_t size = static_cast<std::size_t>(info[a]->size);
                 const std::size_t row = size / static_cast<std::size_t>(info[a]->dims[0]);
                 Tensor t{info[a]->dims, {}};
                 t.shape[0] = static_cast<std::int64_t>(sample_rows.size());
                 for (std::size_t r = 0; r < sample_rows.size(); ++r) {
                     const double* src = is_input(static_cast<int>(a)) ? host[a].values.data() + hd * size + static_cast<std::size_t>(sample_rows[r]) * row
-                                                       : host[a].values.data() + (hd * sample_rows.size() + r) * row;
+                                                                      : host[a].values.data() + (hd * sample_rows.size() + r) * row;
                     t.data.insert(t.data.end(), src, src + row);
                 }
                 args.push_back(std::move(t));

@@ -122,3 +122,30 @@ TEST_CASE("a check fails when the kernel's output is wrong: sampled rows of a la
     CHECK(r.checks[0].rows_checked < 4096);
     CHECK(r.checks[0].rows_checked >= 2);
 }
+
+TEST_CASE("a large backward run checks sampled rows of D and dQ in every head and whole heads of dK and dV", "[fa2_backward]") {
+    Program p = load("programs/attention/fa2_backward.toy", {{"n", 1024}, {"d", 64}, {"Br", 64}, {"Bc", 64}});
+    gpu::GpuRunOptions o;
+    o.heads = 4;
+    o.dtype = DType::F16;
+    o.warmups = 0;
+    o.repeats = 1;
+    o.check_budget = 1e9;
+    gpu::GpuRunResult r = gpu::gpu_run(p, o);
+    INFO(describe(r));
+    CHECK(r.traffic_equal());
+    CHECK(r.check_passed());
+    REQUIRE(r.checks.size() == 4);
+    for (const auto& c : r.checks) {
+        INFO(c.array << ": " << c.heads_checked << " heads, " << c.rows_checked << " rows");
+        if (c.array == "D" || c.array == "dQ") {
+            CHECK(c.heads_checked == 4);
+            CHECK(c.rows_checked >= 2);
+            CHECK(c.rows_checked < 1024);
+        } else {
+            CHECK(c.heads_checked >= 1);
+            CHECK(c.heads_checked < 4);
+            CHECK(c.rows_checked == 1024);
+        }
+    }
+}
