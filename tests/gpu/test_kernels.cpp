@@ -36,17 +36,23 @@ std::string describe(const gpu::GpuRunResult& r) {
     return out.str();
 }
 
+// One run, timed once with no warm-up: the tests want its counts and checks.
+gpu::GpuRunResult run_once(const std::string& path, const ParamSettings& shape, gpu::DType dtype, std::int64_t heads,
+                           double check_budget = gpu::GpuRunOptions{}.check_budget) {
+    gpu::GpuRunOptions o;
+    o.heads = heads;
+    o.dtype = dtype;
+    o.warmups = 0;
+    o.repeats = 1;
+    o.check_budget = check_budget;
+    return gpu::gpu_run(load(path, shape), o);
+}
+
 void run_all(const std::string& path, const std::vector<ParamSettings>& shapes, const std::vector<gpu::DType>& dtypes,
              std::int64_t heads = 3) {
     for (const auto& shape : shapes)
         for (gpu::DType t : dtypes) {
-            Program p = load(path, shape);
-            gpu::GpuRunOptions o;
-            o.heads = heads;
-            o.dtype = t;
-            o.warmups = 0;
-            o.repeats = 1;
-            gpu::GpuRunResult r = gpu::gpu_run(p, o);
+            gpu::GpuRunResult r = run_once(path, shape, t, heads);
             std::string params;
             for (const auto& [name, value] : r.params) params += name + "=" + std::to_string(value) + " ";
             INFO(path << " " << params << gpu::dtype_name(t) << "\n" << describe(r));
@@ -104,16 +110,9 @@ TEST_CASE("fa2_backward_no_d_trick on the GPU", "[fa2_backward_no_d_trick]") {
     run_all("programs/attention/fa2_backward_no_d_trick.toy", attention_shapes(), kAll, 2);
 }
 
-TEST_CASE("a check fails when the kernel's output is wrong: sampled rows of a large run still compare", "[fa2_forward]") {
+TEST_CASE("a large forward run checks sampled rows of every head", "[fa2_forward]") {
     // n = 4096 with 16 heads is past the check budget: sampled rows of every head are compared.
-    Program p = load("programs/attention/fa2.toy", {{"n", 4096}, {"d", 64}, {"Br", 64}, {"Bc", 64}});
-    gpu::GpuRunOptions o;
-    o.heads = 16;
-    o.dtype = DType::F16;
-    o.warmups = 0;
-    o.repeats = 1;
-    o.check_budget = 1e8;
-    gpu::GpuRunResult r = gpu::gpu_run(p, o);
+    gpu::GpuRunResult r = run_once("programs/attention/fa2.toy", {{"n", 4096}, {"d", 64}, {"Br", 64}, {"Bc", 64}}, DType::F16, 16, 1e8);
     INFO(describe(r));
     CHECK(r.traffic_equal());
     CHECK(r.check_passed());
@@ -124,14 +123,7 @@ TEST_CASE("a check fails when the kernel's output is wrong: sampled rows of a la
 }
 
 TEST_CASE("a large backward run checks sampled rows of D and dQ in every head and whole heads of dK and dV", "[fa2_backward]") {
-    Program p = load("programs/attention/fa2_backward.toy", {{"n", 1024}, {"d", 64}, {"Br", 64}, {"Bc", 64}});
-    gpu::GpuRunOptions o;
-    o.heads = 4;
-    o.dtype = DType::F16;
-    o.warmups = 0;
-    o.repeats = 1;
-    o.check_budget = 1e9;
-    gpu::GpuRunResult r = gpu::gpu_run(p, o);
+    gpu::GpuRunResult r = run_once("programs/attention/fa2_backward.toy", {{"n", 1024}, {"d", 64}, {"Br", 64}, {"Bc", 64}}, DType::F16, 4, 1e9);
     INFO(describe(r));
     CHECK(r.traffic_equal());
     CHECK(r.check_passed());
@@ -148,4 +140,24 @@ TEST_CASE("a large backward run checks sampled rows of D and dQ in every head an
             CHECK(c.rows_checked == 1024);
         }
     }
+}
+
+TEST_CASE("a check fails when the kernel's output is not what the program claims", "[fa2_forward]") {
+    // fa2.toy with L checked against the row max instead of m + ln ℓ: the kernel is right, the
+    // claim is wrong, and the run must say so (while its traffic still equals the simulator's).
+    std::string text = SourceFile::read(source_dir() + "/programs/attention/fa2.toy")->text;
+    const std::string lse = "check L = attention_lse(Q, K)";
+    REQUIRE(text.find(lse) != std::string::npos);
+    text.replace(text.find(lse), lse.size(), "check L = attention_rowmax(Q, K)");
+    auto tree = std::make_shared<const ast::Program>(parse(std::make_shared<SourceFile>("fa2_wrong_check.toy", text)));
+    gpu::GpuRunOptions o;
+    o.warmups = 0;
+    o.repeats = 1;
+    gpu::GpuRunResult r = gpu::gpu_run(compile(tree, {{"n", 33}, {"d", 8}, {"Br", 8}, {"Bc", 5}}), o);
+    CHECK(r.traffic_equal());
+    CHECK_FALSE(r.check_passed());
+    REQUIRE(r.checks.size() == 2);
+    CHECK(r.checks[0].passed());
+    CHECK(r.checks[1].mismatches == 33);
+    CHECK(r.checks[1].first_mismatch.find("L of head 0, row 0, element 0: ") == 0);
 }
