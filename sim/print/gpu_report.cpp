@@ -127,10 +127,7 @@ std::string format_gpu_run(const std::string& path, const gpu::GpuRunResult& r, 
     if (r.launch.stages.size() > 1)
         times.rows.push_back({"total", ms_text(r.launch.total.median()), ms_text(r.launch.total.min()), ms_text(r.launch.total.max())});
     if (format == Format::Csv) {
-        std::string out = render_table(traffic, format);
-        out += "\n" + render_table(checks, format);
-        out += "\n" + render_table(times, format);
-        return out;
+        return fmt::format("{}\n{}\n{}", render_table(traffic, format), render_table(checks, format), render_table(times, format));
     }
 
     std::string params;
@@ -146,7 +143,7 @@ std::string format_gpu_run(const std::string& path, const gpu::GpuRunResult& r, 
                              : "counted traffic DIFFERS from the simulator's count\n\n";
     out += "outputs against the CPU reference (double precision, inputs rounded as stored; outputs poisoned with NaN before the launch)\n";
     out += render_table(checks, format);
-    out += "\n" + fmt::format("time over {} launches after {} warm-ups (CUDA events)\n", r.launch.total.ms.size(), r.warmups);
+    out += fmt::format("\ntime over {} launches after {} warm-ups (CUDA events)\n", r.launch.total.ms.size(), r.warmups);
     out += render_table(times, format);
     auto tf = r.tflops();
     out += fmt::format("{}{:.1f} GB/s of counted traffic\n", tf ? fmt::format("{:.2f} TFLOP/s, ", *tf) : std::string(), r.gigabytes_per_second());
