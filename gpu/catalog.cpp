@@ -20,6 +20,15 @@ std::string_view dtype_name(DType t) {
     return "?";
 }
 
+std::string_view l2_state_name(L2State s) {
+    switch (s) {
+        case L2State::Off: return "off";
+        case L2State::Cold: return "cold";
+        case L2State::Warm: return "warm";
+    }
+    return "?";
+}
+
 int dtype_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
 
 std::optional<DType> parse_dtype(std::string_view text) {

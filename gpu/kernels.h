@@ -103,6 +103,25 @@ struct HostArray {
     std::vector<Span> sample;
 };
 
+// Whether a launch's hardware traffic is measured (CUPTI), and from which L2 state.
+enum class L2State : std::uint8_t {
+    Off,   // not measured
+    Cold,  // L2 flushed (a buffer twice its size written) just before the measured launch
+    Warm,  // measured right after an identical launch: what the cache kept is still there
+};
+
+std::string_view l2_state_name(L2State s);  // "off", "cold", "warm"
+
+// What the hardware counted for one stage's launch (CUPTI range profiler, in-process).
+struct MeasuredTraffic {
+    bool available = false;
+    std::string why_not;             // one line when !available: permissions, device, build
+    L2State l2 = L2State::Off;
+    double dram_read_bytes = 0, dram_write_bytes = 0;    // dram__bytes_read.sum, dram__bytes_write.sum
+    double l2_read_sectors = 0, l2_write_sectors = 0;    // lts__t_sectors_srcunit_tex_op_{read,write}.sum (32 B each)
+    double l2_hit_rate = 0;                              // lts__t_sector_hit_rate.pct, 0..100
+};
+
 struct LaunchPlan {
     const KernelSpec* kernel = nullptr;
     std::vector<std::int64_t> params;  // in kernel->params order
@@ -110,6 +129,7 @@ struct LaunchPlan {
     DType dtype = DType::F32;
     int warmups = 3;
     int repeats = 20;
+    L2State measure = L2State::Off;  // also measure each stage's DRAM and L2 traffic
 };
 
 struct Timing {
@@ -123,6 +143,7 @@ struct StageResult {
     std::string_view name;
     std::vector<std::uint64_t> reads, writes;  // elements per array (kernel order), all heads
     Timing time;
+    MeasuredTraffic measured;  // when LaunchPlan::measure is not Off
 };
 
 struct LaunchResult {

@@ -151,6 +151,7 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     result.heads = options.heads;
     result.dtype = options.dtype;
     result.warmups = options.warmups;
+    result.measure = options.measure;
     if (options.heads < 1 || options.heads > 65535)
         throw ToyError(ErrorKind::Input, Loc{}, fmt::format("--heads {} is out of range: 1 to 65535 (the grid's extra dimension)", options.heads));
     if (options.dtype != DType::F32 && !kernel.low_precision)
@@ -347,8 +348,11 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     }
 
     // ---- launch ----
-    LaunchPlan plan{&kernel, params, options.heads, options.dtype, options.warmups, options.repeats};
+    LaunchPlan plan{&kernel, params, options.heads, options.dtype, options.warmups, options.repeats, options.measure};
     result.launch = launch(plan, host);
+    for (auto& stage : result.launch.stages)
+        if (options.measure != L2State::Off && !stage.measured.available && stage.measured.why_not.empty())
+            stage.measured.why_not = "this build of toysim cannot read hardware counters (no CUPTI)";
 
     // ---- counted traffic against the simulator's count-only pass ----
     std::vector<ArrayTraffic> simulated = count_traffic(p);

@@ -26,6 +26,7 @@ struct GpuRunOptions {
     DType dtype = DType::F32;
     int warmups = 3;
     int repeats = 20;
+    L2State measure = L2State::Off;  // also read each stage's DRAM and L2 traffic (CUPTI)
     // Multiply-adds the CPU reference may spend on checks (and on reference fills): past it,
     // sampled rows of every head are checked (or whole heads, for checks that are not row by row).
     double check_budget = 2e9;
@@ -59,6 +60,7 @@ struct GpuRunResult {
     std::int64_t heads = 1;
     DType dtype = DType::F32;
     int warmups = 0;
+    L2State measure = L2State::Off;
     DeviceInfo device;
     LaunchResult launch;
     std::vector<ArrayTrafficRow> traffic;  // kernel array order

@@ -206,3 +206,45 @@ TEST_CASE("the gpu run JSON carries the contract toysim diff reads", "[gpu]") {
     CHECK(table.find("counted traffic DIFFERS from the simulator's count\n") != std::string::npos);
     CHECK(table.find("O = attention(Q, K, V)  2 heads, every row") != std::string::npos);
 }
+
+TEST_CASE("measured traffic is printed as measured, or the one line that says why not", "[gpu]") {
+    gpu::GpuRunResult r;
+    r.kernel = gpu::find_kernel("softmax_online");
+    r.params = {{"n", 1000}};
+    gpu::StageResult stage;
+    stage.name = "softmax_online";
+    stage.reads = {2000, 0};
+    stage.writes = {0, 1000};
+    stage.time.ms = {1.0f};
+    r.launch.stages = {stage};
+    r.launch.total.ms = {1.0f};
+    r.traffic = {{"x", 4, 2000, 0, 2000, 0}, {"out", 4, 0, 1000, 0, 1000}};
+
+    auto launch0 = [&](Format f) { return format_gpu_run("p5.toy", r, f); };
+    CHECK(nlohmann::json::parse(launch0(Format::Json))["launches"][0]["measured"].is_null());
+    CHECK(launch0(Format::Table).find("hardware traffic") == std::string::npos);
+
+    r.measure = gpu::L2State::Cold;
+    r.launch.stages[0].measured.why_not = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: profiling needs root or NVreg_RestrictProfilingToAdminUsers=0";
+    auto j = nlohmann::json::parse(launch0(Format::Json));
+    CHECK(j["launches"][0]["measured"]["available"] == false);
+    CHECK(j["launches"][0]["measured"]["l2"] == "cold");
+    CHECK(j["launches"][0]["measured"].count("dram_read_bytes") == 0);  // never zeros as if measured
+    CHECK(launch0(Format::Table).find("hardware traffic (cold L2): not measured: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES") != std::string::npos);
+
+    auto& m = r.launch.stages[0].measured;
+    m.available = true;
+    m.dram_read_bytes = 4096;
+    m.dram_write_bytes = 4000;
+    m.l2_read_sectors = 250;
+    m.l2_write_sectors = 125;
+    m.l2_hit_rate = 50;
+    j = nlohmann::json::parse(launch0(Format::Json));
+    CHECK(j["launches"][0]["measured"]["dram_read_bytes"] == 4096.0);
+    CHECK(j["launches"][0]["measured"]["l2_read_bytes"] == 8000.0);
+    CHECK(j["launches"][0]["measured"]["l2_write_bytes"] == 4000.0);
+    CHECK(j["launches"][0]["measured"]["l2_hit_rate"] == 50.0);
+    std::string table = launch0(Format::Table);
+    INFO(table);
+    CHECK(table.find("\nsoftmax_online  0.01 MB  0.01 MB   0.00 MB    0.00 MB     0.00 MB        50.0%\n") != std::string::npos);
+}

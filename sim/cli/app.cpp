@@ -149,6 +149,9 @@ Commands define_commands(CLI::App& app, Options& o) {
         ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
     c.gpu_run->add_option("--warmups", o.warmups, "launches before timing (default 3)")->check(CLI::Range(0, 1000));
     c.gpu_run->add_option("--repeats", o.repeats, "timed launches; the median is reported (default 20)")->check(CLI::Range(1, 10000));
+    c.gpu_run->add_option("--measure", o.measure,
+                          "also read each launch's DRAM and L2 traffic with CUPTI: cold (L2 flushed first) or warm (default off)")
+        ->check(CLI::IsMember({"off", "cold", "warm"}));
     add_format(c.gpu_run);
     c.gpu_run->footer("\nexamples:\n"
                       "  toysim gpu run programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64\n"

@@ -32,6 +32,7 @@ struct Options {
     std::int64_t heads = 1;                  // gpu run
     std::string dtype = "fp32";              // gpu run
     int warmups = 3, repeats = 20;           // gpu run
+    std::string measure = "off";             // gpu run: off, cold or warm
 };
 
 // The streams, and the source file the error being reported points into (for its caret).

@@ -14,6 +14,7 @@ int gpu_run_command(const Options& o, Context& ctx) {
     options.dtype = *gpu::parse_dtype(o.dtype);  // CLI11 accepted only the names
     options.warmups = o.warmups;
     options.repeats = o.repeats;
+    options.measure = o.measure == "cold" ? gpu::L2State::Cold : o.measure == "warm" ? gpu::L2State::Warm : gpu::L2State::Off;
     gpu::GpuRunResult result;
     try {
         result = gpu::gpu_run(program, options);

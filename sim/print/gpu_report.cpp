@@ -45,6 +45,22 @@ json traffic_json(std::uint64_t reads, std::uint64_t writes, int element_bytes) 
                 {"write_bytes", writes * static_cast<std::uint64_t>(element_bytes)}};
 }
 
+// What CUPTI measured for one stage: null when not asked, the reason when it could not.
+json measured_json(const gpu::GpuRunResult& r, const gpu::MeasuredTraffic& m) {
+    if (r.measure == gpu::L2State::Off) return nullptr;
+    json j{{"available", m.available}, {"l2", gpu::l2_state_name(r.measure)}};
+    if (!m.available) {
+        j["why_not"] = m.why_not;
+        return j;
+    }
+    j["dram_read_bytes"] = m.dram_read_bytes;
+    j["dram_write_bytes"] = m.dram_write_bytes;
+    j["l2_read_bytes"] = m.l2_read_sectors * 32;
+    j["l2_write_bytes"] = m.l2_write_sectors * 32;
+    j["l2_hit_rate"] = m.l2_hit_rate;
+    return j;
+}
+
 json run_json(const std::string& path, const gpu::GpuRunResult& r) {
     const auto& k = *r.kernel;
     json params = json::object();
@@ -54,7 +70,8 @@ json run_json(const std::string& path, const gpu::GpuRunResult& r) {
         json counted = json::object();
         for (size_t a = 0; a < r.traffic.size(); ++a)
             if (stage.reads[a] || stage.writes[a]) counted[r.traffic[a].array] = traffic_json(stage.reads[a], stage.writes[a], r.traffic[a].element_bytes);
-        launches.push_back(json{{"stage", stage.name}, {"counted", counted}, {"time_ms", timing_json(stage.time)}});
+        launches.push_back(json{{"stage", stage.name}, {"counted", counted}, {"time_ms", timing_json(stage.time)},
+                                {"measured", measured_json(r, stage.measured)}});
     }
     json traffic = json::object();
     for (const auto& row : r.traffic) {
@@ -101,6 +118,34 @@ std::string rows_text(const gpu::ArrayCheckResult& c) {
     return fmt::format("{}, {} sampled rows of {}", heads, c.rows_checked, c.rows);
 }
 
+std::string mb(double bytes) { return fmt::format("{:.2f} MB", bytes / 1e6); }
+
+// The stages' DRAM and L2 traffic as CUPTI measured it, beside what the kernel counted; or the
+// one line that says why there is none.
+std::string measured_text(const gpu::GpuRunResult& r, Format format) {
+    if (r.measure == gpu::L2State::Off) return "";
+    const std::string_view l2 = gpu::l2_state_name(r.measure);
+    Table t{{"stage", "counted", "L2 read", "L2 write", "DRAM read", "DRAM write", "L2 hit rate"},
+            {false, true, true, true, true, true, true},
+            {}};
+    std::string unavailable;
+    for (const auto& stage : r.launch.stages) {
+        const auto& m = stage.measured;
+        if (!m.available) {
+            unavailable = m.why_not;
+            continue;
+        }
+        double counted = 0;
+        for (size_t a = 0; a < r.traffic.size(); ++a)
+            counted += double(stage.reads[a] + stage.writes[a]) * r.traffic[a].element_bytes;
+        t.rows.push_back({std::string(stage.name), mb(counted), mb(m.l2_read_sectors * 32), mb(m.l2_write_sectors * 32), mb(m.dram_read_bytes),
+                          mb(m.dram_write_bytes), fmt::format("{:.1f}%", m.l2_hit_rate)});
+    }
+    if (!unavailable.empty()) return fmt::format("hardware traffic ({} L2): not measured: {}\n\n", l2, unavailable);
+    return fmt::format("hardware traffic per launch, {} L2 (CUPTI, in-process; L2 from the SMs in 32-byte sectors)\n", l2) +
+           render_table(t, format) + "\n";
+}
+
 }  // namespace
 
 std::string format_gpu_run(const std::string& path, const gpu::GpuRunResult& r, Format format) {
@@ -127,7 +172,8 @@ std::string format_gpu_run(const std::string& path, const gpu::GpuRunResult& r, 
     if (r.launch.stages.size() > 1)
         times.rows.push_back({"total", ms_text(r.launch.total.median()), ms_text(r.launch.total.min()), ms_text(r.launch.total.max())});
     if (format == Format::Csv) {
-        return fmt::format("{}\n{}\n{}", render_table(traffic, format), render_table(checks, format), render_table(times, format));
+        return fmt::format("{}\n{}\n{}{}", render_table(traffic, format), render_table(checks, format), render_table(times, format),
+                           r.measure == gpu::L2State::Off ? std::string() : "\n" + measured_text(r, format));
     }
 
     std::string params;
@@ -141,6 +187,7 @@ std::string format_gpu_run(const std::string& path, const gpu::GpuRunResult& r, 
     out += render_table(traffic, format);
     out += r.traffic_equal() ? "counted traffic equals the simulator's count, array by array\n\n"
                              : "counted traffic DIFFERS from the simulator's count\n\n";
+    out += measured_text(r, format);
     out += "outputs against the CPU reference (double precision, inputs rounded as stored; outputs poisoned with NaN before the launch)\n";
     out += render_table(checks, format);
     out += fmt::format("\ntime over {} launches after {} warm-ups (CUDA events)\n", r.launch.total.ms.size(), r.warmups);
