@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "gpu/diff.h"
 #include "gpu/run.h"
 #include "sim/print/gpu_report.h"
 #include "support.h"
@@ -247,4 +248,62 @@ TEST_CASE("measured traffic is printed as measured, or the one line that says wh
     std::string table = launch0(Format::Table);
     INFO(table);
     CHECK(table.find("\nsoftmax_online  0.01 MB  0.01 MB   0.00 MB    0.00 MB     0.00 MB        50.0%\n") != std::string::npos);
+}
+
+TEST_CASE("toysim diff reads a saved gpu run back and sets it against the simulator", "[gpu]") {
+    // A measured fa2 run at n = 7 (Tr = 3), 2 heads, built by hand: the kernel counted what the
+    // simulator counts, and DRAM read each array once (its footprint) and wrote O and L once.
+    Program p = build_file("programs/attention/fa2.toy", {{"n", 7}, {"d", 3}, {"Br", 3}, {"Bc", 2}});
+    gpu::GpuRunResult r;
+    r.kernel = gpu::find_kernel("fa2_forward");
+    r.params = {{"n", 7}, {"d", 3}, {"Br", 3}, {"Bc", 2}};
+    r.heads = 2;
+    r.measure = gpu::L2State::Cold;
+    r.device.name = "Test GPU";
+    r.device.l2_bytes = 50 << 20;
+    gpu::StageResult stage;
+    stage.name = "fa2_forward";
+    stage.reads = {42, 126, 126, 0, 0};  // Q once, K and V Tr = 3 times, 2 heads
+    stage.writes = {0, 0, 0, 42, 14};
+    stage.time.ms = {1.0f};
+    stage.measured.available = true;
+    stage.measured.dram_read_bytes = 3 * 42 * 4;
+    stage.measured.dram_write_bytes = 42 * 4 + 14 * 4;
+    stage.measured.l2_read_sectors = 100;
+    stage.measured.l2_write_sectors = 10;
+    stage.measured.l2_hit_rate = 60;
+    r.launch.stages = {stage};
+    r.launch.total.ms = {1.0f};
+    for (size_t a = 0; a < 5; ++a)
+        r.traffic.push_back({std::string(r.kernel->arrays[a].name), a == 4 ? 4 : 4, stage.reads[a], stage.writes[a], stage.reads[a],
+                             stage.writes[a]});
+
+    // The JSON a gpu run writes reads back into the same figures.
+    gpu::GpuRunResult back = parse_gpu_run(format_gpu_run("fa2.toy", r, Format::Json), "saved.json");
+    CHECK(back.kernel == r.kernel);
+    CHECK(back.heads == 2);
+    CHECK(back.measure == gpu::L2State::Cold);
+    REQUIRE(back.launch.stages.size() == 1);
+    CHECK(back.launch.stages[0].reads == stage.reads);
+    CHECK(back.launch.stages[0].writes == stage.writes);
+    CHECK(back.launch.stages[0].measured.dram_read_bytes == 504);
+    CHECK(back.launch.stages[0].measured.l2_read_sectors == 100);
+
+    gpu::GpuDiff d = gpu::diff(p, back);
+    REQUIRE(d.arrays.size() == 5);
+    CHECK(d.arrays[1].simulated_reads == 126);  // reads(K) = n·d·Tr per head
+    CHECK(d.arrays[1].counted_reads == 126);
+    CHECK(!d.arrays[1].dram_read_bytes);        // the launch reads Q, K and V: a total
+    CHECK(d.measured);
+    CHECK(d.dram_bytes == 504 + 224);
+    CHECK(d.simulated_bytes == (42 + 126 + 126 + 42 + 14) * 4);
+    CHECK(d.aggregate_error == Approx((1400.0 - 728.0) / 728.0));
+    REQUIRE(d.notes.size() == 2);
+    CHECK(d.notes[0] == "fa2_forward: K and V (0.0 MB in all) fit in the 50 MiB L2, so their re-reads (3× each, 0.0 MB counted) hit L2: "
+                        "DRAM read 0.0 MB in all");
+    CHECK(d.notes[1] == "fa2_forward: O and L written, written back to DRAM once (0.0 MB)");
+
+    CHECK_THROWS_WITH(gpu::diff(build_file("programs/attention/fa2.toy"), back),
+                      "the GPU results are for n = 7, but the program has n = 8: use --set n=7");
+    CHECK_THROWS_WITH(parse_gpu_run("[1, 2]", "x.json"), "x.json: not the JSON of a `toysim gpu run`: it does not parse as a JSON object");
 }

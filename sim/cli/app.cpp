@@ -19,7 +19,7 @@ namespace toysim::cli {
 
 namespace {
 
-const std::vector<std::string_view> kCommands = {"run", "trace", "sweep", "cost", "compare", "gpu"};
+const std::vector<std::string_view> kCommands = {"run", "trace", "sweep", "cost", "compare", "gpu", "diff"};
 
 std::string isa_listing() {
     std::string out = "instruction set (destination last, as in the seed; cycles per unit of work, one unit per scalar\n"
@@ -45,6 +45,7 @@ struct Commands {
     CLI::App* gpu = nullptr;
     CLI::App* gpu_run = nullptr;
     CLI::App* gpu_kernels = nullptr;
+    CLI::App* diff = nullptr;
 };
 
 Commands define_commands(CLI::App& app, Options& o) {
@@ -160,6 +161,18 @@ Commands define_commands(CLI::App& app, Options& o) {
                       "  toysim gpu run programs/matmul_outer.toy --set n=1024 --set t=16");
     c.gpu_kernels = c.gpu->add_subcommand("kernels", "List the kernels a program's 'gpu' line may name.");
     add_format(c.gpu_kernels);
+
+    c.diff = app.add_subcommand("diff", "Simulated DRAM traffic beside the GPU kernel's counts and the hardware's L2 and DRAM traffic.");
+    c.diff->add_option("file", o.file, program_help)->required();
+    c.diff->add_option("--set", o.sets, "override a parameter, e.g. --set n=4096 (repeatable)");
+    c.diff->add_option("--gpu", o.gpu_source, "live (run the kernel on this machine's GPU) or a saved 'toysim gpu run --format json' file");
+    c.diff->add_option("--heads", o.heads, "live: batch × heads (default 1)")->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
+    c.diff->add_option("--dtype", o.dtype, "live: fp32, fp16 or bf16")->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    c.diff->add_option("--measure", o.measure, "live: L2 cold (flushed first, the default) or warm")->check(CLI::IsMember({"cold", "warm"}));
+    add_format(c.diff);
+    c.diff->footer("\nexamples:\n"
+                   "  toysim diff programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64 --heads 16 --dtype fp16\n"
+                   "  toysim diff programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64 --gpu results.json");
     return c;
 }
 
@@ -223,6 +236,7 @@ int parse_and_dispatch(const std::vector<std::string>& args, Context& ctx) {
     if (c.cost->parsed()) return cost_command(o, ctx);
     if (c.gpu_run->parsed()) return gpu_run_command(o, ctx);
     if (c.gpu_kernels->parsed()) return gpu_kernels_command(o, ctx);
+    if (c.diff->parsed()) return diff_command(o, ctx);
     return compare_command(o, ctx);
 }
 

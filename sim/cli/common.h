@@ -32,7 +32,8 @@ struct Options {
     std::int64_t heads = 1;                  // gpu run
     std::string dtype = "fp32";              // gpu run
     int warmups = 3, repeats = 20;           // gpu run
-    std::string measure = "off";             // gpu run: off, cold or warm
+    std::string measure = "off";             // gpu run, diff: off, cold or warm
+    std::string gpu_source = "live";         // diff: live, or a saved gpu run JSON
 };
 
 // The streams, and the source file the error being reported points into (for its caret).
@@ -93,5 +94,6 @@ int cost_command(const Options& options, Context& ctx);
 int compare_command(const Options& options, Context& ctx);
 int gpu_run_command(const Options& options, Context& ctx);
 int gpu_kernels_command(const Options& options, Context& ctx);
+int diff_command(const Options& options, Context& ctx);
 
 }  // namespace toysim::cli

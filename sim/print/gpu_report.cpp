@@ -220,4 +220,65 @@ std::string format_kernel_catalog(Format format) {
     return render_table(t, format);
 }
 
+gpu::GpuRunResult parse_gpu_run(const std::string& text, const std::string& path) {
+    auto bad = [&](const std::string& why) -> ToyError {
+        return ToyError(fmt::format("{}: not the JSON of a `toysim gpu run`: {}", path, why));
+    };
+    json j = json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw bad("it does not parse as a JSON object");
+    try {
+        gpu::GpuRunResult r;
+        r.kernel = gpu::find_kernel(j.at("kernel").get<std::string>());
+        if (!r.kernel) throw bad(fmt::format("no kernel is named {}", j.at("kernel").dump()));
+        for (const auto& param : r.kernel->params) r.params.emplace_back(std::string(param.name), j.at("params").at(std::string(param.name)).get<std::int64_t>());
+        r.heads = j.at("heads").get<std::int64_t>();
+        auto dtype = gpu::parse_dtype(j.at("dtype").get<std::string>());
+        if (!dtype) throw bad("its dtype is not fp32, fp16 or bf16");
+        r.dtype = *dtype;
+        r.warmups = j.value("warmups", 0);
+        const json& d = j.at("device");
+        r.device.name = d.at("name").get<std::string>();
+        r.device.sm_count = d.value("sm_count", 0);
+        r.device.l2_bytes = d.at("l2_bytes").get<std::int64_t>();
+        r.device.global_memory_bytes = d.value("global_memory_bytes", std::int64_t{0});
+        const std::size_t narrays = r.kernel->arrays.size();
+        for (const json& launch : j.at("launches")) {
+            gpu::StageResult stage;
+            const std::string name = launch.at("stage").get<std::string>();
+            for (auto known : r.kernel->stages)
+                if (known == name) stage.name = known;
+            if (stage.name.empty()) throw bad(fmt::format("kernel {} has no stage {}", r.kernel->name, name));
+            stage.reads.assign(narrays, 0);
+            stage.writes.assign(narrays, 0);
+            for (const auto& [array, counts] : launch.at("counted").items()) {
+                int k = r.kernel->find_array(array);
+                if (k < 0) throw bad(fmt::format("kernel {} has no array {}", r.kernel->name, array));
+                stage.reads[static_cast<size_t>(k)] = counts.at("reads").get<std::uint64_t>();
+                stage.writes[static_cast<size_t>(k)] = counts.at("writes").get<std::uint64_t>();
+            }
+            stage.time.ms = {launch.at("time_ms").at("median").get<float>()};
+            const json& m = launch.value("measured", json(nullptr));
+            if (!m.is_null()) {
+                r.measure = m.at("l2").get<std::string>() == "cold" ? gpu::L2State::Cold : gpu::L2State::Warm;
+                stage.measured.l2 = r.measure;
+                stage.measured.available = m.at("available").get<bool>();
+                if (stage.measured.available) {
+                    stage.measured.dram_read_bytes = m.at("dram_read_bytes").get<double>();
+                    stage.measured.dram_write_bytes = m.at("dram_write_bytes").get<double>();
+                    stage.measured.l2_read_sectors = m.at("l2_read_bytes").get<double>() / 32;
+                    stage.measured.l2_write_sectors = m.at("l2_write_bytes").get<double>() / 32;
+                    stage.measured.l2_hit_rate = m.at("l2_hit_rate").get<double>();
+                } else {
+                    stage.measured.why_not = m.value("why_not", std::string("not measured"));
+                }
+            }
+            r.launch.stages.push_back(std::move(stage));
+        }
+        r.launch.total.ms = {j.at("time_ms").at("median").get<float>()};
+        return r;
+    } catch (const json::exception& e) {
+        throw bad(e.what());
+    }
+}
+
 }  // namespace toysim

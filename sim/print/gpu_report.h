@@ -16,3 +16,12 @@ std::string format_gpu_run(const std::string& program_path, const gpu::GpuRunRes
 std::string format_kernel_catalog(Format format);
 
 }  // namespace toysim
+
+namespace toysim {
+
+// A `toysim gpu run --format json` read back (the fields `toysim diff` uses: kernel, params,
+// heads, dtype, device, launches with their counts and measurements). Throws ToyError naming
+// `path` when the text is not such a result.
+gpu::GpuRunResult parse_gpu_run(const std::string& text, const std::string& path);
+
+}  // namespace toysim

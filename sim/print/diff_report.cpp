@@ -1,0 +1,110 @@
+#include "sim/print/diff_report.h"
+
+#include <fmt/format.h>
+
+namespace toysim {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string mb(double bytes) { return fmt::format("{:.2f} MB", bytes / 1e6); }
+std::string ratio(double a, double b) { return b > 0 ? fmt::format("{:.3f}", a / b) : "-"; }
+json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json diff_json(const std::string& path, const gpu::GpuRunResult& g, const gpu::GpuDiff& d, const std::string& source) {
+    json params = json::object();
+    for (const auto& [name, value] : g.params) params[name] = value;
+    json arrays = json::object();
+    for (const auto& a : d.arrays)
+        arrays[a.array] = json{{"element_bytes", a.element_bytes},       {"simulated_reads", a.simulated_reads},
+                               {"simulated_writes", a.simulated_writes}, {"counted_reads", a.counted_reads},
+                               {"counted_writes", a.counted_writes},     {"footprint_bytes", a.footprint_bytes},
+                               {"dram_read_bytes", optional_number(a.dram_read_bytes)},
+                               {"dram_write_bytes", optional_number(a.dram_write_bytes)}};
+    json stages = json::array();
+    for (const auto& s : d.stages) {
+        json j{{"stage", s.stage}, {"counted_read_bytes", s.counted_read_bytes}, {"counted_write_bytes", s.counted_write_bytes}};
+        if (s.measured.available) {
+            j["l2_read_bytes"] = s.measured.l2_read_sectors * 32;
+            j["l2_write_bytes"] = s.measured.l2_write_sectors * 32;
+            j["dram_read_bytes"] = s.measured.dram_read_bytes;
+            j["dram_write_bytes"] = s.measured.dram_write_bytes;
+            j["l2_hit_rate"] = s.measured.l2_hit_rate;
+        }
+        stages.push_back(j);
+    }
+    json out{{"program", path},     {"kernel", g.kernel->name}, {"gpu", source},         {"device", g.device.name},
+             {"params", params},    {"heads", g.heads},         {"dtype", gpu::dtype_name(g.dtype)},
+             {"l2", gpu::l2_state_name(g.measure)},             {"arrays", arrays},       {"stages", stages},
+             {"simulated_bytes", d.simulated_bytes},            {"counted_bytes", d.counted_bytes}};
+    out["measured"] = d.measured;
+    if (d.measured) {
+        out["l2_bytes"] = d.l2_bytes;
+        out["dram_bytes"] = d.dram_bytes;
+        out["aggregate_error"] = d.aggregate_error;
+        out["notes"] = d.notes;
+    } else {
+        out["why_not_measured"] = d.why_not_measured;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string format_diff(const std::string& path, const gpu::GpuRunResult& g, const gpu::GpuDiff& d, const std::string& source,
+                        Format format) {
+    if (format == Format::Json) return json_text(diff_json(path, g, d, source));
+    Table arrays{{"array", "simulated", "counted on the GPU", "simulated bytes", "DRAM (measured)", "DRAM / simulated"},
+                 {false, true, true, true, true, true},
+                 {}};
+    for (const auto& a : d.arrays) {
+        auto add = [&](const char* what, std::uint64_t sim, std::uint64_t counted, const std::optional<double>& dram) {
+            if (!sim && !counted) return;
+            const double sim_bytes = double(sim) * a.element_bytes;
+            arrays.rows.push_back({fmt::format("{}({})", what, a.array), fmt::format("{}", sim), fmt::format("{}", counted), mb(sim_bytes),
+                                   dram ? mb(*dram) : (d.measured ? "in the total" : "-"), dram ? ratio(*dram, sim_bytes) : "-"});
+        };
+        add("reads", a.simulated_reads, a.counted_reads, a.dram_read_bytes);
+        add("writes", a.simulated_writes, a.counted_writes, a.dram_write_bytes);
+    }
+    Table stages{{"launch", "counted", "L2 (measured)", "DRAM (measured)", "L2 / counted", "DRAM / counted", "L2 hit rate"},
+                 {false, true, true, true, true, true, true},
+                 {}};
+    for (const auto& s : d.stages) {
+        const double counted = s.counted_read_bytes + s.counted_write_bytes;
+        if (!s.measured.available) {
+            stages.rows.push_back({s.stage, mb(counted), "-", "-", "-", "-", "-"});
+            continue;
+        }
+        const double l2 = (s.measured.l2_read_sectors + s.measured.l2_write_sectors) * 32;
+        const double dram = s.measured.dram_read_bytes + s.measured.dram_write_bytes;
+        stages.rows.push_back({s.stage, mb(counted), mb(l2), mb(dram), ratio(l2, counted), ratio(dram, counted),
+                               fmt::format("{:.1f}%", s.measured.l2_hit_rate)});
+    }
+    if (format == Format::Csv) return render_table(arrays, format) + "\n" + render_table(stages, format);
+
+    std::string params;
+    for (const auto& [name, value] : g.params) params += fmt::format("{}{} = {}", params.empty() ? "" : ", ", name, value);
+    std::string out = fmt::format("{} ({}), {}; {} head{}; {}\n", path, params, g.kernel->name, g.heads, g.heads == 1 ? "" : "s",
+                                  gpu::dtype_name(g.dtype));
+    out += fmt::format("GPU side: {} ({}){}\n\n", source, g.device.name,
+                       g.measure == gpu::L2State::Off ? std::string() : fmt::format(", measured with a {} L2", gpu::l2_state_name(g.measure)));
+    out += "per array: the simulator's DRAM elements (count-only pass × heads), what the kernel counted, and DRAM where one array owns a launch's traffic\n";
+    out += render_table(arrays, format);
+    out += "\nper launch, in bytes\n";
+    out += render_table(stages, format);
+    if (!d.measured) {
+        out += fmt::format("\nhardware traffic: not measured: {}\n", d.why_not_measured);
+        return out;
+    }
+    out += fmt::format("\nsimulated {}, counted {}, L2 {}, DRAM {}; aggregate error Σ|counted − DRAM| / Σ DRAM = {:.3f}\n",
+                       mb(d.simulated_bytes), mb(d.counted_bytes), mb(d.l2_bytes), mb(d.dram_bytes), d.aggregate_error);
+    if (!d.notes.empty()) {
+        out += "\nwhere they part:\n";
+        for (const auto& n : d.notes) out += "  - " + n + "\n";
+    }
+    return out;
+}
+
+}  // namespace toysim
