@@ -10,6 +10,7 @@
 
 #include "gpu/diff.h"
 #include "gpu/run.h"
+#include "sim/print/diff_report.h"
 #include "sim/print/gpu_report.h"
 #include "support.h"
 
@@ -250,10 +251,11 @@ TEST_CASE("measured traffic is printed as measured, or the one line that says wh
     CHECK(table.find("\nsoftmax_online  0.01 MB  0.01 MB   0.00 MB    0.00 MB     0.00 MB        50.0%\n") != std::string::npos);
 }
 
-TEST_CASE("toysim diff reads a saved gpu run back and sets it against the simulator", "[gpu]") {
-    // A measured fa2 run at n = 7 (Tr = 3), 2 heads, built by hand: the kernel counted what the
-    // simulator counts, and DRAM read each array once (its footprint) and wrote O and L once.
-    Program p = build_file("programs/attention/fa2.toy", {{"n", 7}, {"d", 3}, {"Br", 3}, {"Bc", 2}});
+namespace {
+
+// A measured fa2 run at n = 7 (Tr = 3), 2 heads, built by hand: the kernel counted what the
+// simulator counts, and DRAM read each array once (its footprint) and wrote O and L once.
+gpu::GpuRunResult measured_fa2_run() {
     gpu::GpuRunResult r;
     r.kernel = gpu::find_kernel("fa2_forward");
     r.params = {{"n", 7}, {"d", 3}, {"Br", 3}, {"Bc", 2}};
@@ -278,6 +280,15 @@ TEST_CASE("toysim diff reads a saved gpu run back and sets it against the simula
         r.traffic.push_back({std::string(r.kernel->arrays[a].name), a == 4 ? 4 : 4, stage.reads[a], stage.writes[a], stage.reads[a],
                              stage.writes[a]});
 
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("toysim diff reads a saved gpu run back and sets it against the simulator", "[gpu]") {
+    Program p = build_file("programs/attention/fa2.toy", {{"n", 7}, {"d", 3}, {"Br", 3}, {"Bc", 2}});
+    gpu::GpuRunResult r = measured_fa2_run();
+    const gpu::StageResult& stage = r.launch.stages[0];
     // The JSON a gpu run writes reads back into the same figures.
     gpu::GpuRunResult back = parse_gpu_run(format_gpu_run("fa2.toy", r, Format::Json), "saved.json");
     CHECK(back.kernel == r.kernel);
@@ -306,4 +317,25 @@ TEST_CASE("toysim diff reads a saved gpu run back and sets it against the simula
     CHECK_THROWS_WITH(gpu::diff(build_file("programs/attention/fa2.toy"), back),
                       "the GPU results are for n = 7, but the program has n = 8: use --set n=7");
     CHECK_THROWS_WITH(parse_gpu_run("[1, 2]", "x.json"), "x.json: not the JSON of a `toysim gpu run`: it does not parse as a JSON object");
+}
+
+TEST_CASE("a diff sweep prints one row per value and plots it as SVG", "[gpu]") {
+    Program p = build_file("programs/attention/fa2.toy", {{"n", 7}, {"d", 3}, {"Br", 3}, {"Bc", 2}});
+    std::vector<DiffSweepPoint> points;
+    for (std::int64_t n : {7, 7}) {
+        gpu::GpuRunResult r = measured_fa2_run();
+        gpu::GpuDiff d = gpu::diff(p, r);
+        points.push_back({n, r, d});
+    }
+    points[1].value = 70;  // the plot's second x
+    std::string csv = format_diff_sweep("fa2.toy", "n", points, Format::Csv);
+    CHECK(csv == "n,heads,simulated,counted,L2,DRAM,DRAM / simulated,DRAM reads / arrays read\n"
+                 "7,2,0.00 MB,0.00 MB,0.00 MB,0.00 MB,0.520,1.00×\n"
+                 "70,2,0.00 MB,0.00 MB,0.00 MB,0.00 MB,0.520,1.00×\n");
+    std::string svg = svg_diff_sweep("fa2.toy", "n", points);
+    CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+    CHECK(svg.find("fa2.toy on Test GPU, fp32, 2 heads") != std::string::npos);
+    CHECK(std::count(svg.begin(), svg.end(), '\n') > 20);
+    for (const char* series : {">simulated DRAM<", ">L2 (measured)<", ">DRAM (measured)<"}) CHECK(svg.find(series) != std::string::npos);
+    CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
 }

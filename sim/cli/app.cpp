@@ -169,6 +169,8 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.diff->add_option("--heads", o.heads, "live: batch × heads (default 1)")->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
     c.diff->add_option("--dtype", o.dtype, "live: fp32, fp16 or bf16")->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
     c.diff->add_option("--measure", o.measure, "live: L2 cold (flushed first, the default) or warm")->check(CLI::IsMember({"cold", "warm"}));
+    c.diff->add_option("--sweep", o.sweep, "live: NAME=V1,V2,... runs the kernel at each value (n=1024,4096,16384)");
+    c.diff->add_option("--plot", o.plot, "with --sweep: write the traffic against the swept value as an SVG file");
     add_format(c.diff);
     c.diff->footer("\nexamples:\n"
                    "  toysim diff programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64 --heads 16 --dtype fp16\n"

@@ -34,6 +34,8 @@ struct Options {
     int warmups = 3, repeats = 20;           // gpu run
     std::string measure = "off";             // gpu run, diff: off, cold or warm
     std::string gpu_source = "live";         // diff: live, or a saved gpu run JSON
+    std::string sweep;                       // diff: NAME=V1,V2,...
+    std::string plot;                        // diff --sweep: an SVG file to write
 };
 
 // The streams, and the source file the error being reported points into (for its caret).

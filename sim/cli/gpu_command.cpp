@@ -44,16 +44,62 @@ int gpu_kernels_command(const Options& o, Context& ctx) {
     return kOk;
 }
 
+namespace {
+
+// The live GPU side of a diff: measured, cold L2 unless warm was asked for.
+gpu::GpuRunResult live_run(const Program& program, const Options& o) {
+    gpu::GpuRunOptions options;
+    options.heads = o.heads;
+    options.dtype = *gpu::parse_dtype(o.dtype);
+    options.measure = o.measure == "off" ? gpu::L2State::Cold : l2_state(o.measure);
+    return gpu::gpu_run(program, options);
+}
+
+int diff_sweep(const Options& o, Context& ctx) {
+    if (o.gpu_source != "live") throw ToyError("--sweep runs the kernel at each value: it needs --gpu live (the default)");
+    auto eq = o.sweep.find('=');
+    if (eq == std::string::npos) throw ToyError(fmt::format("--sweep {}: expected NAME=V1,V2,...", quoted_name(o.sweep)));
+    const std::string name = o.sweep.substr(0, eq);
+    std::vector<std::int64_t> values;
+    for (size_t start = eq + 1;;) {
+        size_t comma = o.sweep.find(',', start);
+        values.push_back(parse_setting(name + "=" + o.sweep.substr(start, comma == std::string::npos ? std::string::npos : comma - start)).second);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    std::vector<DiffSweepPoint> points;
+    for (auto v : values) {
+        ParamSettings settings = settings_from(o.sets);
+        settings.emplace_back(name, v);
+        Program program = load_program(o.file, settings, ctx);
+        gpu::GpuRunResult result = live_run(program, o);
+        gpu::GpuDiff d = gpu::diff(program, result);
+        points.push_back({v, std::move(result), std::move(d)});
+    }
+    ctx.out << format_diff_sweep(o.file, name, points, parse_format(o.format));
+    if (!o.plot.empty()) {
+        std::ofstream out(o.plot, std::ios::binary);
+        out << svg_diff_sweep(o.file, name, points);
+        if (!out) throw ToyError(fmt::format("--plot {}: cannot write the file", quoted_name(o.plot)));
+    }
+    return kOk;
+}
+
+}  // namespace
+
 int diff_command(const Options& o, Context& ctx) {
+    try {
+        if (!o.sweep.empty()) return diff_sweep(o, ctx);
+        if (!o.plot.empty()) throw ToyError("--plot draws a sweep: use it with --sweep NAME=V1,V2,...");
+    } catch (const gpu::GpuError& e) {
+        ctx.err << "toysim: error: " << e.what() << "\n";
+        return kBadInput;
+    }
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     gpu::GpuRunResult result;
     if (o.gpu_source == "live") {
-        gpu::GpuRunOptions options;
-        options.heads = o.heads;
-        options.dtype = *gpu::parse_dtype(o.dtype);
-        options.measure = o.measure == "off" ? gpu::L2State::Cold : l2_state(o.measure);
         try {
-            result = gpu::gpu_run(program, options);
+            result = live_run(program, o);
         } catch (const gpu::GpuError& e) {
             ctx.err << "toysim: error: " << e.what() << "\n";
             return kBadInput;

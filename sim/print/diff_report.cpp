@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/print/plot.h"
+
 namespace toysim {
 
 namespace {
@@ -105,6 +107,62 @@ std::string format_diff(const std::string& path, const gpu::GpuRunResult& g, con
         for (const auto& n : d.notes) out += "  - " + n + "\n";
     }
     return out;
+}
+
+namespace {
+
+// DRAM bytes read over the bytes of the arrays read: 1 when DRAM reads each once, up to the
+// re-read count (Tr for FA2's K and V) when nothing is served by L2.
+double reread_factor(const gpu::GpuDiff& d) {
+    double footprint = 0, dram = 0;
+    for (const auto& a : d.arrays)
+        if (a.counted_reads) footprint += double(a.footprint_bytes);
+    for (const auto& s : d.stages) dram += s.measured.dram_read_bytes;
+    return footprint > 0 ? dram / footprint : 0;
+}
+
+}  // namespace
+
+std::string format_diff_sweep(const std::string& path, const std::string& name, const std::vector<DiffSweepPoint>& points, Format format) {
+    if (format == Format::Json) {
+        json rows = json::array();
+        for (const auto& p : points) {
+            json j = diff_json(path, p.gpu, p.diff, "live");
+            j["swept"] = json{{"name", name}, {"value", p.value}};
+            rows.push_back(j);
+        }
+        return json_text(rows);
+    }
+    Table t{{name, "heads", "simulated", "counted", "L2", "DRAM", "DRAM / simulated", "DRAM reads / arrays read"},
+            {true, true, true, true, true, true, true, true},
+            {}};
+    for (const auto& p : points) {
+        const auto& d = p.diff;
+        t.rows.push_back({fmt::format("{}", p.value), fmt::format("{}", p.gpu.heads), mb(d.simulated_bytes), mb(d.counted_bytes),
+                          d.measured ? mb(d.l2_bytes) : "-", d.measured ? mb(d.dram_bytes) : "-",
+                          d.measured ? ratio(d.dram_bytes, d.simulated_bytes) : "-",
+                          d.measured ? fmt::format("{:.2f}×", reread_factor(d)) : "-"});
+    }
+    std::string out;
+    if (format != Format::Csv && !points.empty())
+        out = fmt::format("{}: {} swept; {}, {}, {} L2\n", path, name, points[0].gpu.device.name, gpu::dtype_name(points[0].gpu.dtype),
+                          gpu::l2_state_name(points[0].gpu.measure));
+    return out + render_table(t, format);
+}
+
+std::string svg_diff_sweep(const std::string& path, const std::string& name, const std::vector<DiffSweepPoint>& points) {
+    std::vector<double> x;
+    PlotSeries sim{"simulated DRAM", {}, "#1f77b4"}, l2{"L2 (measured)", {}, "#2ca02c"}, dram{"DRAM (measured)", {}, "#d62728"};
+    for (const auto& p : points) {
+        x.push_back(double(p.value));
+        sim.y.push_back(p.diff.simulated_bytes);
+        l2.y.push_back(p.diff.measured ? p.diff.l2_bytes : 0);
+        dram.y.push_back(p.diff.measured ? p.diff.dram_bytes : 0);
+    }
+    std::string title = path;
+    if (!points.empty())
+        title += fmt::format(" on {}, {}, {} heads", points[0].gpu.device.name, gpu::dtype_name(points[0].gpu.dtype), points[0].gpu.heads);
+    return svg_log_plot(title, name, "bytes", x, {sim, l2, dram});
 }
 
 }  // namespace toysim

@@ -13,3 +13,17 @@ std::string format_diff(const std::string& program_path, const gpu::GpuRunResult
                         const std::string& gpu_source, Format format);
 
 }  // namespace toysim
+
+namespace toysim {
+
+// One program swept over a parameter: totals per value, and the same as an SVG plot.
+struct DiffSweepPoint {
+    std::int64_t value;
+    gpu::GpuRunResult gpu;
+    gpu::GpuDiff diff;
+};
+std::string format_diff_sweep(const std::string& program_path, const std::string& name, const std::vector<DiffSweepPoint>& points,
+                              Format format);
+std::string svg_diff_sweep(const std::string& program_path, const std::string& name, const std::vector<DiffSweepPoint>& points);
+
+}  // namespace toysim
