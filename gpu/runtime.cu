@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gpu/common.cuh"
+#include "gpu/profiler.h"
 
 namespace toysim::gpu {
 
@@ -109,6 +110,18 @@ void decode(const unsigned char* in, DType t, std::size_t elements, double* out)
 }
 
 // No fmt in .cu files: nvcc 13 cannot compile fmt 9's compile-time format checks.
+// Reads every byte of a buffer (and writes one word no one reads): after the flush buffer
+// is written, this evicts its dirty lines before the measured launch, so that the launch's
+// DRAM writes are its own and not the flush's write-backs.
+__global__ void read_through(const uint4* p, std::size_t n, unsigned* sink) {
+    unsigned x = 0;
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+        uint4 v = p[i];
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == 0x9e3779b9u) *sink = x;
+}
+
 std::string gib(double bytes) {
     char text[32];
     std::snprintf(text, sizeof text, "%.2f GiB", bytes / double(1ull << 30));
@@ -159,6 +172,49 @@ void check_launch(const char* kernel_name) {
     cudaError_t status = cudaGetLastError();
     if (status != cudaSuccess) throw GpuError(std::string("launching ") + kernel_name + ": " + cudaGetErrorString(status));
 }
+
+namespace {
+
+// Each stage's hardware traffic, into result.stages[s].measured. Cold: a buffer twice the L2's
+// size is written then read just before the launch, so that the L2 holds nothing of the
+// launch's arrays and nothing dirty. Warm: the stage runs once, unmeasured, just before.
+template <typename Restore>
+void measure_stages(L2State l2, const DeviceInfo& device, cudaStream_t stream, int nstages, Restore& restore, StageLauncher launcher,
+                    const StageArgs& args, LaunchResult& result) {
+    RangeProfiler profiler;
+    DeviceBuffer flush;
+    DeviceBuffer sink;
+    if (profiler.available() && l2 == L2State::Cold) {
+        const std::size_t flush_bytes = (2 * static_cast<std::size_t>(device.l2_bytes) + 15) / 16 * 16;
+        flush = DeviceBuffer(flush_bytes);
+        sink = DeviceBuffer(sizeof(unsigned));
+    }
+    for (int s = 0; s < nstages; ++s) {
+        MeasuredTraffic& m = result.stages[static_cast<size_t>(s)].measured;
+        if (!profiler.available()) {
+            m = MeasuredTraffic{};
+            m.why_not = profiler.why_not();
+            m.l2 = l2;
+            continue;
+        }
+        auto prepare = [&] {
+            restore();
+            if (l2 == L2State::Cold) {
+                cuda_check(cudaMemsetAsync(flush.ptr, 0x5a, flush.bytes, stream), "flushing the L2");
+                read_through<<<static_cast<unsigned>(4 * device.sm_count), 512, 0, stream>>>(static_cast<const uint4*>(flush.ptr),
+                                                                                            flush.bytes / 16, static_cast<unsigned*>(sink.ptr));
+                check_launch("the L2 flush");
+            } else {
+                launcher(s, args);  // the warm-up launch: what it leaves in the L2 is what the measured one finds
+                restore();
+            }
+        };
+        m = profiler.measure(prepare, [&] { launcher(s, args); });
+        m.l2 = l2;
+    }
+}
+
+}  // namespace
 
 LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& host) {
     const KernelSpec& spec = *plan.kernel;
@@ -276,7 +332,11 @@ LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& host) {
         result.stages.push_back(std::move(stage));
     }
 
-    // 3. Timed launches: warm-ups, then repeats, each from restored arrays (the restore is
+    // 3. Measured launches (CUPTI), when asked: each stage alone, from restored arrays and the
+    // L2 state asked for. The profiler is gone before the timed launches, which run unprofiled.
+    if (plan.measure != L2State::Off) measure_stages(plan.measure, device, stream.s, nstages, restore, launcher, args, result);
+
+    // 4. Timed launches: warm-ups, then repeats, each from restored arrays (the restore is
     // outside the events), one event between stages.
     std::vector<Event> events(static_cast<size_t>(nstages) + 1);
     std::vector<cudaEvent_t> marks;

@@ -1,0 +1,78 @@
+// The H100 results committed under traces/gpu/ (gpu/record_results.sh) against today's
+// simulator: its count-only pass must still give exactly the counts the kernels recorded, so a
+// change to a program that breaks its kernel's mirror fails here, on any machine.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "gpu/diff.h"
+#include "sim/analysis/cost.h"
+#include "sim/print/gpu_report.h"
+#include "support.h"
+
+using namespace toysim;
+using namespace toysim::testing;
+
+namespace {
+
+std::vector<std::filesystem::path> results(const std::string& suffix) {
+    std::vector<std::filesystem::path> out;
+    for (const auto& e : std::filesystem::directory_iterator(std::string(TOYSIM_SOURCE_DIR) + "/traces/gpu")) {
+        const std::string name = e.path().filename().string();
+        if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) out.push_back(e.path());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("every committed GPU run still counts what the simulator counts", "[gpu]") {
+    int runs = 0;
+    for (const auto& suffix : {".cold.json", ".warm.json"})
+        for (const auto& path : results(suffix)) {
+            INFO(path.string());
+            const std::string text = read_text(path);
+            gpu::GpuRunResult r = parse_gpu_run(text, path.string());
+            const std::string program = nlohmann::json::parse(text).at("program").get<std::string>();
+            ParamSettings settings(r.params.begin(), r.params.end());
+            gpu::GpuDiff d = gpu::diff(build_file(program, settings), r);
+            for (const auto& a : d.arrays) {
+                INFO(a.array);
+                CHECK(a.counted_reads == a.simulated_reads);
+                CHECK(a.counted_writes == a.simulated_writes);
+            }
+            CHECK(d.measured);  // CUPTI answered on the H100: no run was recorded without its hardware figures
+            CHECK(d.dram_bytes > 0);
+            ++runs;
+        }
+    CHECK(runs == 24);  // 12 runs (gpu/record_results.sh), cold and warm
+}
+
+TEST_CASE("the committed sweeps still count what the simulator counts at every n", "[gpu]") {
+    int points = 0;
+    for (const auto& path : results(".sweep.json")) {
+        INFO(path.string());
+        auto rows = nlohmann::json::parse(read_text(path));
+        REQUIRE(rows.size() == 7);
+        for (const auto& row : rows) {
+            ParamSettings settings;
+            for (const auto& [name, value] : row.at("params").items()) settings.emplace_back(name, value.get<std::int64_t>());
+            Program p = build_file(row.at("program").get<std::string>(), settings);
+            std::vector<ArrayTraffic> sim = count_traffic(p);
+            const auto heads = row.at("heads").get<std::uint64_t>();
+            for (const auto& [array, figures] : row.at("arrays").items()) {
+                INFO(array << " at n = " << row.at("swept").at("value"));
+                const ArrayTraffic& t = sim[static_cast<size_t>(p.find_array(array))];
+                CHECK(figures.at("simulated_reads").get<std::uint64_t>() == t.reads * heads);
+                CHECK(figures.at("counted_reads").get<std::uint64_t>() == t.reads * heads);
+                CHECK(figures.at("simulated_writes").get<std::uint64_t>() == t.writes * heads);
+                CHECK(figures.at("counted_writes").get<std::uint64_t>() == t.writes * heads);
+            }
+            CHECK(row.at("measured").get<bool>());
+            ++points;
+        }
+    }
+    CHECK(points == 14);
+}
