@@ -65,6 +65,9 @@ Program compile_program(const Parsed& parsed, const ParamSettings& settings, Con
 // Both.
 Program load_program(const std::string& path, const ParamSettings& settings, Context& ctx);
 ParamSettings settings_from(const std::vector<std::string>& sets);
+// NAME=V1,V2,... lists (sweep's --set, diff's --sweep): every combination of the values, the
+// first list varying slowest.
+std::vector<ParamSettings> sweep_settings(const std::vector<std::string>& sets);
 // A program's name in compare's columns: the file name without its directory and ".toy".
 std::string short_program_name(const std::string& path);
 

@@ -60,15 +60,9 @@ int diff_sweep(const Options& o, Context& ctx) {
     auto eq = o.sweep.find('=');
     if (eq == std::string::npos) throw ToyError(fmt::format("--sweep {}: expected NAME=V1,V2,...", quoted_name(o.sweep)));
     const std::string name = o.sweep.substr(0, eq);
-    std::vector<std::int64_t> values;
-    for (size_t start = eq + 1;;) {
-        size_t comma = o.sweep.find(',', start);
-        values.push_back(parse_setting(name + "=" + o.sweep.substr(start, comma == std::string::npos ? std::string::npos : comma - start)).second);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-    }
     std::vector<DiffSweepPoint> points;
-    for (auto v : values) {
+    for (const auto& swept : sweep_settings({o.sweep})) {
+        const std::int64_t v = swept.front().second;
         ParamSettings settings = settings_from(o.sets);
         settings.emplace_back(name, v);
         Program program = load_program(o.file, settings, ctx);

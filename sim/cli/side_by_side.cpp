@@ -43,7 +43,8 @@ int run_side_by_side(const std::vector<std::string>& names, const std::vector<Pr
     return ok ? kOk : kCheckFailed;
 }
 
-// Every combination of the swept values, the first --set varying slowest.
+}  // namespace
+
 std::vector<ParamSettings> sweep_settings(const std::vector<std::string>& sets) {
     std::vector<ParamSettings> combos{{}};
     for (const auto& s : sets) {
@@ -72,8 +73,6 @@ std::vector<ParamSettings> sweep_settings(const std::vector<std::string>& sets) 
     }
     return combos;
 }
-
-}  // namespace
 
 int sweep_command(const Options& o, Context& ctx) {
     Parsed parsed = parse_program(o.file, ctx);
