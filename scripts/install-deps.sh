@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what toysim needs to build and test on Debian 12 (run as root): g++ for the
-# Release build, clang with its sanitizer and libFuzzer runtimes for the sanitize and fuzz builds.
+# Release build, clang with its sanitizer and libFuzzer runtimes for the sanitize and fuzz builds,
+# libedit for the stepper's line editing and tmux for its test in a real terminal.
 set -euo pipefail
-packages=(g++ clang libclang-rt-14-dev cmake ninja-build libcli11-dev libfmt-dev nlohmann-json3-dev catch2)
+packages=(g++ clang libclang-rt-14-dev cmake ninja-build libcli11-dev libfmt-dev nlohmann-json3-dev catch2 libedit-dev tmux)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -25,8 +25,10 @@ const std::map<std::string, std::set<std::string>>& allowed() {
         {"check", {"support", "isa", "front", "reference", "lower", "exec"}},
         {"analysis", {"support", "isa", "front", "reference", "lower"}},
         {"gpu", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis"}},
-        {"print", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis", "gpu"}},
-        {"cli", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis", "gpu", "print"}},
+        {"step", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis"}},
+        {"grade", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis"}},
+        {"print", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis", "gpu", "step", "grade"}},
+        {"cli", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis", "gpu", "step", "grade", "print"}},
     };
     return rules;
 }

@@ -19,7 +19,7 @@ namespace toysim::cli {
 
 namespace {
 
-const std::vector<std::string_view> kCommands = {"run", "trace", "sweep", "cost", "compare", "gpu", "diff"};
+const std::vector<std::string_view> kCommands = {"run", "trace", "step", "sweep", "cost", "compare", "gpu", "diff", "grade", "exercise"};
 
 std::string isa_listing() {
     std::string out = "instruction set (destination last, as in the seed; cycles per unit of work, one unit per scalar\n"
@@ -46,6 +46,11 @@ struct Commands {
     CLI::App* gpu_run = nullptr;
     CLI::App* gpu_kernels = nullptr;
     CLI::App* diff = nullptr;
+    CLI::App* step = nullptr;
+    CLI::App* grade = nullptr;
+    CLI::App* exercise = nullptr;
+    CLI::App* exercise_list = nullptr;
+    CLI::App* exercise_start = nullptr;
 };
 
 Commands define_commands(CLI::App& app, Options& o) {
@@ -107,6 +112,24 @@ Commands define_commands(CLI::App& app, Options& o) {
                     "  toysim trace programs/p5_online_softmax.toy --set n=4 --values numeric\n"
                     "  toysim trace programs/p4_softmax_3pass.toy --format markdown\n"
                     "  toysim trace programs/attention/seed001_fa2_tiled.toy");
+
+    c.step = app.add_subcommand("step", "Step through a run, forward and backward, with breakpoints (type 'help' inside).");
+    c.step->add_option("file", o.file, program_help)->required();
+    c.step->add_option("--set", o.sets, "override a parameter, e.g. --set n=8 (repeatable)");
+    c.step->add_option("--values", o.values,
+                       "symbolic or numeric; by default symbolic as `trace` shows it, numeric for tile programs and long runs")
+        ->check(CLI::IsMember({"auto", "symbolic", "numeric"}));
+    c.step->add_option("--max-steps", o.max_steps, "the run's step limit (default 10000000000)")->check(positive);
+    c.step->add_option("--color", o.color, "mark changed cells in color: auto (on a terminal), always or never")
+        ->check(CLI::IsMember({"auto", "always", "never"}));
+    add_force(c.step);
+    c.step->footer("\nCommands are read from the terminal (with line editing and history) or, when standard input is\n"
+                   "not one, line by line from it, so a session can be scripted:\n"
+                   "  printf 'goto 900000\\nback 3\\nwatch R1\\nreverse-continue\\n' | toysim step programs/p5_online_softmax.toy --set n=1000000\n"
+                   "\nexamples:\n"
+                   "  toysim step programs/p1_c00.toy\n"
+                   "  toysim step programs/p5_online_softmax.toy --set n=8\n"
+                   "  toysim step programs/attention/seed001_fa2_tiled.toy");
 
     c.sweep = app.add_subcommand("sweep", "Every counter of one program across parameter values, side by side.");
     c.sweep->add_option("file", o.file, program_help)->required();
@@ -175,6 +198,23 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.diff->footer("\nexamples:\n"
                    "  toysim diff programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64 --heads 16 --dtype fp16\n"
                    "  toysim diff programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64 --gpu results.json");
+    c.grade = app.add_subcommand("grade", "Grade a student's solution against an exercise: every test case, its verdict, figures and points.");
+    c.grade->add_option("exercise", o.exercise, "the exercise: a folder holding exercise.toy, or a name under programs/exercises")->required();
+    c.grade->add_option("solution", o.solution, "the student's .toy file (instructions, loops and lets only)")->required();
+    c.grade->add_option("--format", o.format, "table, json or gradescope (Gradescope's results.json)")
+        ->check(CLI::IsMember({"table", "json", "gradescope"}));
+    c.grade->footer("\nexit codes: 0 every test passed, 1 some did not, 2 the exercise itself is bad.\n"
+                    "\nexamples:\n"
+                    "  toysim grade programs/exercises/p2_matmul_3reg my_p2.toy\n"
+                    "  toysim grade p5_online_softmax my_p5.toy --format gradescope > /autograder/results/results.json");
+
+    c.exercise = app.add_subcommand("exercise", "The course's exercises: list them, or start one.");
+    c.exercise->require_subcommand(1);
+    c.exercise_list = c.exercise->add_subcommand("list", "List the exercises with their titles and points.");
+    add_format(c.exercise_list);
+    c.exercise_start = c.exercise->add_subcommand("start", "Copy an exercise's starter file into a folder to work in.");
+    c.exercise_start->add_option("name", o.exercise, "the exercise's name (see 'toysim exercise list')")->required();
+    c.exercise_start->add_option("dir", o.directory, "the folder to work in (created if missing)")->required();
     return c;
 }
 
@@ -239,6 +279,10 @@ int parse_and_dispatch(const std::vector<std::string>& args, Context& ctx) {
     if (c.gpu_run->parsed()) return gpu_run_command(o, ctx);
     if (c.gpu_kernels->parsed()) return gpu_kernels_command(o, ctx);
     if (c.diff->parsed()) return diff_command(o, ctx);
+    if (c.step->parsed()) return step_command(o, ctx);
+    if (c.grade->parsed()) return grade_command(o, ctx);
+    if (c.exercise_list->parsed()) return exercise_list_command(o, ctx);
+    if (c.exercise_start->parsed()) return exercise_start_command(o, ctx);
     return compare_command(o, ctx);
 }
 
@@ -246,6 +290,8 @@ int parse_and_dispatch(const std::vector<std::string>& args, Context& ctx) {
 
 int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const Io& io) {
     Context ctx{io.in ? *io.in : std::cin, out, err, io.err_is_terminal, nullptr};
+    ctx.in_is_terminal = io.in_is_terminal;
+    ctx.out_is_terminal = io.out_is_terminal;
     int code = kBadInput;
     try {
         code = parse_and_dispatch(args, ctx);

@@ -22,6 +22,8 @@ inline constexpr int kOk = 0, kCheckFailed = 1, kBadInput = 2, kInternalError = 
 struct Io {
     std::istream* in = nullptr;    // the program path "-" reads from here (null: std::cin)
     bool err_is_terminal = false;  // stderr is a terminal: long runs show a progress line there
+    bool in_is_terminal = false;   // stdin and stdout are a terminal: `toysim step` edits lines
+    bool out_is_terminal = false;  // and colors what changed
 };
 
 // args excludes the program name. Returns the exit code; never lets an exception out except

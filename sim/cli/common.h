@@ -36,6 +36,10 @@ struct Options {
     std::string gpu_source = "live";         // diff: live, or a saved gpu run JSON
     std::string sweep;                       // diff: NAME=V1,V2,...
     std::string plot;                        // diff --sweep: an SVG file to write
+    std::string color = "auto";              // step: auto (on a terminal), always or never
+    std::string exercise;                    // grade, exercise start: the exercise (a folder or a name)
+    std::string solution;                    // grade: the student's .toy file
+    std::string directory;                   // exercise start: where the student works
 };
 
 // The streams, and the source file the error being reported points into (for its caret).
@@ -46,6 +50,7 @@ struct Context {
     bool err_is_terminal = false;
     std::shared_ptr<const SourceFile> source;
     bool stdin_read = false;
+    bool in_is_terminal = false, out_is_terminal = false;  // step: line editing and color
 };
 
 Format parse_format(const std::string& name);
@@ -100,5 +105,9 @@ int compare_command(const Options& options, Context& ctx);
 int gpu_run_command(const Options& options, Context& ctx);
 int gpu_kernels_command(const Options& options, Context& ctx);
 int diff_command(const Options& options, Context& ctx);
+int step_command(const Options& options, Context& ctx);
+int grade_command(const Options& options, Context& ctx);
+int exercise_list_command(const Options& options, Context& ctx);
+int exercise_start_command(const Options& options, Context& ctx);
 
 }  // namespace toysim::cli

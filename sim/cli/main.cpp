@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
             toysim::cli::Io io;
             io.in = &std::cin;
             io.err_is_terminal = isatty(STDERR_FILENO) == 1;
+            io.in_is_terminal = isatty(STDIN_FILENO) == 1;
+            io.out_is_terminal = isatty(STDOUT_FILENO) == 1;
             return toysim::cli::main(args, out, std::cerr, io);
         },
         std::cerr);
