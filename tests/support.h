@@ -2,6 +2,7 @@
 // command line in-process, and read files.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -24,6 +25,19 @@ inline Program build(const std::string& text, const ParamSettings& settings = {}
 inline Program build_file(const std::string& path, const ParamSettings& settings = {}) {
     auto tree = std::make_shared<const ast::Program>(parse(SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/" + path)));
     return compile(tree, settings);
+}
+
+// Every shipped program, as paths from the repository root, sorted: programs/**/*.toy except
+// programs/exercises/, whose files are exercise specs and solutions (graded, not run alone).
+inline std::vector<std::string> shipped_programs() {
+    std::vector<std::string> out;
+    const std::filesystem::path root(TOYSIM_SOURCE_DIR);
+    for (const auto& e : std::filesystem::recursive_directory_iterator(root / "programs")) {
+        std::string path = std::filesystem::relative(e.path(), root).generic_string();
+        if (e.is_regular_file() && e.path().extension() == ".toy" && path.rfind("programs/exercises/", 0) != 0) out.push_back(path);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 struct CliResult {

@@ -486,14 +486,11 @@ STORE R0, c[0]
 }
 
 TEST_CASE("cost: every shipped program, count-only = run, and exact formulas too", "[cost][programs]") {
-    std::vector<std::string> programs;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(std::filesystem::path(TOYSIM_SOURCE_DIR) / "programs"))
-        if (entry.is_regular_file() && entry.path().extension() == ".toy") programs.push_back(entry.path().string());
-    std::sort(programs.begin(), programs.end());
+    std::vector<std::string> programs = testing::shipped_programs();
     REQUIRE(programs.size() >= 8);
     for (const auto& path : programs) {
         INFO(path);
-        auto tree = std::make_shared<const ast::Program>(parse_file(path));
+        auto tree = std::make_shared<const ast::Program>(parse_file(std::string(TOYSIM_SOURCE_DIR) + "/" + path));
         for (const auto& settings : test_settings(*tree)) {
             Program p = compile(tree, settings);
             CHECK(disagreement(p, false) == "");

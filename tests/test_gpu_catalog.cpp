@@ -19,14 +19,6 @@ using namespace toysim::testing;
 
 namespace {
 
-std::vector<std::string> shipped_programs() {
-    std::vector<std::string> out;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(TOYSIM_SOURCE_DIR) + "/programs"))
-        if (e.path().extension() == ".toy") out.push_back(std::filesystem::relative(e.path(), TOYSIM_SOURCE_DIR).generic_string());
-    std::sort(out.begin(), out.end());
-    return out;
-}
-
 std::string error_of(const std::string& text) {
     try {
         gpu::program_kernel(build(text));

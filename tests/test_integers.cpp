@@ -411,11 +411,7 @@ std::uint64_t total_work(const Counters& c) {
 }  // namespace
 
 TEST_CASE("estimate_work: instructions exactly as a run counts them, units at least its work", "[integers][estimate]") {
-    std::vector<std::string> programs;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(std::filesystem::path(TOYSIM_SOURCE_DIR) / "programs"))
-        if (entry.is_regular_file() && entry.path().extension() == ".toy")
-            programs.push_back(std::filesystem::relative(entry.path(), TOYSIM_SOURCE_DIR).generic_string());
-    std::sort(programs.begin(), programs.end());
+    std::vector<std::string> programs = shipped_programs();
     REQUIRE(programs.size() >= 8);
     int tiled = 0;
     for (const auto& path : programs) {

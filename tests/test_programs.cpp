@@ -8,6 +8,7 @@
 
 #include "sim/check/run.h"
 #include "sim/front/parser.h"
+#include "support.h"
 
 namespace fs = std::filesystem;
 using namespace toysim;
@@ -15,9 +16,7 @@ using namespace toysim;
 namespace {
 std::vector<std::string> shipped_programs() {
     std::vector<std::string> out;
-    for (const auto& entry : fs::recursive_directory_iterator(fs::path(TOYSIM_SOURCE_DIR) / "programs"))
-        if (entry.is_regular_file() && entry.path().extension() == ".toy") out.push_back(entry.path().string());
-    std::sort(out.begin(), out.end());
+    for (const auto& path : testing::shipped_programs()) out.push_back(std::string(TOYSIM_SOURCE_DIR) + "/" + path);
     return out;
 }
 

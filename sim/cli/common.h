@@ -78,6 +78,9 @@ std::string short_program_name(const std::string& path);
 
 // ---- user text in messages ----
 
+// A count with thousands separators: "13,999,996".
+std::string grouped(double value);
+
 // A name as a flag's prefix shows it: as typed if short and printable ("--set n: "), else
 // quoted and shortened like quoted_name.
 std::string flag_subject(std::string_view name);

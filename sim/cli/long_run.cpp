@@ -28,6 +28,9 @@ constexpr double kMaxMinutes = 10;
 constexpr double kInstructionsPerSecond = 163e6;
 constexpr double kTileUnitsPerSecond = 447e6;
 
+
+}  // namespace
+
 std::string grouped(double value) {
     std::string digits = fmt::format("{:.0f}", value);
     std::string out;
@@ -37,8 +40,6 @@ std::string grouped(double value) {
     }
     return out;
 }
-
-}  // namespace
 
 std::vector<WorkEstimate> check_run_length(const std::vector<const Program*>& programs, std::uint64_t max_steps_given, bool force) {
     std::vector<WorkEstimate> estimates;

@@ -1,10 +1,221 @@
+// `toysim step`: the interactive stepper. Commands as a gdb or rr user types them (short forms,
+// Enter repeats), read from the terminal with line editing or, when standard input is not a
+// terminal, line by line from it, so a class demo or a test can script a session.
+#include <atomic>
+#include <charconv>
+#include <csignal>
+#include <fmt/format.h>
+
+#include "sim/analysis/cost.h"
 #include "sim/cli/common.h"
+#include "sim/cli/line_reader.h"
+#include "sim/print/step_report.h"
+#include "sim/support/text.h"
 
 namespace toysim::cli {
 
-int step_command(const Options&, Context& ctx) {
-    ctx.err << "toysim: error: step is not built yet\n";
-    return kBadInput;
+namespace {
+
+// A symbolic session names every value of the whole run once (as `trace` does), so it is for
+// runs up to this long; longer ones step numerically.
+constexpr std::uint64_t kSymbolicSteps = 100'000;
+
+std::atomic<bool> g_interrupt{false};
+extern "C" void on_interrupt(int) { g_interrupt.store(true); }
+
+// Ctrl-C during a move stops the move, not the session.
+class InterruptGuard {
+public:
+    explicit InterruptGuard(bool active) : active_(active) {
+        if (!active_) return;
+        g_interrupt.store(false);
+        struct sigaction sa {};
+        sa.sa_handler = on_interrupt;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &previous_);
+    }
+    ~InterruptGuard() {
+        if (active_) sigaction(SIGINT, &previous_, nullptr);
+    }
+
+private:
+    bool active_;
+    struct sigaction previous_ {};
+};
+
+std::string trim(std::string_view s) {
+    size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+    return a == std::string_view::npos ? std::string() : std::string(s.substr(a, b - a + 1));
+}
+
+std::uint64_t count_argument(const std::string& text, std::uint64_t fallback, std::string_view command) {
+    if (text.empty()) return fallback;
+    std::uint64_t v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size())
+        throw ToyError(fmt::format("{} takes a whole number, not {}", command, quoted_name(text)));
+    return v;
+}
+
+const std::vector<std::string_view> kStepCommands = {"step", "next", "back", "reverse-step", "goto", "continue", "reverse-continue", "break",
+                                                     "watch", "delete", "info", "print", "regs", "mem", "counters", "list", "where", "help",
+                                                     "quit"};
+
+template <class Domain>
+class Stepper {
+public:
+    Stepper(Session<Domain>& session, StepStyle style, Context& ctx, bool interactive)
+        : s_(session), style_(style), ctx_(ctx), interactive_(interactive) {}
+
+    // Runs one command; false to end the session.
+    bool execute(const std::string& line) {
+        std::string word = line.substr(0, line.find(' '));
+        std::string arg = trim(line.size() > word.size() ? std::string_view(line).substr(word.size()) : std::string_view());
+        auto& out = ctx_.out;
+        auto move = [&](auto&& how) {
+            InterruptGuard guard(interactive_);
+            Stop stop = how();
+            out << format_stop(s_, stop, style_);
+        };
+        if (word == "step" || word == "s" || word == "next" || word == "n") {
+            std::uint64_t n = count_argument(arg, 1, word);
+            move([&] { return s_.forward(n); });
+        } else if (word == "back" || word == "reverse-step" || word == "rs" || word == "reverse-next" || word == "rn") {
+            std::uint64_t n = count_argument(arg, 1, word);
+            move([&] { return s_.backward(n); });
+        } else if (word == "goto" || word == "g") {
+            if (arg.empty()) throw ToyError("goto takes a step number: goto 17 (goto 0 is the start)");
+            std::uint64_t step = count_argument(arg, 0, word);
+            move([&] { return s_.go_to(step); });
+        } else if (word == "continue" || word == "c") {
+            move([&] { return s_.run_forward(); });
+        } else if (word == "reverse-continue" || word == "rc") {
+            move([&] { return s_.run_backward(); });
+        } else if (word == "break" || word == "b" || word == "watch") {
+            int number = s_.add_breakpoint(parse_breakpoint(s_.program(), arg, word == "watch"));
+            out << fmt::format("breakpoint {}: {}\n", number, s_.breakpoints().back().text);
+        } else if (word == "delete" || word == "d") {
+            if (arg.empty()) {
+                out << fmt::format("deleted {} breakpoint{}\n", s_.breakpoints().size(), s_.breakpoints().size() == 1 ? "" : "s");
+                s_.breakpoints().clear();
+            } else {
+                auto n = count_argument(arg, 0, word);
+                if (n > 1'000'000 || !s_.delete_breakpoint(static_cast<int>(n))) throw ToyError(fmt::format("no breakpoint {}", arg));
+                out << fmt::format("deleted breakpoint {}\n", n);
+            }
+        } else if (word == "info" || word == "i") {
+            if (arg == "breakpoints" || arg == "b" || arg == "break" || arg == "watchpoints") out << format_breakpoints(s_.breakpoints());
+            else if (arg == "registers" || arg == "r" || arg == "regs") out << format_registers(s_, style_);
+            else if (arg == "checkpoints") out << format_checkpoints(s_);
+            else throw ToyError("info breakpoints, info registers or info checkpoints");
+        } else if (word == "print" || word == "p") {
+            out << format_print(s_, arg, style_);
+        } else if (word == "regs") {
+            out << format_registers(s_, style_);
+        } else if (word == "mem" || word == "x") {
+            std::string array = arg.substr(0, arg.find(' '));
+            std::string row = trim(arg.size() > array.size() ? std::string_view(arg).substr(array.size()) : std::string_view());
+            if (array.empty()) throw ToyError("mem takes an array: mem x (or mem x 100, from row 100)");
+            auto first = count_argument(row, 0, "mem ARRAY");
+            out << format_memory(s_, array, static_cast<std::int64_t>(std::min<std::uint64_t>(first, INT64_MAX)), style_);
+        } else if (word == "counters") {
+            out << format_session_counters(s_);
+        } else if (word == "list" || word == "l") {
+            std::optional<int> line_number;
+            if (!arg.empty()) line_number = static_cast<int>(std::min<std::uint64_t>(count_argument(arg, 0, word), 1u << 30));
+            out << format_listing(s_, line_number);
+        } else if (word == "where" || word == "bt") {
+            out << format_stop(s_, Stop{}, style_);
+        } else if (word == "help" || word == "h") {
+            out << step_help();
+        } else if (word == "quit" || word == "q" || word == "exit") {
+            return false;
+        } else {
+            throw ToyError(fmt::format("unknown command {}{}; type 'help' for the commands", quoted_name(word), did_you_mean(word, kStepCommands)));
+        }
+        return true;
+    }
+
+    int loop(LineReader& reader) {
+        std::string last;
+        bool failed = false;
+        while (auto line = reader.read("(toysim) ")) {
+            std::string command = trim(*line);
+            if (command.empty()) {
+                if (last.empty()) continue;
+                command = last;  // Enter repeats the last command, as in gdb
+            }
+            last = command;
+            try {
+                if (!execute(command)) break;
+            } catch (const ToyError& e) {
+                ctx_.out.flush();
+                ctx_.err << "error: " << e.what() << "\n";
+                ctx_.err.flush();
+                failed = true;
+            }
+            ctx_.out.flush();
+        }
+        // A script with a mistake in it says so in its exit code; at a terminal the mistake
+        // was seen and corrected.
+        return failed && !interactive_ ? kBadInput : kOk;
+    }
+
+private:
+    Session<Domain>& s_;
+    StepStyle style_;
+    Context& ctx_;
+    bool interactive_;
+};
+
+template <class Domain>
+int run_session(Session<Domain>& session, StepStyle style, Context& ctx, const std::string& banner) {
+    bool interactive = ctx.in_is_terminal && ctx.out_is_terminal;
+    if (interactive) session.interrupted = [] { return g_interrupt.load(); };
+    ctx.out << banner << format_stop(session, Stop{}, style);
+    LineReader reader(ctx.in, ctx.out, interactive);
+    Stepper<Domain> stepper(session, style, ctx, interactive);
+    return stepper.loop(reader);
+}
+
+}  // namespace
+
+int step_command(const Options& o, Context& ctx) {
+    Program p = load_program(o.file, settings_from(o.sets), ctx);
+    check_fits_in_run(p);
+    WorkEstimate work = estimate_work(p);
+    SessionLimits limits;
+    if (o.max_steps) limits.max_steps = o.max_steps;
+    StepStyle style;
+    style.color = o.color == "always" || (o.color == "auto" && ctx.out_is_terminal);
+
+    // The count-only pass counts instructions exactly (a fault would end the run sooner).
+    std::string length = fmt::format("the run has {} steps", grouped(static_cast<double>(work.instructions)));
+    auto banner = [&](std::string_view values, std::string_view note) {
+        return fmt::format("toysim step: {} ({}); {}; values {}{}; {}.\nType 'help' for the commands.\n", p.source ? p.source->path : o.file,
+                           format_params(p), p.register_file_text(), values, note, length);
+    };
+
+    bool symbolic = o.values == "symbolic" || (o.values == "auto" && !p.has_tiles() && work.instructions <= kSymbolicSteps);
+    if (symbolic) {
+        if (work.instructions > kSymbolicSteps && o.values == "symbolic")
+            throw ToyError(fmt::format("symbolic stepping names every value of the run, which is for runs of up to {} steps; this one "
+                                       "has {}: use --values numeric, or smaller parameters",
+                                       grouped(static_cast<double>(kSymbolicSteps)), grouped(static_cast<double>(work.instructions))));
+        ExprArena arena;
+        Session<SymbolicDomain> session(p, SymbolicDomain{&arena, &p}, &arena, limits);
+        auto shown = collect_shown_values(session, kSymbolicSteps);
+        if (!shown)
+            throw ToyError(fmt::format("this run is longer than {} steps, too long to step symbolically: use --values numeric",
+                                       grouped(static_cast<double>(kSymbolicSteps))));
+        ExprFormatter names(arena, p, *shown);
+        style.names = &names;
+        session.go_to(0);
+        return run_session(session, style, ctx, banner("symbolic", ""));
+    }
+    Session<NumericDomain> session(p, NumericDomain{}, nullptr, limits);
+    std::string note = o.values == "auto" && !p.has_tiles() ? fmt::format(" (symbolic is for runs of up to {} steps)", grouped(static_cast<double>(kSymbolicSteps))) : "";
+    return run_session(session, style, ctx, banner("numeric", note));
 }
 
 }  // namespace toysim::cli

@@ -45,13 +45,31 @@ public:
     const std::string& leaf_name(std::uint32_t id) const { return leaf_names_[nodes_[id].leaf]; }
     const std::vector<std::string>& leaf_names() const { return leaf_names_; }
     void mark_stored(std::uint32_t id, std::int64_t address) {
-        if (nodes_[id].stored_at < 0 && nodes_[id].kind != ExprNode::Kind::Leaf) nodes_[id].stored_at = address;
+        if (nodes_[id].stored_at >= 0 || nodes_[id].kind == ExprNode::Kind::Leaf) return;
+        nodes_[id].stored_at = address;
+        stored_.push_back(id);
     }
     size_t size() const { return nodes_.size(); }
+
+    // How far the arena has grown. A stepper that goes back to a checkpoint rolls the arena
+    // back to the checkpoint's mark, so running forward again makes the same nodes with the
+    // same ids: values keep their names however often a step is replayed.
+    struct Mark {
+        size_t nodes = 0, leaves = 0, stored = 0;
+    };
+    Mark mark() const { return {nodes_.size(), leaf_names_.size(), stored_.size()}; }
+    void rollback(const Mark& m) {
+        for (size_t i = m.stored; i < stored_.size(); ++i)
+            if (stored_[i] < m.nodes) nodes_[stored_[i]].stored_at = -1;
+        stored_.resize(m.stored);
+        nodes_.resize(m.nodes);
+        leaf_names_.resize(m.leaves);
+    }
 
 private:
     std::vector<ExprNode> nodes_;
     std::vector<std::string> leaf_names_;
+    std::vector<std::uint32_t> stored_;  // nodes marked stored, in order, so rollback can unmark them
 };
 
 // An input element that no LOAD has read yet: its named value is made on first read, so a

@@ -11,9 +11,63 @@
 #include "sim/lower/disasm.h"
 #include "sim/print/expr_format.h"
 #include "sim/print/report.h"
+#include "sim/print/trace_text.h"
 #include "sim/support/text.h"
 
 namespace toysim {
+
+// Four decimals, trailing zeros dropped (1.3679, 0.5, 12), the precision of the seed's
+// worked examples; very large or very small magnitudes in scientific notation.
+std::string tile_number(double v) {
+    if (!std::isfinite(v)) return number_text(v);
+    double a = std::abs(v);
+    if (a != 0 && (a >= 1e6 || a < 1e-4)) return format_number(v, 5);
+    std::string t = fmt::format("{:.4f}", v);
+    while (t.back() == '0') t.pop_back();
+    if (t.back() == '.') t.pop_back();
+    return t == "-0" ? "0" : t;
+}
+
+// A tile's values as rows: "[1, 0.36788; 0.36788, 1]". Large tiles show their top-left corner.
+std::string tile_block_text(std::int64_t rows, std::int64_t cols, std::int64_t full_rows, std::int64_t full_cols,
+                            const std::function<std::string(std::int64_t, std::int64_t)>& value) {
+    constexpr std::int64_t kShownRows = 8, kShownCols = 8;
+    std::string out = "[";
+    for (std::int64_t i = 0; i < std::min(rows, kShownRows); ++i) {
+        if (i) out += "; ";
+        for (std::int64_t j = 0; j < std::min(cols, kShownCols); ++j) out += (j ? ", " : "") + value(i, j);
+        if (full_cols > kShownCols) out += ", …";
+    }
+    if (full_rows > kShownRows) out += "; …";
+    return out + "]";
+}
+
+Table step_table(const Program& p, const std::vector<int>& registers) {
+    Table t;
+    t.header = {"Step", "Instruction"};
+    t.right_aligned = {true, false};
+    if (!unit_costs(p)) {
+        t.header.insert(t.header.begin() + 1, "Cycle");
+        t.right_aligned.insert(t.right_aligned.begin() + 1, true);
+    }
+    for (int r : registers) {
+        t.header.push_back(fmt::format("R{}", r));
+        t.right_aligned.push_back(false);
+    }
+    return t;
+}
+
+std::vector<std::string> step_row(const Program& p, std::uint64_t step, std::uint64_t cycle, std::int32_t pc, const std::int64_t* vars,
+                                  std::vector<std::string> cells) {
+    std::vector<std::string> row = {std::to_string(step), render_instruction(p, pc, vars)};
+    if (!unit_costs(p)) row.insert(row.begin() + 1, std::to_string(cycle));
+    row.insert(row.end(), std::make_move_iterator(cells.begin()), std::make_move_iterator(cells.end()));
+    return row;
+}
+
+bool unit_costs(const Program& p) {
+    return std::all_of(p.cycles.begin(), p.cycles.end(), [](int c) { return c == 1; });
+}
 
 namespace {
 
@@ -33,31 +87,10 @@ std::string trace_summary(const Program& p, const Counters& c) {
 }
 
 
-// Four decimals, trailing zeros dropped (1.3679, 0.5, 12), the precision of the seed's
-// worked examples; very large or very small magnitudes in scientific notation.
-std::string tile_number(double v) {
-    if (!std::isfinite(v)) return number_text(v);
-    double a = std::abs(v);
-    if (a != 0 && (a >= 1e6 || a < 1e-4)) return format_number(v, 5);
-    std::string t = fmt::format("{:.4f}", v);
-    while (t.back() == '0') t.pop_back();
-    if (t.back() == '.') t.pop_back();
-    return t == "-0" ? "0" : t;
-}
-
-// A tile's values as rows: "[1, 0.36788; 0.36788, 1]". Large tiles show their top-left corner.
-constexpr std::int32_t kShownRows = 8, kShownCols = 8;
-
 std::string block_text(const TraceStep& s, const std::function<std::string(size_t)>& value) {
-    std::string out = "[";
-    for (std::int32_t i = 0; i < std::min(s.rows, kShownRows); ++i) {
-        if (i) out += "; ";
-        for (std::int32_t j = 0; j < std::min(s.cols, kShownCols); ++j)
-            out += (j ? ", " : "") + value(s.first + static_cast<size_t>(i) * static_cast<size_t>(s.cols) + static_cast<size_t>(j));
-        if (s.full_cols > kShownCols) out += ", …";
-    }
-    if (s.full_rows > kShownRows) out += "; …";
-    return out + "]";
+    return tile_block_text(s.rows, s.cols, s.full_rows, s.full_cols, [&](std::int64_t i, std::int64_t j) {
+        return value(s.first + static_cast<size_t>(i) * static_cast<size_t>(s.cols) + static_cast<size_t>(j));
+    });
 }
 
 // How a trace shows one value, in its mode: an expression (symbolic) or a number.
@@ -229,19 +262,8 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
     std::vector<std::string> current(tr.registers_used.size());
     // Step counts instructions from 1; with the seed's costs (1 cycle each) it is also the
     // cycle. When a program sets other costs, a Cycle column shows when each step finishes.
-    bool unit_costs = std::all_of(p.cycles.begin(), p.cycles.end(), [](int c) { return c == 1; });
-    size_t first_register = unit_costs ? 2 : 3;
-    Table t;
-    t.header = {"Step", "Instruction"};
-    t.right_aligned = {true, false};
-    if (!unit_costs) {
-        t.header.insert(t.header.begin() + 1, "Cycle");
-        t.right_aligned.insert(t.right_aligned.begin() + 1, true);
-    }
-    for (int r : tr.registers_used) {
-        t.header.push_back(fmt::format("R{}", r));
-        t.right_aligned.push_back(false);
-    }
+    size_t first_register = unit_costs(p) ? 2 : 3;
+    Table t = step_table(p, tr.registers_used);
     json events = json::array();
     for (size_t i = 0; i < tr.steps.size(); ++i) {
         const TraceStep& s = tr.steps[i];
@@ -257,11 +279,11 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
             events.push_back(std::move(e));
             continue;
         }
-        std::vector<std::string> row = {std::to_string(i + 1), instruction};
-        if (!unit_costs) row.insert(row.begin() + 1, std::to_string(s.cycle));
+        std::vector<std::string> cells;
         for (size_t c = 0; c < current.size(); ++c)
-            row.push_back(options.ditto && !current[c].empty() && current[c] == previous[c] && !(s.reg >= 0 && column[s.reg] == c) ? "\""
-                                                                                                                                 : current[c]);
+            cells.push_back(options.ditto && !current[c].empty() && current[c] == previous[c] && !(s.reg >= 0 && column[s.reg] == c) ? "\""
+                                                                                                                                   : current[c]);
+        std::vector<std::string> row = step_row(p, i + 1, s.cycle, s.pc, s.vars.data(), std::move(cells));
         t.rows.push_back(std::move(row));
     }
     json registers = json::array();

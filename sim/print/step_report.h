@@ -1,0 +1,47 @@
+// What `toysim step` prints: where a move stopped and what that step did (the trace's row for
+// it, the change marked), and the answers to print, regs, mem, counters, list and info.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sim/print/expr_format.h"
+#include "sim/step/session.h"
+
+namespace toysim {
+
+struct StepStyle {
+    const ExprFormatter* names = nullptr;  // a symbolic session's names (the whole trace's)
+    bool color = false;                    // ANSI color for what changed (a terminal)
+};
+
+// After a move: why it stopped, then the step: step and cycle, file:line and the source line,
+// the trace's row (the changed cell marked), old → new, the DRAM it moved and the counters it
+// changed with their totals.
+template <class Domain>
+std::string format_stop(const Session<Domain>& session, const Stop& stop, const StepStyle& style);
+// `print WHAT`: a register (R3), a tile (o) or one of its elements (o[1][2]), a DRAM element
+// (x[2]) or a counter (reads(K)). Throws ToyError when WHAT is none of these.
+template <class Domain>
+std::string format_print(const Session<Domain>& session, std::string_view what, const StepStyle& style);
+// `regs`: every scalar register and tile, as they stand.
+template <class Domain>
+std::string format_registers(const Session<Domain>& session, const StepStyle& style);
+// `mem ARRAY [FIRST]`: an array's values and how often each was read, 16 rows from FIRST.
+template <class Domain>
+std::string format_memory(const Session<Domain>& session, std::string_view array, std::int64_t first_row, const StepStyle& style);
+// `counters`: every counter so far.
+template <class Domain>
+std::string format_session_counters(const Session<Domain>& session);
+// `list [LINE]`: the source around LINE (default: the current instruction), marked.
+template <class Domain>
+std::string format_listing(const Session<Domain>& session, std::optional<int> line);
+// `info breakpoints` and `info checkpoints`.
+std::string format_breakpoints(const std::vector<Breakpoint>& breakpoints);
+template <class Domain>
+std::string format_checkpoints(const Session<Domain>& session);
+// `help`.
+std::string step_help();
+
+}  // namespace toysim

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# `toysim step` in a real terminal, driven through tmux as a person would type: the prompt,
+# Enter repeating the last command, libedit's history (Up) and line editing (Ctrl-A, Ctrl-F),
+# and the changed register in color. Usage: step_in_terminal.sh path/to/toysim
+# Exits 77 (ctest: skipped) only when tmux is missing; scripts/install-deps.sh installs it.
+set -euo pipefail
+toysim=$(realpath "$1")
+if ! command -v tmux >/dev/null; then
+  echo "skipped: tmux is not installed (scripts/install-deps.sh installs it)"
+  exit 77
+fi
+socket="toysim-step-test-$$"
+tmux_() { tmux -L "$socket" "$@"; }
+trap 'tmux_ kill-server 2>/dev/null || true' EXIT
+tmux_ -f /dev/null new-session -d -x 150 -y 60 -e TERM=xterm-256color \
+  "cd '$PWD' && '$toysim' step programs/p5_online_softmax.toy --set n=10; echo \"exit status \$?\"; sleep 60"
+
+screen() { tmux_ capture-pane -p -J -S -200 "$@"; }
+# Waits until the pane shows $1 (a fixed string), failing after 20 s with what it shows.
+wait_for() {
+  for _ in $(seq 200); do
+    if screen | grep -qF -- "$1"; then return 0; fi
+    sleep 0.1
+  done
+  echo "FAILED: the terminal never showed: $1"
+  echo "---- it shows:"
+  screen
+  exit 1
+}
+type_line() { tmux_ send-keys -l -- "$1"; tmux_ send-keys Enter; }
+
+wait_for "(toysim) "
+type_line "step 18"
+wait_for "step 18, cycle 18"
+tmux_ send-keys Enter                      # Enter repeats: step 36
+wait_for "step 36, cycle 36"
+tmux_ send-keys Up Enter                   # history: "step 18" again: step 54
+wait_for "step 54, cycle 54"
+tmux_ send-keys -l -- "bck 2"              # a typo, mended in place: Ctrl-A, Ctrl-F, "a"
+tmux_ send-keys C-a C-f
+tmux_ send-keys -l -- "a"
+tmux_ send-keys Enter
+wait_for "step 52, cycle 52"
+# The register the step changed is green (bold), as on any color terminal.
+if ! screen -e | grep -qF $'\e[32m'; then
+  echo "FAILED: no changed cell in color"
+  screen -e | tail -20 | cat -v
+  exit 1
+fi
+type_line "quit"
+wait_for "exit status 0"
+echo "ok: prompt, Enter repeats, history, line editing and color in a terminal"
