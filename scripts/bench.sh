@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Simulator speed, numeric mode with every counter on, two workloads:
+# Simulator speed, numeric mode with every counter on, three workloads:
 #  1. scalar: the 256×256 inner-product matmul (50.4 million instructions), in simulated
 #     instructions per second;
 #  2. tiles: FlashAttention-2 at n = 4096, d = 64, 64×64 blocks (2.1 billion multiply-adds in
@@ -30,3 +30,15 @@ for ((i = 0; i < runs; i++)); do
   rates+=("$(echo "$line" | sed -E 's/.*, ([0-9.]+) GFLOP\/s.*/\1/')")
 done
 printf '%s\n' "${rates[@]}" | median "GFLOP/s (FlashAttention-2 tiles, n = 4096, d = 64)"
+
+# 3. the stepper: Problem 5 at n = 1,000,000 (14 million steps), a scripted session that goes
+#    to step 900,000, back 3, and reverse-continues to the last change of R1 (the running
+#    max); wall-clock seconds for the whole session and its peak resident set.
+times=()
+for ((i = 0; i < runs; i++)); do
+  line=$( { /usr/bin/time -f '%e s, %M KB' "$toysim" step programs/p5_online_softmax.toy --set n=1000000 \
+            <<< $'goto 900000\nback 3\nwatch R1\nreverse-continue' >/dev/null; } 2>&1 | tail -1)
+  echo "step session: $line"
+  times+=("${line%% s,*}")
+done
+printf '%s\n' "${times[@]}" | median "s (step session on P5, n = 1,000,000)"

@@ -1,10 +1,30 @@
 // The README must tell the truth: every ```console block that starts with
-// "$ build/toysim ARGS" prints exactly the text that follows it.
+// "$ build/toysim ARGS" prints exactly the text that follows it. Two shell forms are read too:
+// "$ printf 'LINES' | build/toysim ARGS" feeds LINES (with \n escapes) on standard input, as a
+// scripted `toysim step` session does, and a trailing "# exits N" is the exit code expected
+// (0 when none is given).
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
 
 #include "sim/cli/app.h"
+
+namespace {
+
+std::string unescape_printf(const std::string& text) {
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == 'n') {
+            out += '\n';
+            ++i;
+        } else {
+            out += text[i];
+        }
+    }
+    return out;
+}
+
+}  // namespace
 
 TEST_CASE("README console examples print what the README says", "[docs]") {
     std::ifstream in(std::string(TOYSIM_SOURCE_DIR) + "/README.md");
@@ -16,14 +36,30 @@ TEST_CASE("README console examples print what the README says", "[docs]") {
         std::string command, expected;
         std::getline(in, command);
         while (std::getline(in, line) && line != "```") expected += line + "\n";
+        INFO(command);
+        std::string input;
+        const std::string printf_prefix = "$ printf '";
+        if (command.rfind(printf_prefix, 0) == 0) {
+            size_t close = command.find("' | build/toysim ");
+            REQUIRE(close != std::string::npos);
+            input = unescape_printf(command.substr(printf_prefix.size(), close - printf_prefix.size()));
+            command = "$ " + command.substr(close + 4);
+        }
+        int expected_code = 0;
+        if (size_t hash = command.find("  # exits "); hash != std::string::npos) {
+            expected_code = std::stoi(command.substr(hash + 10));
+            command.erase(hash);
+        }
         const std::string prefix = "$ build/toysim ";
         REQUIRE(command.rfind(prefix, 0) == 0);
         std::istringstream words(command.substr(prefix.size()));
         std::vector<std::string> args;
         for (std::string w; words >> w;) args.push_back(w);
+        std::istringstream stdin_text(input);
+        toysim::cli::Io io;
+        io.in = &stdin_text;
         std::ostringstream out, err;
-        INFO(command);
-        CHECK(toysim::cli::main(args, out, err) == 0);
+        CHECK(toysim::cli::main(args, out, err, io) == expected_code);
         CHECK(out.str() == expected);
         ++examples;
     }

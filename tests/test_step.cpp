@@ -3,6 +3,7 @@
 // step` scripted from standard input prints what a student sees.
 #include <catch2/catch.hpp>
 
+#include <random>
 #include <sstream>
 
 #include "sim/check/fill.h"
@@ -262,4 +263,29 @@ TEST_CASE("symbolic stepping is refused for a run too long to name every value",
     CHECK(r.code == 2);
     CHECK(contains(r.err, "error: symbolic stepping names every value of the run, which is for runs of up to 100,000 steps; this one has "
                           "1,399,996: use --values numeric, or smaller parameters\n"));
+}
+
+TEST_CASE("a random walk of moves and breakpoints always stands on a fresh run's state", "[step]") {
+    std::mt19937_64 rng(20261122);
+    for (const char* path : {"programs/p5_online_softmax.toy", "programs/attention/fa2_backward.toy"}) {
+        INFO(path);
+        Program p = build_file(path);
+        const std::vector<std::pair<std::string, bool>> specs = {{"STORE", false}, {"R1", true}, {"reads > 20", false}, {"cycle 40", false}};
+        SessionLimits limits;
+        limits.checkpoint_bytes = 1;
+        Session<NumericDomain> s(p, NumericDomain{}, nullptr, limits);
+        for (const auto& [text, watch] : specs)
+            if (!(watch && p.scalar_registers < 2)) s.add_breakpoint(parse_breakpoint(p, text, watch));
+        for (int move = 0; move < 300; ++move) {
+            switch (rng() % 5) {
+                case 0: s.go_to(rng() % 700); break;
+                case 1: s.forward(rng() % 50); break;
+                case 2: s.backward(rng() % 50); break;
+                case 3: s.run_forward(); break;
+                case 4: s.run_backward(); break;
+            }
+            REQUIRE(s.state() == fresh_at(p, s.position()));
+            if (s.position() > 0) REQUIRE(s.last_event()->step == s.position());
+        }
+    }
 }
