@@ -19,7 +19,7 @@ namespace toysim::cli {
 
 namespace {
 
-const std::vector<std::string_view> kCommands = {"run", "trace", "step", "sweep", "cost", "compare", "gpu", "diff", "grade", "exercise"};
+const std::vector<std::string_view> kCommands = {"run", "trace", "step", "view", "sweep", "cost", "compare", "gpu", "diff", "grade", "exercise"};
 
 std::string isa_listing() {
     std::string out = "instruction set (destination last, as in the seed; cycles per unit of work, one unit per scalar\n"
@@ -47,6 +47,7 @@ struct Commands {
     CLI::App* gpu_kernels = nullptr;
     CLI::App* diff = nullptr;
     CLI::App* step = nullptr;
+    CLI::App* view = nullptr;
     CLI::App* grade = nullptr;
     CLI::App* exercise = nullptr;
     CLI::App* exercise_list = nullptr;
@@ -131,12 +132,25 @@ Commands define_commands(CLI::App& app, Options& o) {
                    "  toysim step programs/p5_online_softmax.toy --set n=8\n"
                    "  toysim step programs/attention/seed001_fa2_tiled.toy");
 
+    c.view = app.add_subcommand("view", "Write a self-contained HTML trace viewer: step through the run in a browser, offline.");
+    c.view->add_option("file", o.file, program_help)->required();
+    c.view->add_option("--set", o.sets, "override a parameter, e.g. --set n=8 (repeatable)");
+    c.view->add_option("--values", o.values, "symbolic or numeric; by default symbolic as `trace`, numeric for tile programs")
+        ->check(CLI::IsMember({"auto", "symbolic", "numeric"}));
+    c.view->add_option("-o,--output", o.output, "the HTML file to write")->required();
+    c.view->add_option("--max-steps", o.max_steps, "refuse runs longer than this (default 100000)")->check(positive);
+    c.view->footer("\nexamples:\n"
+                   "  toysim view programs/p1_c00.toy -o p1.html\n"
+                   "  toysim view programs/attention/seed001_fa2_tiled.toy -o fa2.html\n"
+                   "  toysim view programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64 -o fa2_4096.html");
+
     c.sweep = app.add_subcommand("sweep", "Every counter of one program across parameter values, side by side.");
     c.sweep->add_option("file", o.file, program_help)->required();
     c.sweep->add_option("--set", o.sets, "NAME=V1,V2,... values to sweep (repeatable; several lists sweep every combination)")
         ->required();
     add_format(c.sweep);
     add_force(c.sweep);
+    c.sweep->add_option("--plot", o.plot, "also draw the DRAM traffic against the swept parameter: FILE.svg, FILE.png or FILE.html");
     c.sweep->footer("\nexamples:\n"
                     "  toysim sweep programs/p5_online_softmax.toy --set n=10,100,1000\n"
                     "  toysim sweep programs/attention/fa2.toy --set n=128,256,512,1024 --format csv\n"
@@ -156,6 +170,8 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.compare = app.add_subcommand("compare", "Side-by-side cost table of several programs.");
     c.compare->add_option("files", o.files, "the .toy programs")->required();
     c.compare->add_option("--set", o.sets, "override a parameter in every program that declares it");
+    c.compare->add_option("--sweep", o.sweep, "NAME=V1,V2,...: compare at each value (with --plot, one curve per program)");
+    c.compare->add_option("--plot", o.plot, "with --sweep: draw DRAM traffic against the swept value: FILE.svg, FILE.png or FILE.html");
     add_format(c.compare);
     add_force(c.compare);
     c.compare->footer("\nexamples:\n"
@@ -280,6 +296,7 @@ int parse_and_dispatch(const std::vector<std::string>& args, Context& ctx) {
     if (c.gpu_kernels->parsed()) return gpu_kernels_command(o, ctx);
     if (c.diff->parsed()) return diff_command(o, ctx);
     if (c.step->parsed()) return step_command(o, ctx);
+    if (c.view->parsed()) return view_command(o, ctx);
     if (c.grade->parsed()) return grade_command(o, ctx);
     if (c.exercise_list->parsed()) return exercise_list_command(o, ctx);
     if (c.exercise_start->parsed()) return exercise_start_command(o, ctx);

@@ -34,12 +34,13 @@ struct Options {
     int warmups = 3, repeats = 20;           // gpu run
     std::string measure = "off";             // gpu run, diff: off, cold or warm
     std::string gpu_source = "live";         // diff: live, or a saved gpu run JSON
-    std::string sweep;                       // diff: NAME=V1,V2,...
-    std::string plot;                        // diff --sweep: an SVG file to write
+    std::string sweep;                       // diff, compare: NAME=V1,V2,...
+    std::string plot;                        // diff --sweep, sweep, compare --sweep: a plot to write
     std::string color = "auto";              // step: auto (on a terminal), always or never
     std::string exercise;                    // grade, exercise start: the exercise (a folder or a name)
     std::string solution;                    // grade: the student's .toy file
     std::string directory;                   // exercise start: where the student works
+    std::string output;                      // view: the HTML file to write
 };
 
 // The streams, and the source file the error being reported points into (for its caret).
@@ -109,6 +110,7 @@ int gpu_run_command(const Options& options, Context& ctx);
 int gpu_kernels_command(const Options& options, Context& ctx);
 int diff_command(const Options& options, Context& ctx);
 int step_command(const Options& options, Context& ctx);
+int view_command(const Options& options, Context& ctx);
 int grade_command(const Options& options, Context& ctx);
 int exercise_list_command(const Options& options, Context& ctx);
 int exercise_start_command(const Options& options, Context& ctx);

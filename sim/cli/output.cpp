@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fmt/format.h>
+#include <fstream>
 #include <unistd.h>
+
+#include "sim/support/diag.h"
+#include "sim/support/text.h"
 
 namespace toysim::cli {
 
@@ -57,6 +62,17 @@ std::streamsize FdWriter::xsputn(const char* s, std::streamsize n) {
 int write_error(std::streambuf* buffer) {
     auto* writer = dynamic_cast<FdWriter*>(buffer);
     return writer ? writer->error() : 0;
+}
+
+void write_file(const std::string& path, std::string_view text, std::string_view option) {
+    errno = 0;
+    std::ofstream out(path, std::ios::binary);
+    if (out) out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    if (out) out.close();
+    if (!out) {
+        int reason = errno;
+        throw ToyError(fmt::format("{} {}: cannot write the file{}", option, quoted_name(path), reason ? std::string(": ") + std::strerror(reason) : ""));
+    }
 }
 
 }  // namespace toysim::cli

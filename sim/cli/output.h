@@ -4,6 +4,8 @@
 #pragma once
 
 #include <streambuf>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace toysim::cli {
@@ -30,5 +32,9 @@ private:
 
 // The errno of a stream's failed write when it writes through an FdWriter, else 0.
 int write_error(std::streambuf* buffer);
+
+// Writes `text` to the file `path` (a page, a plot), or throws ToyError naming the option it
+// came from ("-o 'x.html': cannot write the file: No such file or directory").
+void write_file(const std::string& path, std::string_view text, std::string_view option);
 
 }  // namespace toysim::cli

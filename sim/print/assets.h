@@ -1,0 +1,15 @@
+// Files embedded in the binary at build time (CMakeLists.txt: toysim_embed), so `toysim view`
+// and `--plot FILE.html` write pages that work offline on any machine.
+#pragma once
+
+#include <string_view>
+
+namespace toysim {
+
+// Chart.js 3 (Debian's libjs-chart.js, chart.min.js); empty when it was not installed when
+// the build was configured.
+std::string_view chart_js();
+// The trace viewer's page, sim/print/viewer/viewer.html, with its two placeholders.
+std::string_view viewer_template();
+
+}  // namespace toysim

@@ -1,0 +1,178 @@
+#include "sim/print/view_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "sim/lower/disasm.h"
+#include "sim/print/assets.h"
+#include "sim/print/expr_format.h"
+#include "sim/print/format.h"
+#include "sim/print/report.h"
+#include "sim/print/trace_text.h"
+
+namespace toysim {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// An array as the viewer draws it: a grid of elements (1-D: one row; more dimensions: rows
+// of the last one).
+struct Grid {
+    std::int64_t rows = 1, cols = 1;
+};
+
+Grid grid_of(const ArrayInfo& a) {
+    if (a.dims.size() == 1) return {1, a.dims[0]};
+    return {a.size / a.dims.back(), a.dims.back()};
+}
+
+json array_json(const ArrayInfo& a) {
+    Grid g = grid_of(a);
+    return {{"name", a.name},
+            {"role", role_name(a.role)},
+            {"dims", a.dims},
+            {"rows", g.rows},
+            {"cols", g.cols},
+            {"grid_rows", std::min(g.rows, kViewGridSide)},
+            {"grid_cols", std::min(g.cols, g.rows == 1 ? kViewRowCells : kViewGridSide)}};
+}
+
+// A tile cell for a heatmap: five significant digits are more than a color shows, and keep
+// a page of 60,000 tile writes a few megabytes.
+json cell_json(double v) { return std::isfinite(v) ? json(std::stod(fmt::format("{:.5g}", v))) : json(number_text(v)); }
+
+// The elements an access moved, as rectangles of the array's grid (one for every slice the
+// programs make; element by element otherwise).
+json access_json(const Program& p, const DramAccess& a) {
+    const ArrayInfo& info = p.arrays[static_cast<size_t>(a.array)];
+    Grid g = grid_of(info);
+    const char* kind = a.kind == AccessKind::Read ? "read" : "write";
+    auto rect = [&](std::int64_t first, std::int64_t last) {
+        std::int64_t r0 = first / g.cols, c0 = first % g.cols, r1 = last / g.cols, c1 = last % g.cols;
+        return json{{"array", a.array}, {"kind", kind}, {"row", r0}, {"col", c0}, {"rows", r1 - r0 + 1}, {"cols", c1 - c0 + 1}};
+    };
+    std::int64_t first = a.address - info.base, last = a.at(a.rows - 1, a.cols - 1) - info.base;
+    json out = json::array();
+    std::int64_t r0 = first / g.cols, c0 = first % g.cols, r1 = last / g.cols, c1 = last % g.cols;
+    if (r1 >= r0 && c1 >= c0 && (r1 - r0 + 1) * (c1 - c0 + 1) == a.elements()) {
+        out.push_back(rect(first, last));
+    } else {
+        for (std::int64_t i = 0; i < a.rows; ++i)
+            for (std::int64_t j = 0; j < a.cols; ++j) out.push_back(rect(a.at(i, j) - info.base, a.at(i, j) - info.base));
+    }
+    return out;
+}
+
+template <class Value, class Text, class Cell>
+json build(const Program& p, const Recording<Value>& r, bool symbolic, const Text& text, const Cell& cell,
+           const std::vector<std::pair<std::string, std::string>>& legend) {
+    json j;
+    j["format"] = "toysim-view-1";
+    j["program"] = p.source ? p.source->path : std::string();
+    j["params"] = json::array();
+    for (const auto& [name, value] : p.params) j["params"].push_back({name, value});
+    j["values"] = symbolic ? "symbolic" : "numeric";
+    j["source"] = json::array();
+    if (p.source)
+        for (const auto& line : p.source->lines) j["source"].push_back(std::string(line));
+    // Registers: the whole file when it is small, else those the run wrote.
+    std::vector<bool> written(static_cast<size_t>(p.scalar_registers));
+    for (const auto& s : r.steps)
+        if (s.reg >= 0) written[static_cast<size_t>(s.reg)] = true;
+    std::vector<int> index(static_cast<size_t>(p.scalar_registers), -1);
+    j["registers"] = json::array();
+    for (int reg = 0; reg < p.scalar_registers; ++reg)
+        if (p.scalar_registers <= 32 || written[static_cast<size_t>(reg)]) {
+            index[static_cast<size_t>(reg)] = static_cast<int>(j["registers"].size());
+            j["registers"].push_back("R" + std::to_string(reg));
+        }
+    j["tiles"] = json::array();
+    for (const auto& t : p.tiles) j["tiles"].push_back({{"name", t.name}, {"rows", t.rows}, {"cols", t.cols}});
+    j["arrays"] = json::array();
+    for (const auto& a : p.arrays) j["arrays"].push_back(array_json(a));
+    std::vector<CounterRef> counters = counters_of(p);
+    j["counters"] = json::array();
+    for (const auto& c : counters) j["counters"].push_back(p.counter_name(c));
+
+    json steps = json::array();
+    for (const auto& s : r.steps) {
+        const ast::Instruction* origin = p.origin[static_cast<size_t>(s.pc)];
+        json e = {{"cycle", s.cycle}, {"line", origin ? origin->loc.line : 0}, {"text", render_instruction(p, s.pc, s.vars.data())}};
+        if (s.reg >= 0 && index[static_cast<size_t>(s.reg)] >= 0) {
+            e["reg"] = index[static_cast<size_t>(s.reg)];
+            e["value"] = text(s.value);
+        }
+        if (s.tile >= 0) {
+            e["tile"] = s.tile;
+            e["shape"] = {s.rows, s.cols};
+            json block = json::array();
+            for (std::int32_t i = 0; i < s.pool_rows; ++i) {
+                json row = json::array();
+                for (std::int32_t c = 0; c < s.pool_cols; ++c) row.push_back(cell(r.pooled[s.first + static_cast<size_t>(i * s.pool_cols + c)]));
+                block.push_back(row);
+            }
+            e["block"] = block;
+        }
+        std::vector<DramAccess> accesses;
+        if (s.access) {
+            accesses.push_back(*s.access);
+            e["dram"] = access_json(p, *s.access);
+            if (s.op == Op::STORE && s.access->elements() == 1) e["stored"] = text(s.value);
+        }
+        json deltas = json::array();
+        for (const auto& [counter, delta] : counter_deltas(p, s.op, s.cost, s.work, accesses)) {
+            auto at = std::find(counters.begin(), counters.end(), counter);
+            if (delta && at != counters.end()) deltas.push_back({at - counters.begin(), delta});
+        }
+        e["c"] = deltas;
+        steps.push_back(std::move(e));
+    }
+    j["steps"] = std::move(steps);
+    j["legend"] = json::array();
+    for (const auto& [name, definition] : legend) j["legend"].push_back({name, definition});
+    json fault = nullptr;
+    if (r.fault) fault = {{"message", r.fault->what()}, {"line", r.fault->loc().line}, {"col", r.fault->loc().col}};
+    j["end"] = {{"steps", r.steps.size()}, {"cycles", r.steps.empty() ? 0 : r.steps.back().cycle}, {"complete", !r.fault}, {"fault", fault}};
+    return j;
+}
+
+}  // namespace
+
+json view_json(const Program& p, const Recording<double>& r) {
+    auto text = [&](double v) { return p.has_tiles() ? tile_number(v) : number_text(v); };
+    return build(p, r, false, text, cell_json, {});
+}
+
+json view_json(const Program& p, const Recording<std::uint32_t>& r, const ExprArena& arena) {
+    // Named once over everything the page can show, as the whole trace names them.
+    std::vector<std::uint32_t> shown(r.pooled.begin(), r.pooled.end());
+    for (const auto& s : r.steps)
+        if (s.reg >= 0 || (s.op == Op::STORE && s.access && s.access->elements() == 1)) shown.push_back(s.value);
+    ExprFormatter names(arena, p, shown);
+    auto text = [&](std::uint32_t id) { return names.cell(id); };
+    auto cell = [&](std::uint32_t id) { return json(names.cell(id)); };
+    return build(p, r, true, text, cell, names.legend());
+}
+
+std::string view_html(const json& data) {
+    std::string page(viewer_template());
+    // In a <script> element nothing may read as "</script>": every '<' of the data is escaped.
+    std::string payload = data.dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string escaped;
+    escaped.reserve(payload.size());
+    for (char ch : payload) {
+        if (ch == '<') escaped += "\\u003c";
+        else escaped += ch;
+    }
+    auto put = [&](std::string_view placeholder, std::string_view with) {
+        size_t at = page.find(placeholder);
+        if (at != std::string::npos) page.replace(at, placeholder.size(), with);
+    };
+    put("/*TOYSIM_CHART_JS*/", chart_js());
+    put("/*TOYSIM_DATA*/", escaped);
+    return page;
+}
+
+}  // namespace toysim
