@@ -1,5 +1,6 @@
 // One fuzz input: the bytes as a .toy program, through every stage the command line has:
-// parse -> compile -> cost -> run -> trace -> every printer. Shared by the libFuzzer target
+// parse -> compile -> cost -> run -> trace -> a stepping session -> the viewer's data -> every
+// printer. Shared by the libFuzzer target
 // (fuzz_toy.cpp) and the replay of the corpus and of past crashes (tests/test_fuzz_regressions.cpp).
 #pragma once
 
@@ -14,6 +15,8 @@
 #include "sim/lower/program.h"
 #include "sim/print/cost_report.h"
 #include "sim/print/report.h"
+#include "sim/print/step_report.h"
+#include "sim/print/view_report.h"
 #include "sim/support/diag.h"
 
 namespace toysim::fuzz {
@@ -67,6 +70,26 @@ inline std::string one_input(std::string_view bytes) {
             for (Format f : formats) printed += format_trace(program, t, TraceOptions{f, f == Format::Table});
             if (t.error) printed += format_error(*t.error, source.get());
         });
+    // A session moving both ways with a breakpoint, as `toysim step` drives it.
+    stage([&] {
+        SessionLimits limits;
+        limits.max_steps = kRunSteps;
+        limits.checkpoint_bytes = 1;
+        Session<NumericDomain> s(program, NumericDomain{}, nullptr, limits);
+        s.add_breakpoint(parse_breakpoint(program, "STORE", false));
+        StepStyle style;
+        printed += format_stop(s, s.go_to(5), style);
+        printed += format_stop(s, s.run_forward(), style);
+        printed += format_stop(s, s.backward(3), style);
+        printed += format_stop(s, s.run_backward(), style);
+        printed += format_stop(s, s.forward(kRunSteps), style);
+        printed += format_registers(s, style) + format_session_counters(s) + format_listing(s, std::nullopt);
+    });
+    stage([&] { printed += view_json(program, record_numeric(program, kTraceSteps, kTraceSteps)).dump(); });
+    stage([&] {
+        ExprArena arena;
+        printed += view_json(program, record_symbolic(program, arena, kTraceSteps, kTraceSteps), arena).dump();
+    });
     return printed;
 }
 
