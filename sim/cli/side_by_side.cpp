@@ -1,10 +1,20 @@
-// toysim sweep and compare: several runs, one column each.
+// toysim sweep and compare: several runs, one column each; with --plot, the DRAM counters
+// against the swept parameter (sim/print/sweep_plot.h).
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fmt/format.h>
+#include <optional>
 #include <set>
+#include <sstream>
+#include <unistd.h>
 
 #include "sim/cli/common.h"
+#include "sim/cli/output.h"
 #include "sim/front/parser.h"
 #include "sim/print/report.h"
+#include "sim/print/sweep_plot.h"
 #include "sim/support/text.h"
 
 namespace toysim::cli {
@@ -20,27 +30,91 @@ void keep_counters_only(RunResult& r) {
     r.present.shrink_to_fit();
 }
 
-// Runs each program in turn; one column per run. Exit 1 if any check or expected figure failed.
-int run_side_by_side(const std::vector<std::string>& names, const std::vector<Program>& programs, const Options& o, Context& ctx) {
-    std::vector<const Program*> program_ptrs;
-    for (const auto& p : programs) program_ptrs.push_back(&p);
-    std::vector<WorkEstimate> work = check_run_length(program_ptrs, 0, o.force);
+template <typename T>
+std::vector<const T*> pointers(const std::vector<T>& items, size_t from = 0, size_t count = SIZE_MAX) {
+    std::vector<const T*> out;
+    for (size_t i = from; i < items.size() && i - from < count; ++i) out.push_back(&items[i]);
+    return out;
+}
 
+struct Runs {
     std::vector<RunResult> results;
-    results.reserve(programs.size());
-    bool ok = true;
+    bool ok = true;  // every check and expected figure held
+};
+
+// Runs each program in turn; `labels` name them in the progress line. Runs that together
+// would take too long are refused before the first starts.
+Runs run_all(const std::vector<std::string>& labels, const std::vector<const Program*>& programs, const Options& o, Context& ctx) {
+    std::vector<WorkEstimate> work = check_run_length(programs, 0, o.force);
+    Runs runs;
+    runs.results.reserve(programs.size());
     for (size_t i = 0; i < programs.size(); ++i) {
-        ctx.source = programs[i].source;  // a run-time fault points into this program
-        std::string label = programs.size() == 1 ? names[i] : fmt::format("{} ({} of {})", names[i], i + 1, programs.size());
-        results.push_back(run_with_progress(programs[i], RunOptions{}, ctx, label, work[i]));
-        keep_counters_only(results.back());
-        ok = ok && results.back().checks_ok() && results.back().expects_ok();
+        ctx.source = programs[i]->source;  // a run-time fault points into this program
+        std::string label = programs.size() == 1 ? labels[i] : fmt::format("{} ({} of {})", labels[i], i + 1, programs.size());
+        runs.results.push_back(run_with_progress(*programs[i], RunOptions{}, ctx, label, work[i]));
+        keep_counters_only(runs.results.back());
+        runs.ok = runs.ok && runs.results.back().checks_ok() && runs.results.back().expects_ok();
     }
     ctx.source.reset();
-    std::vector<const RunResult*> result_ptrs;
-    for (const auto& r : results) result_ptrs.push_back(&r);
-    ctx.out << format_compare(names, program_ptrs, result_ptrs, parse_format(o.format));
-    return ok ? kOk : kCheckFailed;
+    return runs;
+}
+
+// --plot's format, and that its file can be written, checked before any run starts.
+std::optional<PlotFormat> plot_target(const std::string& path) {
+    if (path.empty()) return std::nullopt;
+    PlotFormat format = plot_format(path);
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path p(path);
+    const std::string dir = p.parent_path().empty() ? std::string(".") : p.parent_path().string();
+    int reason = 0;
+    if (fs::is_directory(p, ec)) reason = EISDIR;
+    else if (access(fs::exists(p, ec) ? path.c_str() : dir.c_str(), W_OK) != 0) reason = errno;
+    if (reason) throw ToyError(fmt::format("--plot {}: cannot write the file: {}", quoted_name(path), std::strerror(reason)));
+    return format;
+}
+
+void write_plot(const std::string& path, PlotFormat format, const std::vector<SweepPoint>& points) {
+    write_file(path, render_plot(sweep_plot(points), format, path), "--plot");
+}
+
+// compare --sweep NAME=V1,V2,...: the name and its values.
+std::pair<std::string, std::vector<std::int64_t>> swept_values(const std::string& sweep) {
+    auto eq = sweep.find('=');
+    if (eq == std::string::npos) throw ToyError(fmt::format("--sweep {}: expected NAME=V1,V2,...", quoted_name(sweep)));
+    std::vector<std::int64_t> values;
+    try {
+        for (const auto& settings : sweep_settings({sweep})) values.push_back(settings.at(0).second);
+    } catch (const ToyError& e) {  // the value's own message, under the flag it came from
+        std::string message = with_hint(e).what();
+        if (message.rfind("--set ", 0) == 0) message.replace(0, 6, "--sweep ");
+        throw ToyError(ErrorKind::Input, e.loc(), message);
+    }
+    return {sweep.substr(0, eq), values};
+}
+
+// compare --sweep's table: format_compare's at each value, one after the other (CSV: one
+// table with the value in a first column; JSON: one entry per value).
+std::string format_compare_sweep(const std::string& name, const std::vector<std::int64_t>& values, const std::vector<std::string>& names,
+                                 const std::vector<Program>& programs, const Runs& runs, Format format) {
+    const size_t width = names.size();
+    std::string out;
+    nlohmann::ordered_json all = nlohmann::ordered_json::array();
+    for (size_t v = 0; v < values.size(); ++v) {
+        std::string table = format_compare(names, pointers(programs, v * width, width), pointers(runs.results, v * width, width), format);
+        if (format == Format::Json) {
+            all.push_back({{"swept", {{"name", name}, {"value", values[v]}}}, {"runs", nlohmann::ordered_json::parse(table)}});
+        } else if (format == Format::Csv) {
+            std::istringstream lines(table);
+            for (std::string line; std::getline(lines, line);) {
+                const bool header = line.rfind("counter,", 0) == 0;
+                if (!header || v == 0) out += fmt::format("{},{}\n", header ? name : std::to_string(values[v]), line);
+            }
+        } else {
+            out += fmt::format("{0}{1}{2} = {3}{1}\n\n{4}", v ? "\n" : "", format == Format::Markdown ? "**" : "", name, values[v], table);
+        }
+    }
+    return format == Format::Json ? json_text(all) : out;
 }
 
 }  // namespace
@@ -75,37 +149,66 @@ std::vector<ParamSettings> sweep_settings(const std::vector<std::string>& sets) 
 }
 
 int sweep_command(const Options& o, Context& ctx) {
+    const auto plot = plot_target(o.plot);
     Parsed parsed = parse_program(o.file, ctx);
+    const std::vector<ParamSettings> combos = sweep_settings(o.sets);
     std::vector<Program> programs;
     std::vector<std::string> names;
-    for (const auto& settings : sweep_settings(o.sets)) {
+    for (const auto& settings : combos) {
         programs.push_back(compile_program(parsed, settings, ctx));
         std::string name;
         for (const auto& [k, v] : settings) name += fmt::format("{}{}={}", name.empty() ? "" : " ", k, v);
         names.push_back(name);
     }
-    return run_side_by_side(names, programs, o, ctx);
+    Runs runs = run_all(names, pointers(programs), o, ctx);
+    ctx.out << format_compare(names, pointers(programs), pointers(runs.results), parse_format(o.format));
+    if (plot) {
+        std::vector<SweepPoint> points;
+        for (size_t i = 0; i < combos.size(); ++i) points.push_back({short_program_name(o.file), combos[i], &runs.results[i].counters});
+        write_plot(o.plot, *plot, points);
+    }
+    return runs.ok ? kOk : kCheckFailed;
 }
 
-// --set applies to the programs that declare the parameter.
+// --set applies to the programs that declare the parameter; --sweep to all, which must declare it.
 int compare_command(const Options& o, Context& ctx) {
+    if (!o.plot.empty() && o.sweep.empty()) throw ToyError("--plot draws a sweep: use it with --sweep NAME=V1,V2,...");
+    const auto plot = plot_target(o.plot);
     ParamSettings settings = settings_from(o.sets);
+    std::string swept;
+    std::vector<std::int64_t> values = {0};  // without --sweep: one run of each program
+    if (!o.sweep.empty()) {
+        std::tie(swept, values) = swept_values(o.sweep);
+        for (const auto& s : settings)
+            if (s.first == swept)
+                throw ToyError(fmt::format("--sweep {}: --set gives {} too: give it one way", flag_subject(swept), quoted_name(swept)));
+    }
     std::set<std::string> used;
     std::vector<std::string> known;  // every program's parameters, for "did you mean"
-    std::vector<Program> programs;
+    std::vector<Parsed> parsed;
+    std::vector<ParamSettings> own;  // each program's part of --set
     std::vector<std::string> names;
     for (const auto& f : o.files) {
-        Parsed parsed = parse_program(f, ctx);
+        parsed.push_back(parse_program(f, ctx));
         ParamSettings mine;
-        for (const auto& p : parsed.tree->params) {
+        std::vector<std::string_view> its;
+        for (const auto& p : parsed.back().tree->params) {
             known.push_back(p.name);
+            its.push_back(p.name);
             for (const auto& s : settings)
                 if (p.name == s.first) {
                     mine.push_back(s);
                     used.insert(s.first);
                 }
         }
-        programs.push_back(compile_program(parsed, mine, ctx));
+        if (!swept.empty() && std::find(its.begin(), its.end(), swept) == its.end()) {
+            ctx.source.reset();
+            std::string hint = did_you_mean(swept, its), list;
+            for (auto name : its) list += fmt::format("{}{}", list.empty() ? "" : ", ", name);
+            if (hint.empty()) hint = its.empty() ? " (it has none)" : " (its parameters: " + list + ")";
+            throw ToyError(fmt::format("--sweep {}: {} has no parameter {}{}", flag_subject(swept), f, quoted_name(swept), hint));
+        }
+        own.push_back(std::move(mine));
         names.push_back(short_program_name(f));
     }
     ctx.source.reset();
@@ -114,7 +217,33 @@ int compare_command(const Options& o, Context& ctx) {
         if (!used.count(s.first))
             throw ToyError(fmt::format("--set {}: no program here has a parameter {}{}", flag_subject(s.first), quoted_name(s.first),
                                        did_you_mean(s.first, candidates)));
-    return run_side_by_side(names, programs, o, ctx);
+
+    // Every program at each value, in that order: value-major, so each value's runs are together.
+    std::vector<Program> programs;
+    std::vector<std::string> labels;
+    std::vector<SweepPoint> points;
+    for (auto value : values)
+        for (size_t i = 0; i < parsed.size(); ++i) {
+            ParamSettings mine = own[i];
+            if (!swept.empty()) mine.emplace_back(swept, value);
+            programs.push_back(compile_program(parsed[i], mine, ctx));
+            labels.push_back(swept.empty() ? names[i] : fmt::format("{} {}={}", names[i], swept, value));
+            // A curve per program, even where two files share a name.
+            const bool shared = std::count(names.begin(), names.end(), names[i]) > 1;
+            points.push_back({shared ? fmt::format("{} ({})", names[i], i + 1) : names[i], mine, nullptr});
+        }
+    ctx.source.reset();
+    Runs runs = run_all(labels, pointers(programs), o, ctx);
+    if (swept.empty()) {
+        ctx.out << format_compare(names, pointers(programs), pointers(runs.results), parse_format(o.format));
+    } else {
+        ctx.out << format_compare_sweep(swept, values, names, programs, runs, parse_format(o.format));
+    }
+    if (plot) {
+        for (size_t i = 0; i < points.size(); ++i) points[i].counters = &runs.results[i].counters;
+        write_plot(o.plot, *plot, points);
+    }
+    return runs.ok ? kOk : kCheckFailed;
 }
 
 }  // namespace toysim::cli
