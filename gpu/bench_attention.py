@@ -4,6 +4,7 @@
     python3 gpu/bench_attention.py                      # n = 1024, 4096, 16384; d = 64, 128
     python3 gpu/bench_attention.py --quick              # n = 1024, d = 64 only
     python3 gpu/bench_attention.py --sizes 4096 --dims 64 --Br 128 --Bc 64 --json-out attention.json
+    python3 gpu/bench_attention.py --programs fa2,v1,v2,v3           # the tensor-core versions
 
 For each n and d (fp16, non-causal, batch·heads BH = 262144 // n so that BH·n ≈ 262k tokens
 at every n), it times
@@ -11,7 +12,9 @@ at every n), it times
   toysim     each program's CUDA twin through the CLI, `toysim gpu run PROGRAM --set n=N
              --set d=D --set Br=.. --set Bc=.. --heads BH --dtype fp16 --format json`, which
              also checks the output against the CPU reference and the counted traffic against
-             the simulator's (programs/attention/standard_tiled.toy, fa1.toy, fa2.toy);
+             the simulator's (programs/attention/standard_tiled.toy, fa1.toy, fa2.toy), and
+             the tensor-core versions of fa2 (v1 WMMA, v2 and v3 mma.sync) on fa2.toy through
+             --kernel, each at its own Br, Bc (VERSIONS below);
   PyTorch    scaled_dot_product_attention with the flash and the cuDNN backends, and the naive
              version that materializes S = Q·Kᵀ and P = softmax(S) (softmax in fp32, as
              the anchor measurements in ../shared/anchors/ did);
@@ -36,12 +39,22 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKENS = 262144  # BH·n, the anchor's 16 × 16384
 
-# toysim columns: (key, heading, program)
+# toysim columns: (key, heading, program). The CUDA-core kernels take --Br and --Bc.
 TOYSIM = [
     ("standard", "toysim standard", "programs/attention/standard_tiled.toy"),
     ("fa1", "toysim FA1", "programs/attention/fa1.toy"),
     ("fa2", "toysim FA2", "programs/attention/fa2.toy"),
+    ("v1", "toysim FA2 v1 (WMMA)", "programs/attention/fa2.toy"),
+    ("v2", "toysim FA2 v2 (mma.sync)", "programs/attention/fa2.toy"),
+    ("v3", "toysim FA2 v3 (mma.sync, 32 rows a warp)", "programs/attention/fa2.toy"),
 ]
+# The tensor-core versions of fa2_forward (gpu/attention_tensor_core.cu) run fa2.toy through
+# --kernel, each at the tile shape it is fastest at, per head dimension: {d: (Br, Bc)}.
+VERSIONS = {
+    "v1": ("fa2_v1_wmma", {64: (64, 64), 128: (64, 64)}),
+    "v2": ("fa2_v2_mma", {64: (128, 64), 128: (128, 64)}),
+    "v3": ("fa2_v3_mma", {64: (128, 64), 128: (128, 32)}),
+}
 # PyTorch columns: (key, heading)
 TORCH = [("flash", "SDPA flash"), ("cudnn", "cuDNN"), ("naive", "naive PyTorch (S, P materialized)")]
 
@@ -54,9 +67,10 @@ def parse_args():
     p.add_argument("--quick", action="store_true", help="one small size: n = 1024, d = 64")
     p.add_argument("--Br", type=int, default=64, help="toysim Q tile rows (--set Br=..., default 64)")
     p.add_argument("--Bc", type=int, default=64, help="toysim K/V tile rows (--set Bc=..., default 64)")
+    p.add_argument("--tiles", default="", help="the versions' tiles, e.g. v2:64=128x64,v3:128=128x32 (default: VERSIONS)")
     p.add_argument("--toysim", default=os.path.join(REPO, "build", "toysim"), help="the toysim binary (default: build/toysim)")
     p.add_argument("--programs", default=",".join(k for k, _, _ in TOYSIM),
-                   help="toysim columns to run, of standard, fa1, fa2 (default: all; 'none' for PyTorch only)")
+                   help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3 (default: all; 'none' for PyTorch only)")
     p.add_argument("--no-torch", action="store_true", help="leave out the PyTorch columns")
     p.add_argument("--warmups", type=int, default=3)
     p.add_argument("--repeats", type=int, default=20)
@@ -65,6 +79,13 @@ def parse_args():
     a = p.parse_args()
     if a.quick:
         a.sizes, a.dims = [1024], [64]
+    for item in filter(None, (t.strip() for t in a.tiles.split(","))):
+        key, _, rest = item.partition(":")
+        d, _, shape = rest.partition("=")
+        br, _, bc = shape.partition("x")
+        if key not in VERSIONS or not (d.isdigit() and br.isdigit() and bc.isdigit()):
+            p.error(f"--tiles: {item!r} is not VERSION:D=BRxBC with VERSION one of {', '.join(VERSIONS)}")
+        VERSIONS[key][1][int(d)] = (int(br), int(bc))
     known = {k for k, _, _ in TOYSIM}
     a.programs = [] if a.programs == "none" else [k.strip() for k in a.programs.split(",") if k.strip()]
     for k in a.programs:
@@ -79,12 +100,19 @@ def tflops(n, d, heads, ms):
 
 # ---- toysim: one CLI run per cell ----
 
-def run_toysim(args, program, n, d, heads):
+def run_toysim(args, key, program, n, d, heads):
     """The CLI's JSON, reduced to what the table needs, plus the whole of it under 'cli'."""
-    settings = ["--set", f"n={n}", "--set", f"d={d}", "--set", f"Br={args.Br}", "--set", f"Bc={args.Bc}", "--heads", str(heads),
-                "--dtype", "fp16", "--warmups", str(args.warmups), "--repeats", str(args.repeats), "--format", "json"]
+    br, bc = args.Br, args.Bc
+    kernel = []
+    if key in VERSIONS:
+        name, tiles = VERSIONS[key]
+        br, bc = tiles[d]
+        kernel = ["--kernel", name]
+    settings = kernel + ["--set", f"n={n}", "--set", f"d={d}", "--set", f"Br={br}", "--set", f"Bc={bc}", "--heads", str(heads),
+                         "--dtype", "fp16", "--warmups", str(args.warmups), "--repeats", str(args.repeats), "--format", "json"]
     cmd = [args.toysim, "gpu", "run", os.path.join(REPO, program)] + settings
-    cell = {"command": " ".join(["toysim gpu run", program] + settings), "label": f"{os.path.basename(program)} at n = {n}, d = {d}"}
+    label = f"{os.path.basename(program)}{' ' + kernel[1] if kernel else ''} at n = {n}, d = {d}"
+    cell = {"command": " ".join(["toysim gpu run", program] + settings), "label": label, "Br": br, "Bc": bc}
     started = time.time()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, cwd=REPO)
@@ -172,7 +200,7 @@ def figure(cell):
     return f"{cell['tflops']:.1f}" if cell and cell.get("tflops") is not None else ("n/a" if cell else "")
 
 
-def toysim_text(cell, flash, notes):
+def toysim_text(cell, flash, cudnn, notes):
     if not cell:
         return ""
     if cell.get("tflops") is None:
@@ -181,6 +209,8 @@ def toysim_text(cell, flash, notes):
     text = f"{cell['tflops']:.1f}"
     if flash and flash.get("tflops"):
         text += f" ({cell['tflops'] / flash['tflops']:.2f}×)"
+    if cudnn and cudnn.get("tflops"):
+        text += f" [{cell['tflops'] / cudnn['tflops']:.2f}× cuDNN]"
     problems = []
     if cell.get("check_passed") is False:
         problems.append("output check failed")
@@ -207,11 +237,13 @@ def table(rows, args):
                 else:
                     cells.append(figure(c))
             else:
-                cells.append(toysim_text(r["toysim"].get(key), r["torch"].get("flash"), notes))
+                cells.append(toysim_text(r["toysim"].get(key), r["torch"].get("flash"), r["torch"].get("cudnn"), notes))
         lines.append(f"| {r['n']} | {r['d']} | {r['heads']} | " + " | ".join(cells) + " |")
     out = "\n".join(lines)
     if args.programs and not args.no_torch:
-        out += "\n\nTFLOP/s = 4·n²·d·BH / median time; toysim cells: (×) is the ratio to SDPA flash."
+        out += ("\n\nTFLOP/s = 4·n²·d·BH / median time; toysim cells: (×) is the ratio to SDPA flash, [× cuDNN] to cuDNN. "
+                "Tiles: FA2 Br = {}, Bc = {}; ".format(args.Br, args.Bc) +
+                "; ".join(f"{k} {name} (Br, Bc) by d {tiles}" for k, (name, tiles) in VERSIONS.items() if k in args.programs) + ".")
     if notes:
         out += "\n\n" + "\n".join(f"[{i + 1}] {t}" for i, t in enumerate(notes))
     return out
@@ -240,7 +272,7 @@ def main():
             # toysim first, while PyTorch holds no device memory (its cache is emptied after each row).
             for key, _, program in TOYSIM:
                 if key in args.programs:
-                    row["toysim"][key] = run_toysim(args, program, n, d, heads)
+                    row["toysim"][key] = run_toysim(args, key, program, n, d, heads)
             if torch:
                 row["torch"] = run_torch(args, torch, n, d, heads)
             brief = {k: round(c["tflops"], 1) if c.get("tflops") else c.get("error", "n/a")

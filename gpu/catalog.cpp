@@ -77,37 +77,78 @@ double forward_flops(const std::vector<std::int64_t>& p) { return 4.0 * double(p
 // S, dP, dV, dQ, dK: five n²·d products, the seeds' 10·n²·d (2.5 times the forward pass). The
 // backward without the D trick computes S and dP twice (14·n²·d) but is credited the same
 // useful work, so its TFLOP/s shows what the recomputation costs.
+// The tensor-core versions of fa2_forward: d = 64 or 128, and the tile shapes they were built
+// for (a warp owns 16 rows of the Q tile).
+std::string refuse_head_dim(const char* name, const std::vector<std::int64_t>& p) {
+    if (p[1] != 64 && p[1] != 128) return fmt::format("{} takes d = 64 or 128 (a row of Q, K, V is 4 or 8 fragments of 16), not d = {}", name, p[1]);
+    return "";
+}
+std::string refuse_fa2_v1(const std::vector<std::int64_t>& p) {
+    if (auto why = refuse_head_dim("fa2_v1_wmma", p); !why.empty()) return why;
+    if (p[2] != 64 || p[3] != 64) return fmt::format("fa2_v1_wmma takes Br = Bc = 64 (4 warps of 16 rows), not Br = {}, Bc = {}", p[2], p[3]);
+    return "";
+}
+std::string refuse_fa2_v2(const std::vector<std::int64_t>& p) {
+    if (auto why = refuse_head_dim("fa2_v2_mma", p); !why.empty()) return why;
+    if ((p[2] != 64 && p[2] != 128) || (p[3] != 32 && p[3] != 64))
+        return fmt::format("fa2_v2_mma takes Br = 64 or 128 (4 or 8 warps of 16 rows) and Bc = 32 or 64, not Br = {}, Bc = {}", p[2], p[3]);
+    return "";
+}
+std::string refuse_fa2_v3(const std::vector<std::int64_t>& p) {
+    if (auto why = refuse_head_dim("fa2_v3_mma", p); !why.empty()) return why;
+    if (p[2] != 128 || (p[3] != 32 && p[3] != 64))
+        return fmt::format("fa2_v3_mma takes Br = 128 (4 warps of 32 rows) and Bc = 32 or 64, not Br = {}, Bc = {}", p[2], p[3]);
+    return "";
+}
+
 double backward_flops(const std::vector<std::int64_t>& p) { return 10.0 * double(p[0]) * double(p[0]) * double(p[1]); }
 
 std::vector<KernelParam> attention_params() {
     return {{"n"}, {"d", 128, kHeadDim}, {"Br", 128, kTileRows}, {"Bc", 128, kTileRows}};
 }
 
+// The storage types a kernel runs with.
+const std::vector<DType> kFp32 = {DType::F32};
+const std::vector<DType> kAllTypes = {DType::F32, DType::F16, DType::BF16};
+const std::vector<DType> kHalf = {DType::F16, DType::BF16};
+
 }  // namespace
+
+std::string KernelSpec::dtypes_text() const {
+    std::string out;
+    for (DType t : dtypes) out += (out.empty() ? "" : ", ") + std::string(dtype_name(t));
+    return out;
+}
 
 const std::vector<KernelSpec>& kernel_catalog() {
     static const std::vector<KernelSpec> catalog = {
         {"matmul_inner", "gpu/matmul.cu", "one output element per thread, both operands reloaded for every product (no reuse)",
-         {{"n"}}, {{"a"}, {"b"}, {"c"}}, {"matmul_inner"}, false, nullptr, matmul_flops},
+         {{"n"}}, {{"a"}, {"b"}, {"c"}}, {"matmul_inner"}, kFp32, nullptr, matmul_flops},
         {"matmul_outer", "gpu/matmul.cu", "t×t output tiles, a column of A and a row of B in shared memory per k (outer products)",
          {{"n"}, {"t", 32, "one thread per output element of a t×t tile (at most 1024 threads)"}},
-         {{"a"}, {"b"}, {"c"}}, {"matmul_outer"}, false, refuse_matmul_outer, matmul_flops},
+         {{"a"}, {"b"}, {"c"}}, {"matmul_outer"}, kFp32, refuse_matmul_outer, matmul_flops},
         {"softmax_3pass", "gpu/softmax.cu", "safe softmax in three passes over x: max, sum, normalize (Problem 4)",
          {{"n"}}, {{"x"}, {"out"}}, {"softmax_3pass"}},
         {"softmax_online", "gpu/softmax.cu", "online softmax: running max and sum in one pass, then normalize (Problem 5)",
          {{"n"}}, {{"x"}, {"out"}}, {"softmax_online"}},
         {"attention_standard", "gpu/attention_forward.cu", "S = Q·Kᵀ and P = softmax(S) materialized in global memory: three kernels",
-         attention_params(), {{"Q"}, {"K"}, {"V"}, {"S"}, {"P"}, {"O"}}, {"scores", "softmax", "pv"}, true, nullptr, forward_flops},
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"S"}, {"P"}, {"O"}}, {"scores", "softmax", "pv"}, kAllTypes, nullptr, forward_flops},
         {"fa1_forward", "gpu/attention_forward.cu", "FlashAttention-1 order: outer loop over K/V tiles, O, m, ℓ round-trip through global memory",
-         attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"m", true}, {"l", true}}, {"fa1_forward"}, true, nullptr, forward_flops},
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"m", true}, {"l", true}}, {"fa1_forward"}, kAllTypes, nullptr, forward_flops},
         {"fa2_forward", "gpu/attention_forward.cu", "FlashAttention-2 order: outer loop over Q tiles, O on chip, L written once",
-         attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_forward"}, true, nullptr, forward_flops},
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_forward"}, kAllTypes, nullptr, forward_flops},
         {"fa2_backward", "gpu/attention_backward.cu", "FlashAttention-2 backward with D = rowsum(dO∘O) precomputed: K and V read once",
          attention_params(), {{"Q"}, {"K"}, {"V"}, {"dO"}, {"O"}, {"L", true}, {"D", true}, {"dQ", true}, {"dK"}, {"dV"}},
-         {"delta", "fa2_backward"}, true, nullptr, backward_flops},
+         {"delta", "fa2_backward"}, kAllTypes, nullptr, backward_flops},
         {"fa2_backward_no_d_trick", "gpu/attention_backward.cu", "FlashAttention-2 backward without the D trick: K and V read twice",
          attention_params(), {{"Q"}, {"K"}, {"V"}, {"dO"}, {"L", true}, {"D", true}, {"dQ", true}, {"dK"}, {"dV"}},
-         {"delta", "fa2_backward"}, true, nullptr, backward_flops},
+         {"delta", "fa2_backward"}, kAllTypes, nullptr, backward_flops},
+        {"fa2_v1_wmma", "gpu/attention_tensor_core.cu", "FlashAttention-2 order on tensor cores through WMMA (fp16/bf16): S, P and O in shared memory",
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_v1_wmma"}, kHalf, refuse_fa2_v1, forward_flops, "fa2_forward"},
+        {"fa2_v2_mma", "gpu/attention_tensor_core.cu", "FlashAttention-2 with mma.sync and ldmatrix: softmax in registers, cp.async double buffering",
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_v2_mma"}, kHalf, refuse_fa2_v2, forward_flops, "fa2_forward"},
+        {"fa2_v3_mma", "gpu/attention_tensor_core.cu", "v2 with 32 rows per warp (each K/V fragment feeds two mma) and an ex2 softmax",
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_v3_mma"}, kHalf, refuse_fa2_v3, forward_flops, "fa2_forward"},
     };
     return catalog;
 }

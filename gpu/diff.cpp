@@ -22,7 +22,9 @@ std::string list(const std::vector<std::string>& names) {
 }  // namespace
 
 GpuDiff diff(const Program& p, const GpuRunResult& gpu) {
-    const KernelSpec& kernel = program_kernel(p);
+    const KernelSpec& program_own = program_kernel(p);
+    // Results of a version of the program's kernel (--kernel) count against the same program.
+    const KernelSpec& kernel = gpu.kernel->version_of == program_own.name ? program_kernel(p, gpu.kernel->name) : program_own;
     if (gpu.kernel != &kernel)
         throw ToyError(fmt::format("the GPU results are of kernel {}, but this program's is {}", gpu.kernel->name, kernel.name));
     for (const auto& [name, value] : gpu.params)

@@ -5,10 +5,12 @@
 //                  parameters and arrays each kernel takes (always built)
 //   runtime.cu     device query, buffers, the checked launch, counting and timing (CUDA builds)
 //   no_cuda.cpp    the same functions in a build without CUDA: "no GPU support" (exit 2)
-//   matmul.cu, softmax.cu, attention_forward.cu, attention_backward.cu: the kernels
+//   matmul.cu, softmax.cu, attention_forward.cu, attention_backward.cu,
+//   attention_tensor_core.cu: the kernels
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -46,14 +48,21 @@ struct KernelSpec {
     std::vector<KernelParam> params;   // in the order the launcher takes them
     std::vector<KernelArray> arrays;   // in the order of the launcher's pointers and counters
     std::vector<std::string_view> stages;  // one per kernel launch, in order
-    bool low_precision = false;        // fp16 and bf16 storage allowed (attention kernels)
+    // The storage types it runs with: fp32, plus fp16 and bf16 for the attention kernels; the
+    // tensor-core versions take fp16 and bf16 only.
+    std::vector<DType> dtypes = {DType::F32};
     // Parameter combinations the kernel refuses (beyond each one's max), or "".
     std::string (*refuse)(const std::vector<std::int64_t>& params) = nullptr;
     // Floating-point operations of one head, as the seeds count them (4·n²·d for attention
     // forward); null where the seeds count none (softmax): no TFLOP/s then.
     double (*flops)(const std::vector<std::int64_t>& params) = nullptr;
+    // A faster version of another kernel (fa2_v2_mma of fa2_forward): it has no program of its
+    // own but runs with that kernel's program, `toysim gpu run fa2.toy --kernel fa2_v2_mma`.
+    std::string_view version_of = {};
 
     int find_array(std::string_view array) const;
+    bool runs_in(DType t) const { return std::find(dtypes.begin(), dtypes.end(), t) != dtypes.end(); }
+    std::string dtypes_text() const;  // "fp32, fp16, bf16"
     DType storage(int array, DType run) const { return arrays[static_cast<size_t>(array)].always_f32 ? DType::F32 : run; }
 };
 

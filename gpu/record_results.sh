@@ -30,6 +30,10 @@ for dtype in fp16 fp32; do
     record "fa1.n4096.$dtype" programs/attention/fa1.toy --set n=4096 $attention --heads 16 --dtype $dtype
     record "fa2.n4096.$dtype" programs/attention/fa2.toy --set n=4096 $attention --heads 16 --dtype $dtype
 done
+# The tensor-core versions of fa2_forward, on fa2.toy through --kernel at their own tiles.
+record fa2_v1_wmma.n4096.fp16 programs/attention/fa2.toy --kernel fa2_v1_wmma --set n=4096 --set d=64 --set Br=64 --set Bc=64 --heads 16 --dtype fp16
+record fa2_v2_mma.n4096.fp16 programs/attention/fa2.toy --kernel fa2_v2_mma --set n=4096 --set d=64 --set Br=128 --set Bc=64 --heads 16 --dtype fp16
+record fa2_v3_mma.n4096.fp16 programs/attention/fa2.toy --kernel fa2_v3_mma --set n=4096 --set d=64 --set Br=128 --set Bc=64 --heads 16 --dtype fp16
 record fa2_backward.n1024.fp16 programs/attention/fa2_backward.toy --set n=1024 $attention --heads 4 --dtype fp16
 record fa2_backward_no_d_trick.n1024.fp16 programs/attention/fa2_backward_no_d_trick.toy --set n=1024 $attention --heads 4 --dtype fp16
 

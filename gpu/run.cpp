@@ -98,18 +98,34 @@ double round_to(DType t, double value) {
     return rounded;
 }
 
-const KernelSpec& program_kernel(const Program& p) {
+const KernelSpec& program_kernel(const Program& p, std::string_view version) {
     const auto& tree = *p.tree;
     if (!tree.gpu_kernel)
         throw ToyError(ErrorKind::Input, Loc{},
                        fmt::format("this program has no 'gpu' line naming the kernel that runs it on a GPU (kernels: {})", kernel_names()));
     const ast::GpuKernel& line = *tree.gpu_kernel;
+    std::vector<std::string_view> names;
+    for (const auto& row : kernel_catalog()) names.push_back(row.name);
     const KernelSpec* k = find_kernel(line.name);
-    if (!k) {
-        std::vector<std::string_view> names;
-        for (const auto& row : kernel_catalog()) names.push_back(row.name);
+    if (!k)
         bad(line.loc, fmt::format("no GPU kernel is named {}{} (kernels: {})", quoted_name(line.name), did_you_mean(line.name, names),
                                      kernel_names()));
+    if (!version.empty() && version != k->name) {
+        const KernelSpec* v = find_kernel(version);
+        if (!v)
+            throw ToyError(ErrorKind::Input, Loc{},
+                           fmt::format("--kernel: no GPU kernel is named {}{} (kernels: {})", quoted_name(version), did_you_mean(version, names),
+                                       kernel_names()));
+        if (v->version_of != k->name) {
+            std::string versions;
+            for (const auto& row : kernel_catalog())
+                if (row.version_of == k->name) versions += (versions.empty() ? "" : ", ") + std::string(row.name);
+            throw ToyError(ErrorKind::Input, Loc{},
+                           fmt::format("--kernel {}: this program runs {}{}", v->name, k->name,
+                                       versions.empty() ? std::string(", which has no other versions")
+                                                        : fmt::format(", whose other versions are {}", versions)));
+        }
+        k = v;
     }
     for (const auto& a : k->arrays)
         if (p.find_array(a.name) < 0)
@@ -144,7 +160,7 @@ double GpuRunResult::gigabytes_per_second() const {
 }
 
 GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
-    const KernelSpec& kernel = program_kernel(p);
+    const KernelSpec& kernel = program_kernel(p, options.kernel);
     const Loc at = p.tree->gpu_kernel->loc;
     GpuRunResult result;
     result.kernel = &kernel;
@@ -154,9 +170,11 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     result.measure = options.measure;
     if (options.heads < 1 || options.heads > 65535)
         throw ToyError(ErrorKind::Input, Loc{}, fmt::format("--heads {} is out of range: 1 to 65535 (the grid's extra dimension)", options.heads));
-    if (options.dtype != DType::F32 && !kernel.low_precision)
+    if (!kernel.runs_in(options.dtype))
         throw ToyError(ErrorKind::Input, Loc{},
-                       fmt::format("kernel {} runs in fp32 only; fp16 and bf16 are for the attention kernels", kernel.name));
+                       kernel.runs_in(DType::F32) && kernel.dtypes.size() == 1
+                           ? fmt::format("kernel {} runs in fp32 only; fp16 and bf16 are for the attention kernels", kernel.name)
+                           : fmt::format("kernel {} runs on the tensor cores in {} only (--dtype)", kernel.name, kernel.dtypes_text()));
 
     std::vector<std::int64_t> params;
     for (const auto& param : kernel.params) {

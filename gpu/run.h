@@ -19,9 +19,14 @@ namespace toysim::gpu {
 // The kernel the program's `gpu` line names, after checking that the kernel takes the
 // program's arrays (the same names, all of them) and parameters. Throws ToyError at the
 // `gpu` line (or, with no such line, naming the programs that have one).
-const KernelSpec& program_kernel(const Program& program);
+//
+// `kernel`, when not empty, names another kernel of the catalog to run instead (`--kernel`):
+// one whose `version_of` is the kernel the program names, taking the same arrays and
+// parameters (fa2.toy runs fa2_v2_mma, the tensor-core version of fa2_forward).
+const KernelSpec& program_kernel(const Program& program, std::string_view kernel = {});
 
 struct GpuRunOptions {
+    std::string kernel;  // empty: the program's own; else a version of it (program_kernel)
     std::int64_t heads = 1;
     DType dtype = DType::F32;
     int warmups = 3;

@@ -26,6 +26,8 @@ extern const KernelEntry kAttentionForwardKernels[];
 extern const int kAttentionForwardKernelCount;
 extern const KernelEntry kAttentionBackwardKernels[];
 extern const int kAttentionBackwardKernelCount;
+extern const KernelEntry kAttentionTensorCoreKernels[];
+extern const int kAttentionTensorCoreKernelCount;
 
 namespace {
 
@@ -41,7 +43,8 @@ StageLauncher find_launcher(std::string_view name) {
     const Table tables[] = {{kMatmulKernels, kMatmulKernelCount},
                             {kSoftmaxKernels, kSoftmaxKernelCount},
                             {kAttentionForwardKernels, kAttentionForwardKernelCount},
-                            {kAttentionBackwardKernels, kAttentionBackwardKernelCount}};
+                            {kAttentionBackwardKernels, kAttentionBackwardKernelCount},
+                            {kAttentionTensorCoreKernels, kAttentionTensorCoreKernelCount}};
     for (const auto& t : tables)
         for (int k = 0; k < t.count; ++k)
             if (name == t.entries[k].name) return t.entries[k].launch;

@@ -34,15 +34,23 @@ constexpr const char* kSoftmax = "registers 3\nparam n = 4\n{}input x[n]\noutput
 }  // namespace
 
 TEST_CASE("every kernel of the catalog is named by a shipped program whose arrays and parameters it takes", "[gpu]") {
+    // A version of another kernel (fa2_v2_mma of fa2_forward) runs with that kernel's program
+    // through --kernel: it must take that program's arrays and parameters too.
     std::set<std::string> named;
     for (const auto& path : shipped_programs()) {
         Program p = build_file(path);
         if (!p.tree->gpu_kernel) continue;
         INFO(path);
-        const gpu::KernelSpec& k = gpu::program_kernel(p);  // throws on any mismatch
-        named.insert(std::string(k.name));
-        CHECK(k.arrays.size() == p.arrays.size());
-        CHECK(std::filesystem::exists(std::string(TOYSIM_SOURCE_DIR) + "/" + std::string(k.source)));
+        const gpu::KernelSpec& own = gpu::program_kernel(p);  // throws on any mismatch
+        for (const auto& v : gpu::kernel_catalog()) {
+            if (&v != &own && v.version_of != own.name) continue;
+            INFO(v.name);
+            const gpu::KernelSpec& k = gpu::program_kernel(p, v.name);
+            CHECK(&k == &v);
+            named.insert(std::string(k.name));
+            CHECK(k.arrays.size() == p.arrays.size());
+            CHECK(std::filesystem::exists(std::string(TOYSIM_SOURCE_DIR) + "/" + std::string(k.source)));
+        }
     }
     for (const auto& k : gpu::kernel_catalog()) {
         INFO(k.name);
@@ -55,7 +63,7 @@ TEST_CASE("the gpu line names a kernel once and must match the program", "[gpu]"
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_online\n")) == "no error");
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_onlin\n")) ==
           "3:5: no GPU kernel is named 'softmax_onlin'; did you mean 'softmax_online'? (kernels: matmul_inner, matmul_outer, softmax_3pass, "
-          "softmax_online, attention_standard, fa1_forward, fa2_forward, fa2_backward, fa2_backward_no_d_trick)");
+          "softmax_online, attention_standard, fa1_forward, fa2_forward, fa2_backward, fa2_backward_no_d_trick, fa2_v1_wmma, fa2_v2_mma, fa2_v3_mma)");
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu matmul_inner\n")) == "3:5: kernel matmul_inner reads or writes an array a, which this program does not declare");
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_3pass\nscratch t[n]\n")) ==
           "3:5: this program declares array 't', which kernel softmax_3pass does not take (it takes x, out)");
@@ -63,6 +71,34 @@ TEST_CASE("the gpu line names a kernel once and must match the program", "[gpu]"
     CHECK_THROWS_WITH(build(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_3pass\ngpu softmax_online\n")),
                       "the program's GPU kernel is already declared ('softmax_3pass', at line 3)");
     CHECK_THROWS_WITH(build(fmt::format(fmt::runtime(kSoftmax), "gpu 12\n")), Catch::Contains("a kernel name, such as fa2_forward"));
+}
+
+TEST_CASE("the --kernel option runs a version of the program's kernel, and only one", "[gpu]") {
+    Program fa2 = build_file("programs/attention/fa2.toy");
+    CHECK(gpu::program_kernel(fa2, "fa2_v2_mma").name == "fa2_v2_mma");
+    CHECK(gpu::program_kernel(fa2, "fa2_v1_wmma").version_of == "fa2_forward");
+    CHECK(gpu::program_kernel(fa2, "fa2_forward").name == "fa2_forward");
+    CHECK_THROWS_WITH(gpu::program_kernel(fa2, "fa2_v2_mm"), Catch::Contains("--kernel: no GPU kernel is named 'fa2_v2_mm'; did you mean 'fa2_v2_mma'?"));
+    CHECK_THROWS_WITH(gpu::program_kernel(fa2, "fa1_forward"),
+                      "--kernel fa1_forward: this program runs fa2_forward, whose other versions are fa2_v1_wmma, fa2_v2_mma, fa2_v3_mma");
+    Program fa1 = build_file("programs/attention/fa1.toy");
+    CHECK_THROWS_WITH(gpu::program_kernel(fa1, "fa2_v2_mma"), "--kernel fa2_v2_mma: this program runs fa1_forward, which has no other versions");
+    for (const auto& k : gpu::kernel_catalog())
+        if (!k.version_of.empty()) CHECK(gpu::find_kernel(k.version_of) != nullptr);
+}
+
+TEST_CASE("the tensor-core versions refuse the shapes they were not built for", "[gpu]") {
+    auto refusal = [](std::string_view kernel, std::vector<std::int64_t> params) { return gpu::find_kernel(kernel)->refuse(params); };
+    CHECK(refusal("fa2_v1_wmma", {100, 64, 64, 64}) == "");
+    CHECK(refusal("fa2_v1_wmma", {100, 128, 64, 64}) == "");
+    CHECK(refusal("fa2_v1_wmma", {100, 64, 128, 64}) == "fa2_v1_wmma takes Br = Bc = 64 (4 warps of 16 rows), not Br = 128, Bc = 64");
+    CHECK(refusal("fa2_v2_mma", {100, 64, 128, 64}) == "");
+    CHECK(refusal("fa2_v2_mma", {100, 128, 64, 32}) == "");
+    CHECK(refusal("fa2_v2_mma", {100, 96, 64, 64}) == "fa2_v2_mma takes d = 64 or 128 (a row of Q, K, V is 4 or 8 fragments of 16), not d = 96");
+    CHECK(refusal("fa2_v2_mma", {100, 64, 32, 64}) ==
+          "fa2_v2_mma takes Br = 64 or 128 (4 or 8 warps of 16 rows) and Bc = 32 or 64, not Br = 32, Bc = 64");
+    CHECK(refusal("fa2_v3_mma", {100, 128, 128, 32}) == "");
+    CHECK(refusal("fa2_v3_mma", {100, 64, 64, 64}) == "fa2_v3_mma takes Br = 128 (4 warps of 32 rows) and Bc = 32 or 64, not Br = 64, Bc = 64");
 }
 
 TEST_CASE("values are rounded to fp16 and bf16 as the device stores them", "[gpu]") {
@@ -97,6 +133,38 @@ TEST_CASE("toysim gpu run refuses what no kernel runs, before looking for a GPU"
     r = run_cli({"gpu", "run", "programs/p4_softmax_3pass.toy", "--dtype", "fp8"});
     CHECK(r.code == 2);
     CHECK(r.err.find("--dtype: fp8 not in {fp32,fp16,bf16}") != std::string::npos);
+}
+
+TEST_CASE("toysim gpu run --kernel runs a version of the program's kernel, refused before looking for a GPU", "[gpu]") {
+    auto r = run_cli({"gpu", "run", "programs/attention/fa2.toy", "--kernel", "fa1_forward"});
+    CHECK(r.code == 2);
+    CHECK(r.err == "programs/attention/fa2.toy: error: --kernel fa1_forward: this program runs fa2_forward, whose other versions are "
+                   "fa2_v1_wmma, fa2_v2_mma, fa2_v3_mma\n");
+    r = run_cli({"gpu", "run", "programs/attention/fa2.toy", "--kernel", "fa2_v2_mma", "--set", "d=64"});  // fp32 by default
+    CHECK(r.code == 2);
+    CHECK(r.err == "programs/attention/fa2.toy: error: kernel fa2_v2_mma runs on the tensor cores in fp16, bf16 only (--dtype)\n");
+    r = run_cli({"gpu", "run", "programs/attention/fa2.toy", "--kernel", "fa2_v2_mma", "--dtype", "fp16"});  // fa2.toy's own d = 4
+    CHECK(r.code == 2);
+    CHECK(r.err.find("fa2_v2_mma takes d = 64 or 128 (a row of Q, K, V is 4 or 8 fragments of 16), not d = 4") != std::string::npos);
+    r = run_cli({"gpu", "run", "programs/attention/fa2.toy", "--kernel", "fa2_v3_mma", "--set", "d=64", "--set", "Br=64", "--dtype", "bf16"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("fa2_v3_mma takes Br = 128 (4 warps of 32 rows) and Bc = 32 or 64, not Br = 64, Bc = 4") != std::string::npos);
+}
+
+TEST_CASE("toysim diff reads a committed run of a tensor-core version against fa2.toy", "[gpu]") {
+    const std::vector<std::string> shape = {"--set", "n=4096", "--set", "d=64", "--set", "Br=128", "--set", "Bc=64"};
+    std::vector<std::string> args = {"diff", "programs/attention/fa2.toy", "--gpu", "traces/gpu/fa2_v3_mma.n4096.fp16.cold.json"};
+    args.insert(args.end(), shape.begin(), shape.end());
+    auto r = run_cli(args);
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("fa2_v3_mma") != std::string::npos);
+    args.push_back("--kernel");
+    args.push_back("fa2_v2_mma");
+    r = run_cli(args);
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--kernel fa2_v2_mma: the GPU results in traces/gpu/fa2_v3_mma.n4096.fp16.cold.json are of kernel fa2_v3_mma") !=
+          std::string::npos);
 }
 
 TEST_CASE("toysim gpu run without a usable GPU says why and exits 2", "[gpu]") {

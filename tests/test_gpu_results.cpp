@@ -47,7 +47,30 @@ TEST_CASE("every committed GPU run still counts what the simulator counts", "[gp
             CHECK(d.dram_bytes > 0);
             ++runs;
         }
-    CHECK(runs == 24);  // 12 runs (gpu/record_results.sh), cold and warm
+    CHECK(runs == 30);  // 15 runs (gpu/record_results.sh), cold and warm
+}
+
+TEST_CASE("the committed runs of the tensor-core versions are fa2.toy's, at their own tiles", "[gpu]") {
+    // Recorded through --kernel: the JSON names the version, the program is fa2.toy, and
+    // toysim diff reads them against fa2.toy as it does fa2_forward's.
+    int runs = 0;
+    for (const std::string version : {"fa2_v1_wmma", "fa2_v2_mma", "fa2_v3_mma"})
+        for (const std::string l2 : {"cold", "warm"}) {
+            const std::string path = std::string(TOYSIM_SOURCE_DIR) + "/traces/gpu/" + version + ".n4096.fp16." + l2 + ".json";
+            INFO(path);
+            const std::string text = read_text(path);
+            gpu::GpuRunResult r = parse_gpu_run(text, path);
+            CHECK(r.kernel->name == version);
+            CHECK(r.kernel->version_of == "fa2_forward");
+            CHECK(nlohmann::json::parse(text).at("program").get<std::string>() == "programs/attention/fa2.toy");
+            CHECK(r.traffic_equal());
+            CHECK(r.check_passed());
+            ParamSettings settings(r.params.begin(), r.params.end());
+            gpu::GpuDiff d = gpu::diff(build_file("programs/attention/fa2.toy", settings), r);
+            CHECK(d.counted_bytes == d.simulated_bytes);
+            ++runs;
+        }
+    CHECK(runs == 6);
 }
 
 TEST_CASE("the committed sweeps still count what the simulator counts at every n", "[gpu]") {

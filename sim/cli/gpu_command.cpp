@@ -23,6 +23,7 @@ gpu::L2State l2_state(const std::string& name) {
 int gpu_run_command(const Options& o, Context& ctx) {
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     gpu::GpuRunOptions options;
+    options.kernel = o.kernel;
     options.heads = o.heads;
     options.dtype = *gpu::parse_dtype(o.dtype);  // CLI11 accepted only the names
     options.warmups = o.warmups;
@@ -49,6 +50,7 @@ namespace {
 // The live GPU side of a diff: measured, cold L2 unless warm was asked for.
 gpu::GpuRunResult live_run(const Program& program, const Options& o) {
     gpu::GpuRunOptions options;
+    options.kernel = o.kernel;
     options.heads = o.heads;
     options.dtype = *gpu::parse_dtype(o.dtype);
     options.measure = o.measure == "off" ? gpu::L2State::Cold : l2_state(o.measure);
@@ -104,6 +106,8 @@ int diff_command(const Options& o, Context& ctx) {
         std::ostringstream text;
         text << in.rdbuf();
         result = parse_gpu_run(text.str(), o.gpu_source);
+        if (!o.kernel.empty() && result.kernel->name != o.kernel)
+            throw ToyError(fmt::format("--kernel {}: the GPU results in {} are of kernel {}", o.kernel, o.gpu_source, result.kernel->name));
     }
     gpu::GpuDiff d = gpu::diff(program, result);
     ctx.out << format_diff(o.file, result, d, o.gpu_source, parse_format(o.format));

@@ -7,6 +7,12 @@ namespace toysim {
 
 namespace {
 
+nlohmann::ordered_json dtype_names(const gpu::KernelSpec& k) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (gpu::DType t : k.dtypes) out.push_back(std::string(gpu::dtype_name(t)));
+    return out;
+}
+
 using json = nlohmann::ordered_json;
 
 std::string version_text(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
@@ -206,7 +212,7 @@ std::string format_kernel_catalog(Format format) {
             for (const auto& a : k.arrays) arrays.push_back(a.name);
             for (const auto& s : k.stages) stages.push_back(s);
             out.push_back(json{{"kernel", k.name}, {"source", k.source}, {"summary", k.summary}, {"params", params}, {"arrays", arrays},
-                               {"stages", stages}, {"dtypes", k.low_precision ? json{"fp32", "fp16", "bf16"} : json{"fp32"}}});
+                               {"stages", stages}, {"dtypes", dtype_names(k)}});
         }
         return json_text(out);
     }
@@ -214,7 +220,7 @@ std::string format_kernel_catalog(Format format) {
     for (const auto& k : gpu::kernel_catalog()) {
         std::string params;
         for (const auto& p : k.params) params += (params.empty() ? "" : ", ") + std::string(p.name);
-        t.rows.push_back({std::string(k.name), std::string(k.source), params, k.low_precision ? "fp32, fp16, bf16" : "fp32",
+        t.rows.push_back({std::string(k.name), std::string(k.source), params, k.dtypes_text(),
                           std::string(k.summary)});
     }
     return render_table(t, format);

@@ -38,8 +38,9 @@ std::string describe(const gpu::GpuRunResult& r) {
 
 // One run, timed once with no warm-up: the tests want its counts and checks.
 gpu::GpuRunResult run_once(const std::string& path, const ParamSettings& shape, gpu::DType dtype, std::int64_t heads,
-                           double check_budget = gpu::GpuRunOptions{}.check_budget) {
+                           double check_budget = gpu::GpuRunOptions{}.check_budget, const std::string& kernel = {}) {
     gpu::GpuRunOptions o;
+    o.kernel = kernel;
     o.heads = heads;
     o.dtype = dtype;
     o.warmups = 0;
@@ -60,6 +61,23 @@ void run_all(const std::string& path, const std::vector<ParamSettings>& shapes, 
             CHECK(r.check_passed());
             CHECK(!r.checks.empty());
         }
+}
+
+// A tensor-core version of fa2_forward (gpu/attention_tensor_core.cu) on fa2.toy at its tile
+// shapes: n ragged at both ends (1, 7, 100, 1000, 4097), d = 64 and 128, fp16 and bf16.
+void run_version(const std::string& kernel, const std::vector<std::pair<int, int>>& tiles) {
+    for (int n : {1, 7, 100, 1000, 4097})
+        for (int d : {64, 128})
+            for (auto [br, bc] : tiles)
+                for (gpu::DType t : {gpu::DType::F16, gpu::DType::BF16}) {
+                    const ParamSettings shape = {{"n", n}, {"d", d}, {"Br", br}, {"Bc", bc}};
+                    gpu::GpuRunResult r = run_once("programs/attention/fa2.toy", shape, t, 3, gpu::GpuRunOptions{}.check_budget, kernel);
+                    INFO(kernel << " n=" << n << " d=" << d << " Br=" << br << " Bc=" << bc << " " << gpu::dtype_name(t) << "\n" << describe(r));
+                    CHECK(r.kernel->name == kernel);
+                    CHECK(r.traffic_equal());
+                    CHECK(r.check_passed());
+                    CHECK(r.checks.size() == 2);
+                }
 }
 
 using gpu::DType;
@@ -101,6 +119,24 @@ TEST_CASE("attention_standard on the GPU", "[attention_standard]") {
 TEST_CASE("fa1_forward on the GPU", "[fa1_forward]") { run_all("programs/attention/fa1.toy", attention_shapes(), kAll); }
 
 TEST_CASE("fa2_forward on the GPU", "[fa2_forward]") { run_all("programs/attention/fa2.toy", attention_shapes(), kAll); }
+
+// Each version is its own ctest entry ("gpu: fa2_v1_wmma", ...: tests/CMakeLists.txt).
+TEST_CASE("fa2_v1_wmma (tensor cores through WMMA) on the GPU", "[fa2_v1_wmma]") { run_version("fa2_v1_wmma", {{64, 64}}); }
+
+TEST_CASE("fa2_v2_mma (mma.sync, ldmatrix, cp.async) on the GPU", "[fa2_v2_mma]") {
+    run_version("fa2_v2_mma", {{64, 32}, {64, 64}, {128, 32}, {128, 64}});
+}
+
+TEST_CASE("fa2_v3_mma (32 rows a warp) on the GPU", "[fa2_v3_mma]") { run_version("fa2_v3_mma", {{128, 32}, {128, 64}}); }
+
+TEST_CASE("a tensor-core version refuses what it was not built for", "[fa2_v2_mma]") {
+    CHECK_THROWS_WITH(run_once("programs/attention/fa2.toy", {{"n", 64}, {"d", 32}, {"Br", 64}, {"Bc", 64}}, DType::F16, 1,
+                               gpu::GpuRunOptions{}.check_budget, "fa2_v2_mma"),
+                      Catch::Contains("fa2_v2_mma takes d = 64 or 128"));
+    CHECK_THROWS_WITH(run_once("programs/attention/fa2.toy", {{"n", 64}, {"d", 64}, {"Br", 64}, {"Bc", 64}}, DType::F32, 1,
+                               gpu::GpuRunOptions{}.check_budget, "fa2_v2_mma"),
+                      Catch::Contains("fp16 or bf16"));
+}
 
 TEST_CASE("fa2_backward on the GPU", "[fa2_backward]") {
     run_all("programs/attention/fa2_backward.toy", attention_shapes(), kAll, 2);
