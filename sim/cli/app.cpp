@@ -183,6 +183,7 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.gpu_run = c.gpu->add_subcommand("run", "Run the kernel the program's 'gpu' line names, with the program's parameters.");
     c.gpu_run->add_option("file", o.file, program_help)->required();
     c.gpu_run->add_option("--set", o.sets, "override a parameter, e.g. --set n=4096 (repeatable)");
+    c.gpu_run->add_option("--kernel", o.kernel, "run another version of the program's kernel, e.g. fa2_v2_mma for fa2.toy (toysim gpu kernels)");
     c.gpu_run->add_option("--heads", o.heads, "batch × heads: independent copies of the problem, the grid's extra dimension (default 1)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
     c.gpu_run->add_option("--dtype", o.dtype, "storage type: fp32, or fp16 or bf16 for attention (fp32 arithmetic in every case)")
@@ -195,6 +196,7 @@ Commands define_commands(CLI::App& app, Options& o) {
     add_format(c.gpu_run);
     c.gpu_run->footer("\nexamples:\n"
                       "  toysim gpu run programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64\n"
+                      "  toysim gpu run programs/attention/fa2.toy --kernel fa2_v2_mma --set n=4096 --set d=64 --set Br=128 --set Bc=64 --heads 64 --dtype fp16\n"
                       "  toysim gpu run programs/attention/fa1.toy --set n=1000 --set d=64 --set Br=32 --set Bc=32 --heads 8 --dtype fp16\n"
                       "  toysim gpu run programs/p5_online_softmax.toy --set n=100000 --heads 64 --format json\n"
                       "  toysim gpu run programs/matmul_outer.toy --set n=1024 --set t=16");
@@ -204,6 +206,7 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.diff = app.add_subcommand("diff", "Simulated DRAM traffic beside the GPU kernel's counts and the hardware's L2 and DRAM traffic.");
     c.diff->add_option("file", o.file, program_help)->required();
     c.diff->add_option("--set", o.sets, "override a parameter, e.g. --set n=4096 (repeatable)");
+    c.diff->add_option("--kernel", o.kernel, "live: run another version of the program's kernel, e.g. fa2_v2_mma for fa2.toy");
     c.diff->add_option("--gpu", o.gpu_source, "live (run the kernel on this machine's GPU) or a saved 'toysim gpu run --format json' file");
     c.diff->add_option("--heads", o.heads, "live: batch × heads (default 1)")->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
     c.diff->add_option("--dtype", o.dtype, "live: fp32, fp16 or bf16")->check(CLI::IsMember({"fp32", "fp16", "bf16"}));

@@ -34,6 +34,7 @@ struct Options {
     int warmups = 3, repeats = 20;           // gpu run
     std::string measure = "off";             // gpu run, diff: off, cold or warm
     std::string gpu_source = "live";         // diff: live, or a saved gpu run JSON
+    std::string kernel;                      // gpu run, diff: a version of the program's kernel (--kernel)
     std::string sweep;                       // diff, compare: NAME=V1,V2,...
     std::string plot;                        // diff --sweep, sweep, compare --sweep: a plot to write
     std::string color = "auto";              // step: auto (on a terminal), always or never
