@@ -34,7 +34,7 @@ Tensor evaluate_reference(const Program& p, const MachineState<double>& s, std::
     return reference(function, args);
 }
 
-void fill_inputs(const Program& p, MachineState<double>& s) {
+void fill_inputs(const Program& p, MachineState<double>& s, std::uint64_t stream) {
     for (const auto& a : p.arrays) {
         if (!a.starts_filled()) continue;
         auto* out = s.dram.data() + a.base;
@@ -46,7 +46,7 @@ void fill_inputs(const Program& p, MachineState<double>& s) {
                 std::copy(values.begin(), values.end(), out);
                 break;
             }
-            default: random_fill(a.fill, 0, out, a.size);
+            default: random_fill(a.fill, stream, out, a.size);
         }
     }
 }

@@ -21,7 +21,7 @@ void run_machine(Machine<NumericDomain>& m, const RunOptions& options) {
 
 RunResult run_numeric(const Program& p, const RunOptions& options, bool keep_fault) {
     Machine<NumericDomain> m(p, NumericDomain{});
-    fill_inputs(p, m.state());
+    fill_inputs(p, m.state(), options.fill_stream);
     auto start = std::chrono::steady_clock::now();
     std::optional<ToyError> fault;
     try {
@@ -154,7 +154,7 @@ Trace trace(const Program& p, bool symbolic, const RunOptions& options) {
         record(p, m, t, t.tile_symbols, options);
     } else {
         Machine<NumericDomain> m(p, NumericDomain{});
-        fill_inputs(p, m.state());
+        fill_inputs(p, m.state(), options.fill_stream);
         record(p, m, t, t.tile_numbers, options);
     }
     return t;

@@ -158,8 +158,36 @@ struct GpuKernel {
     Loc loc;
 };
 
+// ---- exercise specs (exercise.toy; see programs/exercises/README.md) ----
+
+// target COUNTER REL EXPR points N: the figure itself is an Expect in Program::expects (compiled
+// and counted like one); this is what meeting it earns.
+struct Target {
+    std::int64_t points = 1;
+    Loc loc;  // 'target'
+};
+
+// test visible|hidden [NAME = EXPR ...] [seed = N] [points N]: one graded test case.
+struct ExerciseTest {
+    bool hidden = false;
+    std::vector<std::pair<std::string, ExprPtr>> settings;
+    std::uint64_t seed = 0;  // the stream of every random (and default) input fill; 0 is `toysim run`'s
+    std::int64_t points = 1;
+    Loc loc;  // 'test'
+};
+
+struct Exercise {
+    std::string title;
+    Loc loc;                                  // 'exercise'
+    std::vector<std::pair<Op, Loc>> allowed;  // empty: every opcode
+    ExprPtr step_limit;                       // null: the default
+    std::vector<Target> targets;              // parallel to Program::expects
+    std::vector<ExerciseTest> tests;
+};
+
 struct Program {
     std::shared_ptr<const SourceFile> source;
+    std::optional<Exercise> exercise;  // an exercise spec's own declarations (ParseMode::Exercise)
     std::optional<GpuKernel> gpu_kernel;
     ExprPtr registers;
     std::vector<Param> params;  // and lets, in declaration order

@@ -1,8 +1,10 @@
 #include "sim/front/parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 
 #include "sim/front/lexer.h"
 #include "sim/support/text.h"
@@ -36,22 +38,66 @@ Loc span(Loc a, Loc b) {
     return Loc{a.line, a.col, b.col + b.len - a.col};
 }
 
+// The declarations only an exercise spec makes.
+const std::vector<std::string_view>& exercise_keywords() {
+    static const std::vector<std::string_view> words = {"exercise", "allow", "limit", "target"};
+    return words;
+}
+
+bool is_one_of(std::string_view word, const std::vector<std::string_view>& words) {
+    return std::find(words.begin(), words.end(), word) != words.end();
+}
+
+// The lexer knows no strings, and only a title needs one: `exercise "..."` has its quoted text
+// taken out here (into `titles`, by line) and blanked to spaces, so columns stay as written.
+std::shared_ptr<const SourceFile> without_titles(const SourceFile& source, std::map<int, std::pair<std::string, Loc>>& titles) {
+    std::string text;
+    bool changed = false;
+    for (size_t n = 0; n < source.lines.size(); ++n) {
+        std::string line(source.lines[n]);
+        size_t word = line.find_first_not_of(" \t");
+        if (word != std::string::npos && line.compare(word, 8, "exercise") == 0) {
+            size_t open = line.find_first_not_of(" \t", word + 8);
+            if (open != std::string::npos && open > word + 8 && line[open] == '"') {
+                int line_no = static_cast<int>(n) + 1;
+                size_t close = line.find('"', open + 1);
+                if (close == std::string::npos)
+                    throw ToyError(Loc{line_no, static_cast<int>(open) + 1, 1}, "this title is never closed: expected '\"' at its end");
+                titles[line_no] = {line.substr(open + 1, close - open - 1),
+                                   Loc{line_no, static_cast<int>(open) + 1, static_cast<int>(close - open) + 1}};
+                std::fill(line.begin() + static_cast<long>(open), line.begin() + static_cast<long>(close) + 1, ' ');
+                changed = true;
+            }
+        }
+        text += line;
+        text += '\n';
+    }
+    if (!changed) return nullptr;
+    return std::make_shared<const SourceFile>(source.path, std::move(text));
+}
+
 class Parser {
 public:
-    explicit Parser(std::shared_ptr<const SourceFile> source) : source_(std::move(source)), tokens_(lex(*source_)) {}
+    Parser(std::shared_ptr<const SourceFile> source, ParseMode mode)
+        : mode_(mode), source_(std::move(source)), lexed_(without_titles(*source_, titles_)), tokens_(lex(lexed_ ? *lexed_ : *source_)) {}
 
     Program run() {
         Program program;
         program.source = source_;
+        if (mode_ == ParseMode::Exercise) program.exercise.emplace();
         while (!at(Tok::End)) {
             if (accept_newline()) continue;
             top_statement(program);
         }
+        if (program.exercise) finish_exercise(*program.exercise);
         return program;
     }
 
 private:
+    ParseMode mode_;
+    std::map<int, std::pair<std::string, Loc>> titles_;  // by line: an `exercise` line's quoted title
     std::shared_ptr<const SourceFile> source_;
+    std::shared_ptr<const SourceFile> lexed_;  // the source with titles blanked (null: none), which tokens point into
     std::vector<Token> tokens_;
     size_t pos_ = 0;
     int nesting_ = 0;     // expression levels open: parentheses, unary minus signs, calls
@@ -267,6 +313,8 @@ private:
         if (head.kind == Tok::Punct && head.text == "}") throw ToyError(head.loc, "unmatched '}': no 'for' loop is open here");
         if (head.kind != Tok::Ident) fail(head, "a declaration, an instruction or 'for'");
         std::string_view word = head.text;
+        refuse_out_of_mode(head);
+        if (program.exercise && exercise_statement(*program.exercise, program)) return;
         if (word == "registers") {
             next();
             if (program.registers) throw ToyError(head.loc, "the register file size is already declared");
@@ -333,6 +381,138 @@ private:
         } else {
             program.body.push_back(body_statement());
         }
+    }
+
+    // ---- what each kind of file may hold ----
+
+    // A declaration in the wrong kind of file, refused at its first word.
+    void refuse_out_of_mode(const Token& head) {
+        std::string_view word = head.text;
+        bool declaration = (is_one_of(word, statement_keywords()) && word != "for") || is_one_of(word, exercise_keywords());
+        switch (mode_) {
+            case ParseMode::Solution:
+                if (declaration && word != "let" && word != "tile")
+                    throw ToyError(head.loc, fmt::format("a solution may not declare {}: the exercise fixes the checks, tolerances, "
+                                                         "targets and the machine",
+                                                         quoted_name(word)));
+                break;
+            case ParseMode::Program:
+                if (is_one_of(word, exercise_keywords()) ||
+                    (word == "test" && peek(1).kind == Tok::Ident && (peek(1).text == "visible" || peek(1).text == "hidden")))
+                    throw ToyError(head.loc, fmt::format("{} belongs in an exercise spec (exercise.toy)", quoted_name(word)));
+                break;
+            case ParseMode::Exercise:
+                if (word == "expect")
+                    throw ToyError(head.loc, "an exercise spec states its figures as targets with points: write 'target' "
+                                             "instead of 'expect' (target cycles <= 25 points 1)");
+                if (word == "gpu") throw ToyError(head.loc, "'gpu' belongs in an ordinary program, not in an exercise spec");
+                if (word == "for" || find_op(word))
+                    throw ToyError(head.loc, "an exercise spec holds no instructions: the student's solution does (solution.toy "
+                                             "is the reference one)");
+                if (!declaration) {
+                    std::vector<std::string_view> words = statement_keywords();
+                    words.insert(words.end(), exercise_keywords().begin(), exercise_keywords().end());
+                    throw ToyError(head.loc, fmt::format("unknown declaration {}{}", quoted_name(word), did_you_mean(word, words)));
+                }
+                break;
+        }
+    }
+
+    // `exercise`, `allow`, `limit`, `target` and `test visible|hidden`: false for any other word.
+    bool exercise_statement(Exercise& ex, Program& program) {
+        const Token& head = peek();
+        std::string_view word = head.text;
+        if (word == "exercise") {
+            next();
+            auto title = titles_.find(head.loc.line);
+            if (title == titles_.end()) fail(peek(), "the title in double quotes: exercise \"Problem 1: c00\"");
+            if (ex.loc.line) throw ToyError(head.loc, fmt::format("the exercise's title is already given (line {})", ex.loc.line));
+            if (title->second.first.find_first_not_of(' ') == std::string::npos) throw ToyError(title->second.second, "the title is empty");
+            ex.title = title->second.first;
+            ex.loc = head.loc;
+        } else if (word == "allow") {
+            next();
+            do {
+                const Token& name = expect_ident("an opcode");
+                auto op = find_op(name.text);
+                if (!op) unknown_opcode(name);
+                ex.allowed.emplace_back(*op, name.loc);
+            } while (at_punct(",") && (next(), true));
+        } else if (word == "limit") {
+            next();
+            if (ex.step_limit) throw ToyError(head.loc, "the step limit is already given");
+            if (!at_word("steps")) fail(peek(), "'steps' (limit steps = 100*n + 1000)");
+            next();
+            expect_punct("=");
+            ex.step_limit = expr();
+        } else if (word == "target") {
+            next();
+            program.expects.push_back(figure());
+            ex.targets.push_back(Target{points_clause(), head.loc});
+        } else if (word == "test") {
+            next();
+            ex.tests.push_back(exercise_test(head.loc));
+            return true;  // it ends its own line
+        } else {
+            return false;
+        }
+        end_of_statement();
+        return true;
+    }
+
+    // [points N]: the points of a target or a test; 1 when not given.
+    std::int64_t points_clause() {
+        if (!at_word("points")) return 1;
+        next();
+        return whole_number("points (a whole number, at most 1000000)", 1'000'000);
+    }
+
+    std::uint64_t whole_number(std::string_view what, std::uint64_t most) {
+        const Token& t = peek();
+        std::uint64_t value = 0;
+        if (t.kind != Tok::Integer) fail(t, what);
+        auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), value);
+        if (ec != std::errc() || value > most) throw ToyError(t.loc, fmt::format("{} is too large: expected {}", quoted_name(t.text), what));
+        next();
+        return value;
+    }
+
+    ExerciseTest exercise_test(Loc loc) {
+        ExerciseTest t;
+        t.loc = loc;
+        if (!at_word("visible") && !at_word("hidden")) fail(peek(), "'visible' or 'hidden'");
+        t.hidden = next().text == "hidden";
+        bool seeded = false, scored = false;
+        while (at(Tok::Ident)) {
+            const Token& name = next();
+            auto twice = [&](bool already) {
+                if (already) throw ToyError(name.loc, fmt::format("{} is given twice in this test", quoted_name(name.text)));
+            };
+            if (name.text == "points") {
+                twice(scored);
+                scored = true;
+                t.points = whole_number("points (a whole number, at most 1000000)", 1'000'000);
+            } else {
+                expect_punct("=");
+                if (name.text == "seed") {
+                    twice(seeded);
+                    seeded = true;
+                    t.seed = whole_number("a seed (a whole number below 2^64)", UINT64_MAX);
+                } else {
+                    for (const auto& [set, value] : t.settings) twice(set == name.text);
+                    t.settings.emplace_back(std::string(name.text), expr());
+                }
+            }
+            if (at_punct(",")) next();
+        }
+        end_of_statement();
+        return t;
+    }
+
+    void finish_exercise(const Exercise& ex) {
+        if (!ex.loc.line) throw ToyError(Loc{1, 1, 1}, "an exercise spec needs a title: add 'exercise \"Problem 1: ...\"' at the top");
+        if (ex.tests.empty())
+            throw ToyError(ex.loc, "an exercise spec needs at least one test case: add 'test visible' (and 'test hidden seed = 7')");
     }
 
     // The name a tile or array declaration gives ("tile", "array"): never a register's name,
@@ -451,6 +631,13 @@ private:
     }
 
     Expect expect_decl() {
+        Expect e = figure();
+        end_of_statement();
+        return e;
+    }
+
+    // COUNTER REL EXPR, as `expect` and `target` write it.
+    Expect figure() {
         Expect e;
         const Token& counter = expect_ident("a counter (cycles, instructions, reads, writes, registers or an opcode)");
         e.counter = std::string(counter.text);
@@ -466,7 +653,6 @@ private:
         if (at_punct("<=") || at_punct(">=")) e.relation = next().text == "<=" ? Relation::AtMost : Relation::AtLeast;
         else expect_punct("=");
         e.value = expr();
-        end_of_statement();
         return e;
     }
 
@@ -477,6 +663,7 @@ private:
         if (head.text == "for") return loop();
         auto op = find_op(head.text);
         if (!op) {
+            refuse_out_of_mode(head);
             for (auto kw : statement_keywords())
                 if (kw == head.text)
                     throw ToyError(head.loc, fmt::format("{} declarations belong at the top level, not inside a loop", quoted_name(kw)));
@@ -594,6 +781,6 @@ private:
 
 }  // namespace
 
-ast::Program parse(std::shared_ptr<const SourceFile> source) { return Parser(std::move(source)).run(); }
+ast::Program parse(std::shared_ptr<const SourceFile> source, ParseMode mode) { return Parser(std::move(source), mode).run(); }
 
 }  // namespace toysim

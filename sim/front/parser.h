@@ -7,7 +7,12 @@
 
 namespace toysim {
 
-ast::Program parse(std::shared_ptr<const SourceFile> source);
+// What a file is: an ordinary program; an exercise spec (exercise.toy: declarations only, plus
+// `exercise`, `allow`, `limit`, `target` and `test visible|hidden`); or a student's solution
+// (instructions, loops, lets and tiles only). Each refuses, at the word, what belongs to another.
+enum class ParseMode { Program, Exercise, Solution };
+
+ast::Program parse(std::shared_ptr<const SourceFile> source, ParseMode mode = ParseMode::Program);
 
 // Keywords that may start a statement, for "did you mean" suggestions.
 const std::vector<std::string_view>& statement_keywords();

@@ -1,5 +1,101 @@
-// The grader: an exercise spec (the instructor's checks, machine and targets) and a student's
-// instructions, run on every test case. (Being written: see issue 10.)
+// The grader: an exercise spec (the instructor's machine, arrays, checks, targets and test
+// cases: programs/exercises/README.md) and a student's solution (instructions, loops, lets and
+// tiles only), run on every test case. The spec holds everything that decides a grade; nothing
+// in the student's file can change it. Nothing here prints: sim/print/grade_report.h does.
 #pragma once
 
-namespace toysim {}
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/check/checks.h"
+#include "sim/front/ast.h"
+#include "sim/lower/program.h"
+
+namespace toysim::grade {
+
+// A test case's step limit when the spec gives none (`limit steps = ...`).
+inline constexpr std::uint64_t kDefaultStepLimit = 1'000'000;
+// The most units of work (tile elements moved or multiplied) one test case may do: about ten
+// seconds of tile work. A solution whose loops and tiles say more is refused before it runs,
+// since a few huge tile instructions stay far below any step limit.
+inline constexpr std::uint64_t kMaxWorkUnits = std::uint64_t{1} << 32;
+
+struct TestCase {
+    int number = 0;  // 1-based, in the spec's order
+    bool hidden = false;
+    ParamSettings settings;  // the `test` line's own settings (the others keep their defaults)
+    std::uint64_t seed = 0;  // RunOptions::fill_stream
+    std::int64_t points = 1;
+    std::uint64_t step_limit = kDefaultStepLimit;
+    std::int64_t max_score = 0;  // points + every target's points
+    Loc loc;
+    // "n=1000, seed 7", or "defaults"
+    std::string settings_text() const;
+    // "test 2 (hidden): n=1000, seed 7"
+    std::string name() const;
+};
+
+struct Exercise {
+    std::string name;  // the folder's name
+    std::shared_ptr<const SourceFile> source;  // exercise.toy
+    std::string title;
+    std::vector<TestCase> tests;
+    std::int64_t max_score = 0;
+    int hidden_tests() const;
+    int visible_tests() const { return static_cast<int>(tests.size()) - hidden_tests(); }
+};
+
+// Parses the spec and checks it: compiled (with an empty body) at every test case's settings,
+// its arrays fit a run, its references fit in memory, its step limits are positive. Throws a
+// ToyError located in `source` when the exercise itself is bad.
+Exercise load_exercise(std::shared_ptr<const SourceFile> source, std::string name);
+
+enum class Verdict { Passed, Partial, Wrong, Fault, Rejected };
+std::string_view verdict_name(Verdict verdict);  // "passed", "partial", ...
+
+// One target in one test case.
+struct TargetResult {
+    std::string counter;  // "cycles", "reads(K)"
+    Relation relation = Relation::AtMost;
+    std::int64_t expected = 0;
+    std::uint64_t actual = 0;
+    bool met = false;
+    std::int64_t points = 0, earned = 0;
+    std::string text() const;  // "cycles <= 25"
+};
+
+struct CheckOutcome {
+    std::string text;  // "c = matmul(a, b)"
+    CheckResult result;
+};
+
+struct CaseResult {
+    TestCase test;
+    Verdict verdict = Verdict::Rejected;
+    // Why points were lost: the located error (file:line:col: error: ... with the line and a
+    // caret), the failed check, or the missed targets. Empty when the case passed.
+    std::string message;
+    bool ran = false;  // the counters below are a run's (to its end, or to its fault)
+    std::uint64_t cycles = 0, instructions = 0, reads = 0, writes = 0;
+    std::vector<CheckOutcome> checks;    // when the run finished
+    std::vector<TargetResult> targets;   // when the run finished
+    std::int64_t score = 0;
+};
+
+struct Grade {
+    std::string exercise, title, solution;  // the exercise's name, its title, the solution's path
+    std::vector<CaseResult> cases;
+    std::int64_t score = 0, max_score = 0;
+    bool full_marks() const { return score == max_score; }
+};
+
+// Runs the student's file on every test case. A broken or hostile solution never throws (parse
+// errors, refused declarations, disallowed opcodes, run-time faults, endless or huge loops):
+// each case gets its verdict and message. Throws a ToyError located in the exercise's spec only
+// when the spec itself turns out bad while running.
+Grade grade_solution(const Exercise& exercise, std::shared_ptr<const SourceFile> solution);
+
+}  // namespace toysim::grade
