@@ -82,13 +82,15 @@ inline std::string one_input(std::string_view bytes) {
         printed += format_stop(s, s.run_forward(), style);
         printed += format_stop(s, s.backward(3), style);
         printed += format_stop(s, s.run_backward(), style);
-        printed += format_stop(s, s.forward(kRunSteps), style);
+        printed += format_stop(s, s.forward(50), style);
         printed += format_registers(s, style) + format_session_counters(s) + format_listing(s, std::nullopt);
     });
-    stage([&] { printed += view_json(program, record_numeric(program, kTraceSteps, kTraceSteps)).dump(); });
+    // As `toysim view` writes it: text that is not UTF-8 (a source line) is replaced, not thrown on.
+    const auto replace = nlohmann::ordered_json::error_handler_t::replace;
+    stage([&] { printed += view_json(program, record_numeric(program, kTraceSteps, kTraceSteps)).dump(-1, ' ', false, replace); });
     stage([&] {
         ExprArena arena;
-        printed += view_json(program, record_symbolic(program, arena, kTraceSteps, kTraceSteps), arena).dump();
+        printed += view_json(program, record_symbolic(program, arena, kTraceSteps, kTraceSteps), arena).dump(-1, ' ', false, replace);
     });
     return printed;
 }
