@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `toysim step` in a real terminal, driven through tmux as a person would type: the prompt,
 # Enter repeating the last command, libedit's history (Up) and line editing (Ctrl-A, Ctrl-F),
-# and the changed register in color. Usage: step_in_terminal.sh path/to/toysim
+# the changed register in color, and Ctrl-C interrupting a long move.
+# Usage: step_in_terminal.sh path/to/toysim
 # Exits 77 (ctest: skipped) only when tmux is missing; scripts/install-deps.sh installs it.
 set -euo pipefail
 toysim=$(realpath "$1")
@@ -49,4 +50,20 @@ if ! screen -e | grep -qF $'\e[32m'; then
 fi
 type_line "quit"
 wait_for "exit status 0"
-echo "ok: prompt, Enter repeats, history, line editing and color in a terminal"
+
+# Ctrl-C stops a long move, not the session: a 400-million-step matmul scanned for a
+# breakpoint it never reaches is interrupted, and the session goes on from where it stopped.
+tmux_ kill-session
+tmux_ -f /dev/null new-session -d -x 150 -y 60 -e TERM=xterm-256color \
+  "cd '$PWD' && '$toysim' step programs/matmul_inner.toy --set n=512; echo \"exit status \$?\"; sleep 60"
+wait_for "(toysim) "
+type_line "break cycle 999999999999"
+type_line "continue"
+sleep 1
+tmux_ send-keys C-c
+wait_for "interrupted"
+type_line "print reads(b)"
+wait_for "reads(b) = "
+type_line "quit"
+wait_for "exit status 0"
+echo "ok: prompt, Enter repeats, history, line editing, color and Ctrl-C in a terminal"
