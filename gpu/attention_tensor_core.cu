@@ -14,8 +14,8 @@
 // heads: Q read once per Q tile, K and V once per (Q tile, K/V tile), O and L written once.
 // A version runs with fa2.toy's arrays and parameters through --kernel:
 //
-//   toysim gpu run programs/attention/fa2.toy --kernel fa2_v2_mma --set n=4096 --set d=64 \
-//       --set Br=128 --set Bc=64 --heads 64 --dtype fp16
+//   toysim gpu run programs/attention/fa2.toy --kernel fa2_v2_mma
+//       --set n=4096 --set d=64 --set Br=128 --set Bc=64 --heads 64 --dtype fp16
 //
 // which checks O and L against the CPU reference and the counts against count_traffic.
 // Inputs are fp16 or bf16, products accumulate in fp32 (P is rounded to the input type before
