@@ -135,7 +135,7 @@ TEST_CASE("a tensor-core version refuses what it was not built for", "[fa2_v2_mm
                       Catch::Contains("fa2_v2_mma takes d = 64 or 128"));
     CHECK_THROWS_WITH(run_once("programs/attention/fa2.toy", {{"n", 64}, {"d", 64}, {"Br", 64}, {"Bc", 64}}, DType::F32, 1,
                                gpu::GpuRunOptions{}.check_budget, "fa2_v2_mma"),
-                      Catch::Contains("fp16 or bf16"));
+                      Catch::Contains("kernel fa2_v2_mma runs on the tensor cores in fp16, bf16 only (--dtype)"));
 }
 
 TEST_CASE("fa2_backward on the GPU", "[fa2_backward]") {
