@@ -3,7 +3,6 @@
 #include "sim/cli/app.h"
 
 #include <CLI/CLI.hpp>
-#include <charconv>
 #include <cstring>
 #include <fmt/format.h>
 #include <iostream>
@@ -65,9 +64,8 @@ Commands define_commands(CLI::App& app, Options& o) {
     const std::vector<std::string> formats = {"table", "json", "markdown", "csv"};
     const CLI::Validator positive(
         [](std::string& text) -> std::string {
-            std::uint64_t v = 0;
-            auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-            if (ec != std::errc() || end != text.data() + text.size() || v == 0) return quoted_name(text) + " is not a positive whole number";
+            auto v = parse_whole_number(text);
+            if (!v || *v == 0) return quoted_name(text) + " is not a positive whole number";
             return "";
         },
         "POSITIVE");

@@ -2,7 +2,6 @@
 // Enter repeats), read from the terminal with line editing or, when standard input is not a
 // terminal, line by line from it, so a class demo or a test can script a session.
 #include <atomic>
-#include <charconv>
 #include <csignal>
 #include <fmt/format.h>
 
@@ -43,18 +42,11 @@ private:
     struct sigaction previous_ {};
 };
 
-std::string trim(std::string_view s) {
-    size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
-    return a == std::string_view::npos ? std::string() : std::string(s.substr(a, b - a + 1));
-}
-
 std::uint64_t count_argument(const std::string& text, std::uint64_t fallback, std::string_view command) {
     if (text.empty()) return fallback;
-    std::uint64_t v = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || end != text.data() + text.size())
-        throw ToyError(fmt::format("{} takes a whole number, not {}", command, quoted_name(text)));
-    return v;
+    auto v = parse_whole_number(text);
+    if (!v) throw ToyError(fmt::format("{} takes a whole number, not {}", command, quoted_name(text)));
+    return *v;
 }
 
 const std::vector<std::string_view> kStepCommands = {"step", "next", "back", "reverse-step", "goto", "continue", "reverse-continue", "break",
@@ -70,7 +62,7 @@ public:
     // Runs one command; false to end the session.
     bool execute(const std::string& line) {
         std::string word = line.substr(0, line.find(' '));
-        std::string arg = trim(line.size() > word.size() ? std::string_view(line).substr(word.size()) : std::string_view());
+        std::string arg(trim(line.size() > word.size() ? std::string_view(line).substr(word.size()) : std::string_view()));
         auto& out = ctx_.out;
         auto move = [&](auto&& how) {
             InterruptGuard guard(interactive_);
@@ -114,7 +106,7 @@ public:
             out << format_registers(s_, style_);
         } else if (word == "mem" || word == "x") {
             std::string array = arg.substr(0, arg.find(' '));
-            std::string row = trim(arg.size() > array.size() ? std::string_view(arg).substr(array.size()) : std::string_view());
+            std::string row(trim(arg.size() > array.size() ? std::string_view(arg).substr(array.size()) : std::string_view()));
             if (array.empty()) throw ToyError("mem takes an array: mem x (or mem x 100, from row 100)");
             auto first = count_argument(row, 0, "mem ARRAY");
             out << format_memory(s_, array, static_cast<std::int64_t>(std::min<std::uint64_t>(first, INT64_MAX)), style_);
@@ -140,7 +132,7 @@ public:
         std::string last;
         bool failed = false;
         while (auto line = reader.read("(toysim) ")) {
-            std::string command = trim(*line);
+            std::string command(trim(*line));
             if (command.empty()) {
                 if (last.empty()) continue;
                 command = last;  // Enter repeats the last command, as in gdb

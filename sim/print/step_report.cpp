@@ -216,9 +216,9 @@ std::optional<std::pair<std::string, std::vector<std::int64_t>>> split_indices(s
     while (!rest.empty()) {
         size_t close = rest.find(']');
         if (rest.front() != '[' || close == std::string_view::npos) return std::nullopt;
-        std::string number(rest.substr(1, close - 1));
-        if (number.empty() || number.size() > 15 || number.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-        out.second.push_back(std::stoll(number));
+        auto number = parse_whole_number(rest.substr(1, close - 1));
+        if (!number) return std::nullopt;
+        out.second.push_back(static_cast<std::int64_t>(std::min<std::uint64_t>(*number, INT64_MAX)));
         rest = rest.substr(close + 1);
     }
     return out;
@@ -264,9 +264,7 @@ std::string format_stop(const Session<Domain>& s, const Stop& stop, const StepSt
 template <class Domain>
 std::string format_print(const Session<Domain>& s, std::string_view what, const StepStyle& style) {
     const Program& p = s.program();
-    std::string text(what);
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.erase(0, 1);
+    std::string text(trim(what));
     if (text.empty()) throw ToyError("print what? A register (R3), a tile (o), an element (x[2]) or a counter (reads(x))");
     if ((text[0] == 'R' || text[0] == 'r') && text.size() > 1 && text.find_first_not_of("0123456789", 1) == std::string::npos && text.size() < 10) {
         int r = std::stoi(text.substr(1));

@@ -49,18 +49,20 @@ json access_json(const Program& p, const DramAccess& a) {
     const ArrayInfo& info = p.arrays[static_cast<size_t>(a.array)];
     Grid g = grid_of(info);
     const char* kind = a.kind == AccessKind::Read ? "read" : "write";
-    auto rect = [&](std::int64_t first, std::int64_t last) {
-        std::int64_t r0 = first / g.cols, c0 = first % g.cols, r1 = last / g.cols, c1 = last % g.cols;
-        return json{{"array", a.array}, {"kind", kind}, {"row", r0}, {"col", c0}, {"rows", r1 - r0 + 1}, {"cols", c1 - c0 + 1}};
+    auto rect = [&](std::int64_t row, std::int64_t col, std::int64_t rows, std::int64_t cols) {
+        return json{{"array", a.array}, {"kind", kind}, {"row", row}, {"col", col}, {"rows", rows}, {"cols", cols}};
     };
     std::int64_t first = a.address - info.base, last = a.at(a.rows - 1, a.cols - 1) - info.base;
-    json out = json::array();
     std::int64_t r0 = first / g.cols, c0 = first % g.cols, r1 = last / g.cols, c1 = last % g.cols;
+    json out = json::array();
     if (r1 >= r0 && c1 >= c0 && (r1 - r0 + 1) * (c1 - c0 + 1) == a.elements()) {
-        out.push_back(rect(first, last));
+        out.push_back(rect(r0, c0, r1 - r0 + 1, c1 - c0 + 1));
     } else {
         for (std::int64_t i = 0; i < a.rows; ++i)
-            for (std::int64_t j = 0; j < a.cols; ++j) out.push_back(rect(a.at(i, j) - info.base, a.at(i, j) - info.base));
+            for (std::int64_t j = 0; j < a.cols; ++j) {
+                std::int64_t element = a.at(i, j) - info.base;
+                out.push_back(rect(element / g.cols, element % g.cols, 1, 1));
+            }
     }
     return out;
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <charconv>
 #include <cstring>
 #include <fmt/format.h>
 
@@ -12,19 +11,8 @@ namespace toysim {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
-
-std::optional<std::uint64_t> whole_number(std::string_view s) {
-    s = trim(s);
-    std::uint64_t v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-    return v;
-}
+// A whole number, spaces around it allowed ("break  12 ").
+std::optional<std::uint64_t> whole_number(std::string_view s) { return parse_whole_number(trim(s)); }
 
 const char* const kBreakForms = "break 12 (a line), break cycle 40, break STORE, break x (any access), break x[3], break reads(K) > 64";
 const char* const kWatchForms = "watch R2, watch o (a tile), watch out (an array), watch out[3]";

@@ -4,6 +4,7 @@
 #include <array>
 #include <utility>
 #include <cctype>
+#include <charconv>
 #include <fmt/format.h>
 
 namespace toysim {
@@ -142,6 +143,19 @@ std::string pad_left(std::string_view s, int width) {
     std::string out(static_cast<size_t>(std::max(0, width - display_width(s))), ' ');
     out.append(s);
     return out;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+std::optional<std::uint64_t> parse_whole_number(std::string_view s) {
+    std::uint64_t v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+    return v;
 }
 
 std::string format_number(double v, int digits) {

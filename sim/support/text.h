@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,11 @@ std::string quoted_name(std::string_view name);
 int display_width(std::string_view s);
 std::string pad_right(std::string_view s, int width);
 std::string pad_left(std::string_view s, int width);
+// The text without the whitespace around it.
+std::string_view trim(std::string_view s);
+// A whole number in decimal digits only ("42"); nullopt for anything else (empty, a sign, a
+// space, a value past 2^64 − 1).
+std::optional<std::uint64_t> parse_whole_number(std::string_view s);
 // Shortest decimal form of a double with up to `digits` significant digits ("0.5", "1e+06", "-3").
 std::string format_number(double v, int digits = 6);
 
