@@ -110,7 +110,7 @@ def run_toysim(args, key, program, n, d, heads):
         kernel = ["--kernel", name]
     settings = kernel + ["--set", f"n={n}", "--set", f"d={d}", "--set", f"Br={br}", "--set", f"Bc={bc}", "--heads", str(heads),
                          "--dtype", "fp16", "--warmups", str(args.warmups), "--repeats", str(args.repeats), "--format", "json"]
-    cmd = [args.toysim, "gpu", "run", os.path.join(REPO, program)] + settings
+    cmd = [args.toysim, "gpu", "run", program] + settings  # relative: results carry no machine path (cwd is the repository)
     label = f"{os.path.basename(program)}{' ' + kernel[1] if kernel else ''} at n = {n}, d = {d}"
     cell = {"command": " ".join(["toysim gpu run", program] + settings), "label": label, "Br": br, "Bc": bc}
     started = time.time()

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds toysim and runs every test: once in Release (g++), once under ASan + UBSan +
-# _GLIBCXX_ASSERTIONS (clang++), then fuzzes for FUZZ_SECONDS (default 60) with libFuzzer.
+# _GLIBCXX_ASSERTIONS (clang++), then replays the fuzz corpus and past crashes and fuzzes FUZZ_RUNS
+# inputs (default 20000) from a fixed seed with libFuzzer: the same commit, the same answer.
+# Open-ended fuzzing is scripts/fuzz.sh SECONDS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -17,6 +19,6 @@ cmake --preset sanitize >/dev/null
 cmake --build --preset sanitize -j "$jobs"
 ctest --preset sanitize -j "$jobs"
 
-stage "fuzz: ${FUZZ_SECONDS:-60} s"
-JOBS=$jobs bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+stage "fuzz: the saved inputs, then ${FUZZ_RUNS:-20000} runs from a fixed seed"
+JOBS=$jobs bash scripts/fuzz.sh --ci "${FUZZ_RUNS:-20000}"
 stage "done"

@@ -46,13 +46,17 @@ struct CliResult {
     std::string escaped;  // what() of an exception that left toysim::cli::main, if any
 };
 
-// toysim ARGS, in-process, from the repository root (the CLI's examples use relative paths).
-inline CliResult run_cli(const std::vector<std::string>& args) {
+// toysim ARGS, in-process, from the repository root (the CLI's examples use relative paths),
+// with `input` as its standard input (not a terminal).
+inline CliResult run_cli_input(const std::vector<std::string>& args, const std::string& input) {
     std::filesystem::current_path(TOYSIM_SOURCE_DIR);
     CliResult r;
+    std::istringstream in(input);
     std::ostringstream out, err;
+    toysim::cli::Io io;
+    io.in = &in;
     try {
-        r.code = toysim::cli::main(args, out, err);
+        r.code = toysim::cli::main(args, out, err, io);
     } catch (const std::exception& e) {
         r.escaped = e.what();
     }
@@ -60,6 +64,8 @@ inline CliResult run_cli(const std::vector<std::string>& args) {
     r.err = err.str();
     return r;
 }
+
+inline CliResult run_cli(const std::vector<std::string>& args) { return run_cli_input(args, ""); }
 
 inline std::vector<std::string> split_lines(const std::string& text) {
     std::vector<std::string> lines;

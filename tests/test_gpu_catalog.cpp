@@ -167,6 +167,27 @@ TEST_CASE("toysim diff reads a committed run of a tensor-core version against fa
           std::string::npos);
 }
 
+TEST_CASE("toysim diff --gpu FILE takes the saved run's parameters, heads and dtype, and refuses a contradiction", "[gpu]") {
+    const std::string file = "traces/gpu/fa2.n4096.fp16.cold.json";
+    auto r = run_cli({"diff", "programs/attention/fa2.toy", "--gpu", file});
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("programs/attention/fa2.toy (n = 4096, d = 64, Br = 64, Bc = 64), fa2_forward; 16 heads; fp16\n") == 0);
+    // Naming the file's own values changes nothing.
+    auto same = run_cli({"diff", "programs/attention/fa2.toy", "--gpu", file, "--set", "Br=64", "--heads", "16", "--dtype", "fp16"});
+    CHECK(same.code == 0);
+    CHECK(same.out == r.out);
+    r = run_cli({"diff", "programs/attention/fa2.toy", "--gpu", file, "--set", "Br=32"});
+    CHECK(r.code == 2);
+    CHECK(r.err == "toysim: error: --set Br=32: the GPU results in " + file + " are for Br = 64 (leave --set Br out to take the file's value)\n");
+    r = run_cli({"diff", "programs/attention/fa2.toy", "--gpu", file, "--heads", "4"});
+    CHECK(r.code == 2);
+    CHECK(r.err == "toysim: error: --heads 4: the GPU results in " + file + " are for 16 heads\n");
+    r = run_cli({"diff", "programs/attention/fa2.toy", "--gpu", file, "--dtype", "fp32"});
+    CHECK(r.code == 2);
+    CHECK(r.err == "toysim: error: --dtype fp32: the GPU results in " + file + " are for fp16\n");
+}
+
 TEST_CASE("toysim gpu run without a usable GPU says why and exits 2", "[gpu]") {
     if (gpu::built_with_cuda()) {
         try {

@@ -44,18 +44,9 @@ std::vector<std::uint64_t> brute_force_hits(const Program& p, const Breakpoint& 
 }
 
 testing::CliResult step_session(const std::vector<std::string>& args, const std::string& commands) {
-    std::filesystem::current_path(TOYSIM_SOURCE_DIR);
-    std::istringstream in(commands);
-    std::ostringstream out, err;
-    cli::Io io;
-    io.in = &in;
-    testing::CliResult r;
     std::vector<std::string> full = {"step"};
     full.insert(full.end(), args.begin(), args.end());
-    r.code = cli::main(full, out, err, io);
-    r.out = out.str();
-    r.err = err.str();
-    return r;
+    return testing::run_cli_input(full, commands);
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }

@@ -146,3 +146,28 @@ TEST_CASE("view: a run too long for a page is refused, saying how to shrink it",
     CHECK(w.code == 2);
     CHECK(w.err == "toysim: error: -o '/nonexistent/dir/p1.html': cannot write the file: No such file or directory\n");
 }
+
+TEST_CASE("view: an array with no dimensions is drawn as one cell, and its access is that cell", "[view]") {
+    // Once a crash (an empty vector's back()): tests/view/scalar_array.toy declares `input x`.
+    json view = page_data({"tests/view/scalar_array.toy"});
+    const json& x = view["arrays"][0];
+    CHECK(x["name"] == "x");
+    CHECK(x["dims"] == json::array());
+    CHECK(x["rows"] == 1);
+    CHECK(x["cols"] == 1);
+    CHECK(x["grid_rows"] == 1);
+    CHECK(x["grid_cols"] == 1);
+    REQUIRE(view["steps"].size() == 2);
+    CHECK(view["steps"][0]["dram"] == json::array({{{"array", 0}, {"kind", "read"}, {"row", 0}, {"col", 0}, {"rows", 1}, {"cols", 1}}}));
+    CHECK(view["steps"][1]["dram"] == json::array({{{"array", 1}, {"kind", "write"}, {"row", 0}, {"col", 0}, {"rows", 1}, {"cols", 1}}}));
+}
+
+TEST_CASE("view: the stepper prints and shows a scalar array as it is written", "[view]") {
+    auto r = run_cli_input({"step", "tests/view/scalar_array.toy"}, "step 2\nprint x\nprint x[0]\nmem x\nbreak x[0]\nbreak x\nquit\n");
+    CHECK(r.code == 2);  // the two mistakes
+    CHECK(r.err == "error: x has no dimensions (a scalar): print one element, as x, or the array with 'mem x'\n"
+                   "error: x has no dimensions (a scalar); 'x[0]' gives 1\n");
+    CHECK(r.out.find("(toysim) print x\nx = x (read 1 time)\n") != std::string::npos);
+    CHECK(r.out.find("(toysim) mem x\ninput x\n") != std::string::npos);
+    CHECK(r.out.find("(toysim) break x\nbreakpoint 1: break x\n") != std::string::npos);
+}

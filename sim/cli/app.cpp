@@ -295,7 +295,11 @@ int parse_and_dispatch(const std::vector<std::string>& args, Context& ctx) {
     if (c.cost->parsed()) return cost_command(o, ctx);
     if (c.gpu_run->parsed()) return gpu_run_command(o, ctx);
     if (c.gpu_kernels->parsed()) return gpu_kernels_command(o, ctx);
-    if (c.diff->parsed()) return diff_command(o, ctx);
+    if (c.diff->parsed()) {
+        o.heads_given = c.diff->count("--heads") > 0;
+        o.dtype_given = c.diff->count("--dtype") > 0;
+        return diff_command(o, ctx);
+    }
     if (c.step->parsed()) return step_command(o, ctx);
     if (c.view->parsed()) return view_command(o, ctx);
     if (c.grade->parsed()) return grade_command(o, ctx);

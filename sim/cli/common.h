@@ -31,6 +31,7 @@ struct Options {
     std::uint64_t max_steps = 0;             // 0: the command's default
     std::int64_t heads = 1;                  // gpu run
     std::string dtype = "fp32";              // gpu run
+    bool heads_given = false, dtype_given = false;  // diff: named on the command line (a saved run has its own)
     int warmups = 3, repeats = 20;           // gpu run
     std::string measure = "off";             // gpu run, diff: off, cold or warm
     std::string gpu_source = "live";         // diff: live, or a saved gpu run JSON

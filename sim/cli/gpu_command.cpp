@@ -1,4 +1,5 @@
 // toysim gpu run and gpu kernels.
+#include <algorithm>
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
@@ -81,6 +82,27 @@ int diff_sweep(const Options& o, Context& ctx) {
     return kOk;
 }
 
+// A saved run says what it ran: its parameters are the program's, unless --set names one
+// (which must then agree with the file), and its heads and dtype are the run's own.
+ParamSettings saved_run_settings(const Options& o, const gpu::GpuRunResult& result) {
+    ParamSettings settings = result.params;
+    for (const auto& [name, value] : settings_from(o.sets)) {
+        auto same = std::find_if(settings.begin(), settings.end(), [&](const auto& s) { return s.first == name; });
+        if (same == settings.end()) {
+            settings.emplace_back(name, value);
+        } else if (same->second != value) {
+            throw ToyError(fmt::format("--set {}={}: the GPU results in {} are for {} = {} (leave --set {} out to take the file's value)", name,
+                                       value, o.gpu_source, name, same->second, name));
+        }
+    }
+    if (o.heads_given && o.heads != result.heads)
+        throw ToyError(fmt::format("--heads {}: the GPU results in {} are for {} head{}", o.heads, o.gpu_source, result.heads,
+                                   result.heads == 1 ? "" : "s"));
+    if (o.dtype_given && *gpu::parse_dtype(o.dtype) != result.dtype)
+        throw ToyError(fmt::format("--dtype {}: the GPU results in {} are for {}", o.dtype, o.gpu_source, gpu::dtype_name(result.dtype)));
+    return settings;
+}
+
 }  // namespace
 
 int diff_command(const Options& o, Context& ctx) {
@@ -91,9 +113,10 @@ int diff_command(const Options& o, Context& ctx) {
         ctx.err << "toysim: error: " << e.what() << "\n";
         return kBadInput;
     }
-    Program program = load_program(o.file, settings_from(o.sets), ctx);
     gpu::GpuRunResult result;
+    Program program;
     if (o.gpu_source == "live") {
+        program = load_program(o.file, settings_from(o.sets), ctx);
         try {
             result = live_run(program, o);
         } catch (const gpu::GpuError& e) {
@@ -108,6 +131,7 @@ int diff_command(const Options& o, Context& ctx) {
         result = parse_gpu_run(text.str(), o.gpu_source);
         if (!o.kernel.empty() && result.kernel->name != o.kernel)
             throw ToyError(fmt::format("--kernel {}: the GPU results in {} are of kernel {}", o.kernel, o.gpu_source, result.kernel->name));
+        program = load_program(o.file, saved_run_settings(o, result), ctx);
     }
     gpu::GpuDiff d = gpu::diff(program, result);
     ctx.out << format_diff(o.file, result, d, o.gpu_source, parse_format(o.format));

@@ -8,6 +8,7 @@
 #include "sim/analysis/cost.h"
 #include "sim/cli/common.h"
 #include "sim/cli/line_reader.h"
+#include "sim/cli/step_commands.h"
 #include "sim/print/step_report.h"
 #include "sim/support/text.h"
 
@@ -53,80 +54,88 @@ const std::vector<std::string_view> kStepCommands = {"step", "next", "back", "re
                                                      "watch", "delete", "info", "print", "regs", "mem", "counters", "list", "where", "help",
                                                      "quit"};
 
+}  // namespace
+
+template <class Domain>
+bool execute_step_command(Session<Domain>& s, const std::string& line, const StepStyle& style, std::ostream& out, bool interactive) {
+    std::string word = line.substr(0, line.find(' '));
+    std::string arg(trim(line.size() > word.size() ? std::string_view(line).substr(word.size()) : std::string_view()));
+    auto move = [&](auto&& how) {
+        InterruptGuard guard(interactive);
+        Stop stop = how();
+        out << format_stop(s, stop, style);
+    };
+    if (word == "step" || word == "s" || word == "next" || word == "n") {
+        std::uint64_t n = count_argument(arg, 1, word);
+        move([&] { return s.forward(n); });
+    } else if (word == "back" || word == "reverse-step" || word == "rs" || word == "reverse-next" || word == "rn") {
+        std::uint64_t n = count_argument(arg, 1, word);
+        move([&] { return s.backward(n); });
+    } else if (word == "goto" || word == "g") {
+        if (arg.empty()) throw ToyError("goto takes a step number: goto 17 (goto 0 is the start)");
+        std::uint64_t step = count_argument(arg, 0, word);
+        move([&] { return s.go_to(step); });
+    } else if (word == "continue" || word == "c") {
+        move([&] { return s.run_forward(); });
+    } else if (word == "reverse-continue" || word == "rc") {
+        move([&] { return s.run_backward(); });
+    } else if (word == "break" || word == "b" || word == "watch") {
+        int number = s.add_breakpoint(parse_breakpoint(s.program(), arg, word == "watch"));
+        out << fmt::format("breakpoint {}: {}\n", number, s.breakpoints().back().text);
+    } else if (word == "delete" || word == "d") {
+        if (arg.empty()) {
+            out << fmt::format("deleted {} breakpoint{}\n", s.breakpoints().size(), s.breakpoints().size() == 1 ? "" : "s");
+            s.breakpoints().clear();
+        } else {
+            auto n = count_argument(arg, 0, word);
+            if (n > 1'000'000 || !s.delete_breakpoint(static_cast<int>(n))) throw ToyError(fmt::format("no breakpoint {}", arg));
+            out << fmt::format("deleted breakpoint {}\n", n);
+        }
+    } else if (word == "info" || word == "i") {
+        if (arg == "breakpoints" || arg == "b" || arg == "break" || arg == "watchpoints") out << format_breakpoints(s.breakpoints());
+        else if (arg == "registers" || arg == "r" || arg == "regs") out << format_registers(s, style);
+        else if (arg == "checkpoints") out << format_checkpoints(s);
+        else throw ToyError("info breakpoints, info registers or info checkpoints");
+    } else if (word == "print" || word == "p") {
+        out << format_print(s, arg, style);
+    } else if (word == "regs") {
+        out << format_registers(s, style);
+    } else if (word == "mem" || word == "x") {
+        std::string array = arg.substr(0, arg.find(' '));
+        std::string row(trim(arg.size() > array.size() ? std::string_view(arg).substr(array.size()) : std::string_view()));
+        if (array.empty()) throw ToyError("mem takes an array: mem x (or mem x 100, from row 100)");
+        auto first = count_argument(row, 0, "mem ARRAY");
+        out << format_memory(s, array, static_cast<std::int64_t>(std::min<std::uint64_t>(first, INT64_MAX)), style);
+    } else if (word == "counters") {
+        out << format_session_counters(s);
+    } else if (word == "list" || word == "l") {
+        std::optional<int> line_number;
+        if (!arg.empty()) line_number = static_cast<int>(std::min<std::uint64_t>(count_argument(arg, 0, word), 1u << 30));
+        out << format_listing(s, line_number);
+    } else if (word == "where" || word == "bt") {
+        out << format_stop(s, Stop{}, style);
+    } else if (word == "help" || word == "h") {
+        out << step_help();
+    } else if (word == "quit" || word == "q" || word == "exit") {
+        return false;
+    } else {
+        throw ToyError(fmt::format("unknown command {}{}; type 'help' for the commands", quoted_name(word), did_you_mean(word, kStepCommands)));
+    }
+    return true;
+}
+
+template bool execute_step_command(Session<NumericDomain>&, const std::string&, const StepStyle&, std::ostream&, bool);
+template bool execute_step_command(Session<SymbolicDomain>&, const std::string&, const StepStyle&, std::ostream&, bool);
+
+namespace {
+
 template <class Domain>
 class Stepper {
 public:
     Stepper(Session<Domain>& session, StepStyle style, Context& ctx, bool interactive)
         : s_(session), style_(style), ctx_(ctx), interactive_(interactive) {}
 
-    // Runs one command; false to end the session.
-    bool execute(const std::string& line) {
-        std::string word = line.substr(0, line.find(' '));
-        std::string arg(trim(line.size() > word.size() ? std::string_view(line).substr(word.size()) : std::string_view()));
-        auto& out = ctx_.out;
-        auto move = [&](auto&& how) {
-            InterruptGuard guard(interactive_);
-            Stop stop = how();
-            out << format_stop(s_, stop, style_);
-        };
-        if (word == "step" || word == "s" || word == "next" || word == "n") {
-            std::uint64_t n = count_argument(arg, 1, word);
-            move([&] { return s_.forward(n); });
-        } else if (word == "back" || word == "reverse-step" || word == "rs" || word == "reverse-next" || word == "rn") {
-            std::uint64_t n = count_argument(arg, 1, word);
-            move([&] { return s_.backward(n); });
-        } else if (word == "goto" || word == "g") {
-            if (arg.empty()) throw ToyError("goto takes a step number: goto 17 (goto 0 is the start)");
-            std::uint64_t step = count_argument(arg, 0, word);
-            move([&] { return s_.go_to(step); });
-        } else if (word == "continue" || word == "c") {
-            move([&] { return s_.run_forward(); });
-        } else if (word == "reverse-continue" || word == "rc") {
-            move([&] { return s_.run_backward(); });
-        } else if (word == "break" || word == "b" || word == "watch") {
-            int number = s_.add_breakpoint(parse_breakpoint(s_.program(), arg, word == "watch"));
-            out << fmt::format("breakpoint {}: {}\n", number, s_.breakpoints().back().text);
-        } else if (word == "delete" || word == "d") {
-            if (arg.empty()) {
-                out << fmt::format("deleted {} breakpoint{}\n", s_.breakpoints().size(), s_.breakpoints().size() == 1 ? "" : "s");
-                s_.breakpoints().clear();
-            } else {
-                auto n = count_argument(arg, 0, word);
-                if (n > 1'000'000 || !s_.delete_breakpoint(static_cast<int>(n))) throw ToyError(fmt::format("no breakpoint {}", arg));
-                out << fmt::format("deleted breakpoint {}\n", n);
-            }
-        } else if (word == "info" || word == "i") {
-            if (arg == "breakpoints" || arg == "b" || arg == "break" || arg == "watchpoints") out << format_breakpoints(s_.breakpoints());
-            else if (arg == "registers" || arg == "r" || arg == "regs") out << format_registers(s_, style_);
-            else if (arg == "checkpoints") out << format_checkpoints(s_);
-            else throw ToyError("info breakpoints, info registers or info checkpoints");
-        } else if (word == "print" || word == "p") {
-            out << format_print(s_, arg, style_);
-        } else if (word == "regs") {
-            out << format_registers(s_, style_);
-        } else if (word == "mem" || word == "x") {
-            std::string array = arg.substr(0, arg.find(' '));
-            std::string row(trim(arg.size() > array.size() ? std::string_view(arg).substr(array.size()) : std::string_view()));
-            if (array.empty()) throw ToyError("mem takes an array: mem x (or mem x 100, from row 100)");
-            auto first = count_argument(row, 0, "mem ARRAY");
-            out << format_memory(s_, array, static_cast<std::int64_t>(std::min<std::uint64_t>(first, INT64_MAX)), style_);
-        } else if (word == "counters") {
-            out << format_session_counters(s_);
-        } else if (word == "list" || word == "l") {
-            std::optional<int> line_number;
-            if (!arg.empty()) line_number = static_cast<int>(std::min<std::uint64_t>(count_argument(arg, 0, word), 1u << 30));
-            out << format_listing(s_, line_number);
-        } else if (word == "where" || word == "bt") {
-            out << format_stop(s_, Stop{}, style_);
-        } else if (word == "help" || word == "h") {
-            out << step_help();
-        } else if (word == "quit" || word == "q" || word == "exit") {
-            return false;
-        } else {
-            throw ToyError(fmt::format("unknown command {}{}; type 'help' for the commands", quoted_name(word), did_you_mean(word, kStepCommands)));
-        }
-        return true;
-    }
+    bool execute(const std::string& line) { return execute_step_command(s_, line, style_, ctx_.out, interactive_); }
 
     int loop(LineReader& reader) {
         std::string last;

@@ -122,7 +122,7 @@ std::string located(const ToyError& e, const SourceFile& source) {
 // Per test case: compile, refuse what the spec does not allow or what cannot finish, run,
 // compare. ToyErrors of the student's are the verdict; a spec's own (too large to run) is thrown.
 void grade_case(const std::shared_ptr<const ast::Program>& tree, const ast::Exercise& spec, const SourceFile& solution,
-                CaseResult& r) {
+                const GradeLimits& limits, CaseResult& r) {
     Program p;
     try {
         p = compile(tree, r.test.settings);
@@ -132,6 +132,16 @@ void grade_case(const std::shared_ptr<const ast::Program>& tree, const ast::Exer
         r.message = located(e, solution);
         return;
     }
+    Loc first_tile = p.tiles.empty() ? Loc{} : p.tiles.front().loc;
+    if (p.dram_size + p.registers > limits.max_elements) {
+        r.verdict = Verdict::Rejected;
+        r.message = located(ToyError(first_tile, fmt::format("the arrays and the register file take {} elements, more than a test case "
+                                                             "may use ({})",
+                                                             p.dram_size + p.registers, limits.max_elements)),
+                            solution);
+        return;
+    }
+    r.test.step_limit = std::min(r.test.step_limit, limits.max_steps);
     WorkEstimate work = estimate_work(p);
     Loc first_loop = p.loops.empty() ? Loc{} : p.loops.front().loc;
     if (work.exact && work.instructions > r.test.step_limit) {
@@ -142,11 +152,11 @@ void grade_case(const std::shared_ptr<const ast::Program>& tree, const ast::Exer
                             solution);
         return;
     }
-    if (p.has_tiles() && work.units > kMaxWorkUnits) {
+    if (p.has_tiles() && work.units > limits.max_work_units) {
         r.verdict = Verdict::Fault;
         r.message = located(ToyError(first_loop, fmt::format("its tile instructions would do {}{} units of work, more than a test "
                                                              "case may do ({})",
-                                                             work.exact ? "" : "up to ", work.units, kMaxWorkUnits)),
+                                                             work.exact ? "" : "up to ", work.units, limits.max_work_units)),
                             solution);
         return;
     }
@@ -267,7 +277,7 @@ Exercise load_exercise(std::shared_ptr<const SourceFile> source, std::string nam
     return ex;
 }
 
-Grade grade_solution(const Exercise& exercise, std::shared_ptr<const SourceFile> solution) {
+Grade grade_solution(const Exercise& exercise, std::shared_ptr<const SourceFile> solution, const GradeLimits& limits) {
     Grade g;
     g.exercise = exercise.name;
     g.title = exercise.title;
@@ -286,7 +296,7 @@ Grade grade_solution(const Exercise& exercise, std::shared_ptr<const SourceFile>
         CaseResult r;
         r.test = test;
         if (tree) {
-            grade_case(tree, spec_decls, *solution, r);
+            grade_case(tree, spec_decls, *solution, limits, r);
         } else {
             r.verdict = Verdict::Rejected;
             r.message = refused;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -92,10 +93,18 @@ struct Grade {
     bool full_marks() const { return score == max_score; }
 };
 
+// What one test case may use beyond what the spec says. The defaults are the grader's; a
+// caller may lower them (the fuzz target does, to keep each input fast).
+struct GradeLimits {
+    std::uint64_t max_steps = std::numeric_limits<std::uint64_t>::max();             // caps every test case's step limit
+    std::uint64_t max_work_units = kMaxWorkUnits;     // tile work, refused before running
+    std::int64_t max_elements = std::int64_t{1} << 27;  // DRAM + register file, in elements
+};
+
 // Runs the student's file on every test case. A broken or hostile solution never throws (parse
 // errors, refused declarations, disallowed opcodes, run-time faults, endless or huge loops):
 // each case gets its verdict and message. Throws a ToyError located in the exercise's spec only
 // when the spec itself turns out bad while running.
-Grade grade_solution(const Exercise& exercise, std::shared_ptr<const SourceFile> solution);
+Grade grade_solution(const Exercise& exercise, std::shared_ptr<const SourceFile> solution, const GradeLimits& limits = {});
 
 }  // namespace toysim::grade

@@ -85,6 +85,17 @@ struct ArrayInfo {
     Loc loc;
     // Every element holds a value before the program runs: an input, or a constant start (= 0).
     bool starts_filled() const { return role == ast::Role::Input || fill.kind == ast::Fill::Kind::Constant; }
+    // Its first element as the language writes it: "x" (a scalar), "x[0]", "x[0][0]", ...
+    std::string first_element() const {
+        std::string out = name;
+        for (size_t d = 0; d < dims.size(); ++d) out += "[0]";
+        return out;
+    }
+    // "has no dimensions (a scalar)", "has 1 dimension", "has 2 dimensions"
+    std::string dimensions_text() const {
+        if (dims.empty()) return "has no dimensions (a scalar)";
+        return "has " + std::to_string(dims.size()) + (dims.size() == 1 ? " dimension" : " dimensions");
+    }
 };
 
 struct MemRef {

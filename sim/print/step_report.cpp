@@ -309,8 +309,8 @@ std::string format_print(const Session<Domain>& s, std::string_view what, const 
     }
     const ArrayInfo& a = p.arrays[static_cast<size_t>(array)];
     if (index.size() != a.dims.size())
-        throw ToyError(fmt::format("{} has {} dimension{}: print one element, as {}{}, or the array with 'mem {}'", a.name, a.dims.size(),
-                                   a.dims.size() == 1 ? "" : "s", a.name, a.dims.size() == 1 ? "[0]" : "[0][0]", a.name));
+        throw ToyError(fmt::format("{} {}: print one element, as {}, or the array with 'mem {}'", a.name, a.dimensions_text(),
+                                   a.first_element(), a.name));
     std::int64_t offset = 0;
     for (size_t d = 0; d < index.size(); ++d) {
         if (index[d] >= a.dims[d]) throw ToyError(fmt::format("{} is out of bounds: dimension {} has {} elements", quoted_name(text), d + 1, a.dims[d]));

@@ -17,13 +17,14 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// An array as the viewer draws it: a grid of elements (1-D: one row; more dimensions: rows
-// of the last one).
+// An array as the viewer draws it: a grid of elements (a scalar: one cell; 1-D: one row; more
+// dimensions: rows of the last one).
 struct Grid {
     std::int64_t rows = 1, cols = 1;
 };
 
 Grid grid_of(const ArrayInfo& a) {
+    if (a.dims.empty()) return {1, 1};
     if (a.dims.size() == 1) return {1, a.dims[0]};
     return {a.size / a.dims.back(), a.dims.back()};
 }

@@ -29,15 +29,15 @@ std::optional<std::pair<int, std::int64_t>> array_or_element(const Program& p, s
     while (!rest.empty()) {
         size_t close = rest.find(']');
         if (rest.front() != '[' || close == std::string_view::npos)
-            throw ToyError(fmt::format("{} is not an element: write it as {}[i]{}", quoted_name(text), a.name, a.dims.size() > 1 ? "[j]" : ""));
+            throw ToyError(fmt::format("{} is not an element: write it as {}{}", quoted_name(text), a.name,
+                                       a.dims.empty() ? "" : a.dims.size() == 1 ? "[i]" : "[i][j]"));
         auto i = whole_number(rest.substr(1, close - 1));
         if (!i) throw ToyError(fmt::format("{}: an index must be a whole number", quoted_name(text)));
         index.push_back(static_cast<std::int64_t>(std::min<std::uint64_t>(*i, INT64_MAX)));
         rest = trim(rest.substr(close + 1));
     }
     if (index.size() != a.dims.size())
-        throw ToyError(fmt::format("{} has {} dimension{}; {} gives {}", a.name, a.dims.size(), a.dims.size() == 1 ? "" : "s", quoted_name(text),
-                                   index.size()));
+        throw ToyError(fmt::format("{} {}; {} gives {}", a.name, a.dimensions_text(), quoted_name(text), index.size()));
     std::int64_t address = a.base;
     for (size_t d = 0; d < index.size(); ++d) {
         if (index[d] >= a.dims[d])

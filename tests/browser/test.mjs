@@ -1,5 +1,5 @@
 // The page `toysim view` writes, in a real browser (headless Chromium): after → five times it
-// shows step 5 as `toysim trace --format json` says (every scalar register, every DRAM cell's
+// (or, for a run shorter than that, once a step) shows step 5 as `toysim trace --format json` says (every scalar register, every DRAM cell's
 // reads and writes, every counter, small tiles' values), End shows the counters of
 // `toysim run --format json`, Home the empty machine; the page makes no network request and
 // logs no error; FA2 at n = 4096 becomes interactive within 5 seconds.
@@ -18,6 +18,8 @@ const LOAD_LIMIT_MS = 5000;
 // --max-steps 5 (numeric values do not depend on the rest of the run).
 const cases = [
   { name: "p1_c00", args: ["programs/p1_c00.toy"], full: true },
+  // A scalar array (no dimensions): drawn as one cell; a run of two steps.
+  { name: "scalar_array", args: ["tests/view/scalar_array.toy"], full: true, at: 2 },
   { name: "p5_online_softmax_n8", args: ["programs/p5_online_softmax.toy", "--set", "n=8"], full: true },
   { name: "seed001_fa2_tiled", args: ["programs/attention/seed001_fa2_tiled.toy"], full: true },
   { name: "fa2_n4096", args: ["programs/attention/fa2.toy", "--set", "n=4096", "--set", "d=64", "--set", "Br=64", "--set", "Bc=64"], full: false, timed: true },
@@ -148,11 +150,12 @@ try {
     const size = fs.statSync(html).size;
     console.log(`  page: ${(size / 1e6).toFixed(1)} MB (${size} bytes), written in ${(viewMs / 1000).toFixed(2)} s`);
 
-    // The trace, its totals after five steps, and the run's totals.
-    const trace = parseJson(toysim(build, ["trace", ...c.args, "--format", "json", "--max-steps", c.full ? "100000" : "5"], { allowFail: !c.full }).stdout, "trace");
-    const five = c.full ? parseJson(toysim(build, ["trace", ...c.args, "--format", "json", "--max-steps", "5"], { allowFail: true }).stdout, "trace --max-steps 5") : trace;
+    // The trace, its totals after `at` steps (five unless the run is shorter), and the run's totals.
+    const at = c.at ?? 5;
+    const trace = parseJson(toysim(build, ["trace", ...c.args, "--format", "json", "--max-steps", c.full ? "100000" : String(at)], { allowFail: !c.full }).stdout, "trace");
+    const five = c.full ? parseJson(toysim(build, ["trace", ...c.args, "--format", "json", "--max-steps", String(at)], { allowFail: true }).stdout, `trace --max-steps ${at}`) : trace;
     const run = parseJson(toysim(build, ["run", ...c.args, "--format", "json"]).stdout, "run");
-    check(five.steps.length === 5, "the trace has five steps");
+    check(five.steps.length === at, `the trace has ${at} steps`);
 
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     const url = pathToFileURL(html).href;
@@ -179,28 +182,28 @@ try {
     let state = await pageState(page);
     check(state.step === "0", `opens at step 0 (shows ${state.step})`);
 
-    // → five times.
+    // → `at` times.
     const moves = [];
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < at; i++) {
       await page.keyboard.press("ArrowRight");
       moves.push(await page.evaluate(() => window.toysimLastMoveMs));
     }
     state = await pageState(page);
-    const t5 = trace.steps[4];
-    check(state.step === "5", `shows step 5 after → five times (shows ${state.step})`);
+    const t5 = trace.steps[at - 1];
+    check(state.step === String(at), `shows step ${at} after → ${at} times (shows ${state.step})`);
     check(state.cycle.replace(/,/g, "") === String(t5.cycle), `cycle ${state.cycle}, the trace says ${t5.cycle}`);
 
-    // Registers (scalar programs): the trace's row after step 5; a register not yet written is empty.
+    // Registers (scalar programs): the trace's row after step `at`; a register not yet written is empty.
     if (t5.registers) {
       check(Object.keys(state.regs).length > 0, "the page shows the registers");
       for (const [name, text] of Object.entries(state.regs)) check(text === (t5.registers[name] ?? ""), `register ${name} shows "${text}", the trace says "${t5.registers[name] ?? ""}"`);
       for (const name of Object.keys(t5.registers)) check(name in state.regs, `register ${name} is on the page`);
-      console.log(`  step 5 registers: ${Object.entries(state.regs).map(([n, v]) => `${n}=${v || "—"}`).join(" ")}`);
+      console.log(`  step ${at} registers: ${Object.entries(state.regs).map(([n, v]) => `${n}=${v || "—"}`).join(" ")}`);
     }
 
     // Tiles small enough to be shown whole: the values of their last write.
     const lastTile = {};
-    for (const s of trace.steps.slice(0, 5)) for (const w of s.writes || []) if (w.tile) lastTile[w.tile] = w;
+    for (const s of trace.steps.slice(0, at)) for (const w of s.writes || []) if (w.tile) lastTile[w.tile] = w;
     let tileCells = 0;
     for (const [name, w] of Object.entries(lastTile)) {
       const shown = state.tiles[name];
@@ -217,8 +220,8 @@ try {
       });
     }
 
-    // DRAM: every cell's reads and writes after step 5.
-    const want = expectedCells(data, trace.steps, 5);
+    // DRAM: every cell's reads and writes after step `at`.
+    const want = expectedCells(data, trace.steps, at);
     let cellCount = 0, readSum = 0;
     data.arrays.forEach((A, ai) => {
       const shown = state.cells[A.name] || [];
@@ -232,15 +235,18 @@ try {
         cellCount++;
       }
     });
-    // Counters after step 5.
-    const nCounters = compareCounters(state.counters, counterMap(five.counters), "step 5");
-    console.log(`  step 5 as the trace says: ${cellCount} DRAM cells (${readSum} reads), ${nCounters} counters${tileCells ? `, ${tileCells} tile values` : ""}; a step took ${Math.max(...moves).toFixed(1)} ms at most`);
+    // Counters after step `at`.
+    const nCounters = compareCounters(state.counters, counterMap(five.counters), `step ${at}`);
+    console.log(`  step ${at} as the trace says: ${cellCount} DRAM cells (${readSum} reads), ${nCounters} counters${tileCells ? `, ${tileCells} tile values` : ""}; a step took ${Math.max(...moves).toFixed(1)} ms at most`);
 
     // The buttons.
-    await page.click("#btn-fwd");
-    check((await page.textContent("#step")) === "6" || data.end.steps < 6, "forward button: step 6");
+    // (At the run's last step the forward button is disabled.)
+    const forward = Math.min(at + 1, data.end.steps);
+    if (forward > at) await page.click("#btn-fwd");
+    else check(await page.isDisabled("#btn-fwd"), `forward button disabled at the last step (${at})`);
+    check((await page.textContent("#step")) === String(forward), `forward button: step ${forward}`);
     await page.click("#btn-back");
-    check((await page.textContent("#step")) === "5", "back button: step 5");
+    check((await page.textContent("#step")) === String(forward - 1), `back button: step ${forward - 1}`);
 
     // End: the run's counters; Home: nothing read.
     t = Date.now();

@@ -1,15 +1,24 @@
-// One fuzz input: the bytes as a .toy program, through every stage the command line has:
-// parse -> compile -> cost -> run -> trace -> a stepping session -> the viewer's data -> every
-// printer. Shared by the libFuzzer target
-// (fuzz_toy.cpp) and the replay of the corpus and of past crashes (tests/test_fuzz_regressions.cpp).
+// One fuzz input, through every stage the command line has. The input is a .toy program,
+// optionally followed by a line "%%" and more text (the second part):
+//  - the program: parse -> compile -> cost -> run -> trace -> a stepping session -> the viewer's
+//    data -> every printer;
+//  - the second part, line by line, as `toysim step` commands on a session of the program;
+//  - the program read as an exercise spec, and the second part as a student's solution to it:
+//    load -> grade -> every grade printer.
+// Shared by the libFuzzer target (fuzz_toy.cpp) and the replay of the corpus and of past
+// crashes (tests/test_fuzz_regressions.cpp).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <string_view>
 
 #include "sim/analysis/cost.h"
+#include "sim/cli/step_commands.h"
+#include "sim/grade/grade.h"
+#include "sim/print/grade_report.h"
 #include "sim/exec/machine.h"
 #include "sim/front/parser.h"
 #include "sim/lower/program.h"
@@ -18,18 +27,30 @@
 #include "sim/print/step_report.h"
 #include "sim/print/view_report.h"
 #include "sim/support/diag.h"
+#include "sim/support/text.h"
 
 namespace toysim::fuzz {
 
 inline constexpr std::size_t kMaxInput = 4096;          // bytes; longer inputs are refused
 inline constexpr std::int64_t kMaxDram = 1 << 16;       // elements; larger programs are not run
 inline constexpr std::uint64_t kRunSteps = 20'000, kTraceSteps = 500;
+inline constexpr std::uint64_t kMaxWorkUnits = 1 << 22;  // a graded test case's tile work
+inline constexpr std::size_t kMaxTests = 8;               // graded test cases
+inline constexpr int kMaxCommands = 64;                   // stepper commands
 
 // Bad input is a ToyError: expected, caught (stage by stage, so a program that faults at run
 // time still has its cost and trace printed). Anything else escapes to the caller: a bug.
 // Returns the text printed, so nothing is optimized away.
-inline std::string one_input(std::string_view bytes) {
-    if (bytes.size() > kMaxInput) return {};
+inline std::string one_input(std::string_view input) {
+    if (input.size() > kMaxInput) return {};
+    std::string_view bytes = input, second;
+    if (input.rfind("%%\n", 0) == 0) {
+        bytes = {};
+        second = input.substr(3);
+    } else if (size_t split = input.find("\n%%\n"); split != std::string_view::npos) {
+        bytes = input.substr(0, split + 1);
+        second = input.substr(split + 4);
+    }
     auto source = std::make_shared<const SourceFile>("fuzz.toy", std::string(bytes));
     std::string printed;
     auto stage = [&](auto&& body) {
@@ -42,6 +63,19 @@ inline std::string one_input(std::string_view bytes) {
         }
     };
     const Format formats[] = {Format::Table, Format::Markdown, Format::Csv, Format::Json};
+
+    // The exercise reading first: a spec is not a program, so the program stages may stop early.
+    stage([&] {
+        grade::Exercise exercise = grade::load_exercise(source, "fuzz");
+        if (exercise.tests.size() > kMaxTests) return;
+        grade::GradeLimits limits;
+        limits.max_steps = kRunSteps;
+        limits.max_work_units = kMaxWorkUnits;
+        limits.max_elements = kMaxDram;
+        auto solution = std::make_shared<const SourceFile>("solution.toy", std::string(second));
+        grade::Grade g = grade::grade_solution(exercise, solution, limits);
+        for (GradeFormat f : {GradeFormat::Table, GradeFormat::Json, GradeFormat::Gradescope}) printed += format_grade(g, f);
+    });
 
     std::shared_ptr<const ast::Program> tree;
     Program program;
@@ -85,6 +119,27 @@ inline std::string one_input(std::string_view bytes) {
         printed += format_stop(s, s.forward(50), style);
         printed += format_registers(s, style) + format_session_counters(s) + format_listing(s, std::nullopt);
     });
+    // The second part as a stepper script: each line a command, as `toysim step` reads them.
+    if (!second.empty())
+        stage([&] {
+            SessionLimits limits;
+            limits.max_steps = kRunSteps;
+            limits.checkpoint_bytes = 1;
+            Session<NumericDomain> s(program, NumericDomain{}, nullptr, limits);
+            StepStyle style;
+            std::ostringstream out;
+            int commands = 0;
+            for (std::string_view rest = second; !rest.empty() && commands < kMaxCommands; ++commands) {
+                size_t end = rest.find('\n');
+                std::string line(trim(rest.substr(0, end)));
+                rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+                if (line.empty()) continue;
+                bool go_on = true;
+                stage([&] { go_on = cli::execute_step_command(s, line, style, out, false); });
+                if (!go_on) break;
+            }
+            printed += out.str();
+        });
     // As `toysim view` writes it: text that is not UTF-8 (a source line) is replaced, not thrown on.
     const auto replace = nlohmann::ordered_json::error_handler_t::replace;
     stage([&] { printed += view_json(program, record_numeric(program, kTraceSteps, kTraceSteps)).dump(-1, ' ', false, replace); });
