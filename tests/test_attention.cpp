@@ -205,7 +205,7 @@ TEST_CASE("seed 001's B=2 tiled trace: l0 and the unnormalized O0 after each K/V
 TEST_CASE("the seed 001 tiled program runs exactly the instructions of fa2.toy", "[attention]") {
     auto body = [](const std::string& path) {
         std::string text = read_text(std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/" + path);
-        return text.substr(text.find("\nfor i in 0..Tr {"));
+        return text.substr(text.find("\nparallel for i in 0..Tr {"));
     };
     CHECK(body("seed001_fa2_tiled.toy") == body("fa2.toy"));
 }

@@ -352,9 +352,9 @@ TEST_CASE("cli: a run that would take days is refused unless --force", "[cli]") 
         CliResult o = run_cli({"run", "programs/attention/fa1.toy", "--set", "n=1000000"});
         CHECK(o.code == 2);
         // Located at the program's first loop, where the trip counts start to multiply.
-        CHECK(starts_with(o.err, "programs/attention/fa1.toy:68:1: error: this run would take about "));
+        CHECK(starts_with(o.err, "programs/attention/fa1.toy:72:1: error: this run would take about "));
         CHECK(o.err.find(" minutes (3,125,000,500,000 instructions, ") != std::string::npos);
-        CHECK(o.err.find(hint.substr(0, hint.size() - 1) + "\n   68 | for j in 0..Tc {\n") != std::string::npos);
+        CHECK(o.err.find(hint.substr(0, hint.size() - 1) + "\n   72 | for j in 0..Tc {\n") != std::string::npos);
         CHECK(o.out.empty());
     }
     SECTION("a trillion scalar instructions, exactly") {

@@ -86,8 +86,9 @@ int diff_sweep(const Options& o, Context& ctx) {
 // (which must then agree with the file), and its heads and dtype are the run's own.
 ParamSettings saved_run_settings(const Options& o, const gpu::GpuRunResult& result) {
     ParamSettings settings = result.params;
-    for (const auto& [name, value] : settings_from(o.sets)) {
-        auto same = std::find_if(settings.begin(), settings.end(), [&](const auto& s) { return s.first == name; });
+    for (const auto& setting : settings_from(o.sets)) {
+        const auto& [name, value] = setting;
+        auto same = std::find_if(settings.begin(), settings.end(), [&](const auto& s) { return s.first == setting.first; });
         if (same == settings.end()) {
             settings.emplace_back(name, value);
         } else if (same->second != value) {

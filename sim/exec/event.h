@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/exec/state.h"
 #include "sim/lower/program.h"
 
 namespace toysim {
@@ -60,6 +61,12 @@ struct Event {
     // Symbolic inputs this step read for the first time, and so named (a01, x3): undoing the
     // step makes them unnamed again.
     std::vector<std::int64_t> named_inputs;
+    // Inside a parallel loop: the race-checking cells of the elements it accessed, before it
+    // (sim/exec/race.h), in the order of `accesses`, element by element.
+    std::vector<RaceCell> race_old;
+    // The running parallel iteration (MachineState's race-checking position) when it ran.
+    std::uint32_t iteration = 0, first_iteration = 0;
+    std::array<std::int64_t, kMaxLoopDepth> grid_start_vars{};
 
     void clear() {
         reg = tile = -1;
@@ -71,6 +78,7 @@ struct Event {
         dram_new.clear();
         dram_was_present.clear();
         named_inputs.clear();
+        race_old.clear();
     }
 };
 

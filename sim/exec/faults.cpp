@@ -1,6 +1,8 @@
 // The run-time faults of a program, each a located error naming what went wrong and the loop
 // variables in force. All cold: the executor calls them only on the way out.
 #include "sim/exec/faults.h"
+#include "sim/exec/race.h"
+#include "sim/lower/disasm.h"
 
 #include <fmt/format.h>
 
@@ -151,5 +153,69 @@ SliceGeometry slice_geometry(const Program& p, std::int32_t pc, const MemRef& m,
     return g;
 }
 
+
+}  // namespace toysim
+
+namespace toysim {
+
+namespace {
+
+// The grid (directly nested parallel loops) that encloses pc, outermost first.
+std::vector<const LoopInfo*> grid_at(const Program& p, std::int32_t pc) {
+    std::vector<const LoopInfo*> grid;
+    for (int index : p.enclosing_loops[static_cast<size_t>(pc)]) {
+        const LoopInfo& l = p.loops[static_cast<size_t>(index)];
+        if (l.parallel) grid.push_back(&l);
+    }
+    return grid;
+}
+
+// The loop variables of the grid's `ordinal`-th iteration (counted from 0 where the grid
+// began, with `start` the variables in force then), found by walking the grid in order.
+bool grid_iteration(const std::vector<const LoopInfo*>& grid, size_t level, std::int64_t* vars, std::uint64_t& ordinal) {
+    const LoopInfo& l = *grid[level];
+    std::int64_t lo = 0, hi = 0;
+    if (!l.lo.eval_checked(vars, lo) || !l.hi.eval_checked(vars, hi)) return false;
+    for (std::int64_t v = lo; v < hi; ++v) {
+        vars[l.slot] = v;
+        if (level + 1 == grid.size()) {
+            if (ordinal == 0) return true;
+            --ordinal;
+        } else if (grid_iteration(grid, level + 1, vars, ordinal)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::string iteration_text(const std::vector<const LoopInfo*>& grid, const std::int64_t* vars) {
+    std::string out;
+    for (size_t i = 0; i < grid.size(); ++i) out += fmt::format("{}{} = {}", i ? ", " : "", grid[i]->var, vars[grid[i]->slot]);
+    return out;
+}
+
+}  // namespace
+
+void fail_race(const Program& p, std::int32_t pc, std::int64_t at, RaceAccess now, std::uint32_t other, std::int32_t other_pc,
+               RaceAccess then, std::uint32_t iteration, std::uint32_t first_iteration, const std::int64_t* start_vars,
+               const std::int64_t* vars) {
+    (void)iteration;
+    std::vector<const LoopInfo*> grid = grid_at(p, pc);
+    std::array<std::int64_t, kMaxLoopDepth> other_vars{};
+    std::copy(start_vars, start_vars + kMaxLoopDepth, other_vars.begin());
+    std::uint64_t ordinal = other - first_iteration;
+    std::string other_text = grid.empty() || !grid_iteration(grid, 0, other_vars.data(), ordinal) ? "another iteration"
+                                                                                                   : "iteration " + iteration_text(grid, other_vars.data());
+    const int array = p.array_of_address(at);
+    const std::string element = p.element_ref(array, at - p.arrays[static_cast<size_t>(array)].base);
+    const LoopInfo& outer = grid.empty() ? p.loops.front() : *grid.front();
+    const ast::Instruction* then_in = p.origin[static_cast<size_t>(other_pc)];
+    throw ToyError(operand_loc(p, pc, memory_operand_position(p, pc)),
+                   fmt::format("data race on {}: iteration {} of the parallel loop at line {} {} it here, and {} {} it at line {} "
+                               "({}); iterations of a parallel loop may share an element only by reading it",
+                               element, iteration_text(grid, vars), outer.loc.line, now == RaceAccess::Read ? "reads" : "writes",
+                               other_text, then == RaceAccess::Read ? "read" : "wrote", then_in->loc.line,
+                               render_instruction(p, other_pc)));
+}
 
 }  // namespace toysim

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sim/exec/faults.h"
+#include "sim/exec/race.h"
 #include "sim/exec/tile_exec.h"
 
 namespace toysim {
@@ -111,6 +112,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             case Code::LoopBegin: {
                 const LoopInfo& l = p.loops[static_cast<size_t>(in.loop)];
                 if (!l.lo.eval_checked(vars, vars[l.slot]) || !l.hi.eval_checked(vars, limit[l.slot])) fail_loop_bound(p, pc, vars);
+                if (__builtin_expect(l.parallel, 0)) race_loop_begin(p, s, l, vars, vars[l.slot] < limit[l.slot]);
                 if (vars[l.slot] < limit[l.slot]) {
                     ++pc;
                 } else {
@@ -120,8 +122,10 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 continue;
             }
             case Code::LoopEnd: {
-                int slot = p.loops[static_cast<size_t>(in.loop)].slot;
-                pc = ++vars[slot] < limit[slot] ? in.jump + 1 : pc + 1;
+                const LoopInfo& l = p.loops[static_cast<size_t>(in.loop)];
+                bool again = ++vars[l.slot] < limit[l.slot];
+                if (__builtin_expect(l.parallel, 0)) race_loop_end(p, s, l, vars, again);
+                pc = again ? in.jump + 1 : pc + 1;
                 continue;
             }
             case Code::Halt: s.halted = true; return;
@@ -138,6 +142,10 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
                 if (!m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
+                if (__builtin_expect(s.iteration != 0, 0)) {
+                    if constexpr (Listening) ev.race_old.push_back(s.race[static_cast<size_t>(at)]);
+                    race_read(p, s, at, pc, vars);
+                }
                 ++reads[at];
                 will_write(R[0]);
                 if constexpr (Listening && std::is_same_v<V, std::uint32_t>)
@@ -155,6 +163,10 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 V v = read(in, R, 0);
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
+                if (__builtin_expect(s.iteration != 0, 0)) {
+                    if constexpr (Listening) ev.race_old.push_back(s.race[static_cast<size_t>(at)]);
+                    race_write(p, s, at, pc, vars);
+                }
                 if constexpr (Listening) {
                     ev.accesses.push_back({m.array, AccessKind::Write, at});
                     ev.dram_old.push_back(dram[at]);
@@ -219,6 +231,9 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             std::copy(vars, vars + kMaxLoopDepth, ev.vars.begin());
             std::copy(limit, limit + kMaxLoopDepth, ev.limit.begin());
             ev.empty_entries = entries_before;
+            ev.iteration = s.iteration;
+            ev.first_iteration = s.first_iteration;
+            ev.grid_start_vars = s.grid_start_vars;
             ++pc;  // the machine stands at the next instruction when the sink looks
             s.pc = pc;
             sink->on_event(ev);
@@ -295,6 +310,7 @@ MachineState<Value> fresh_state(const Program& p) {
     s.tile_touched.assign(static_cast<size_t>(p.tile_elements), 0);
     for (const auto& a : p.arrays)
         if (a.starts_filled()) std::fill(s.present.begin() + a.base, s.present.begin() + a.base + a.size, std::uint8_t{1});
+    if (p.has_parallel) s.race.assign(static_cast<size_t>(p.dram_size), RaceCell{});
     return s;
 }
 
@@ -345,6 +361,9 @@ void Machine<Domain>::undo(const Event<Value>& e) {
     std::copy(e.vars.begin(), e.vars.end(), s.vars.begin());
     std::copy(e.limit.begin(), e.limit.end(), s.limit.begin());
     s.empty_entries = e.empty_entries;
+    s.iteration = e.iteration;
+    s.first_iteration = e.first_iteration;
+    s.grid_start_vars = e.grid_start_vars;
     s.steps = e.step - 1;
     s.halted = false;
     --s.executed[pc];
@@ -367,10 +386,12 @@ void Machine<Domain>::undo(const Event<Value>& e) {
     }
     if constexpr (std::is_same_v<Value, std::uint32_t>)
         for (std::int64_t at : e.named_inputs) s.dram[static_cast<size_t>(at)] = kUnnamedInput;
+    size_t race_k = 0;
     for (const DramAccess& a : e.accesses)
         for (std::int64_t i = 0, k = 0; i < a.rows; ++i)
             for (std::int64_t j = 0; j < a.cols; ++j, ++k) {
                 auto at = static_cast<size_t>(a.at(i, j));
+                if (race_k < e.race_old.size()) s.race[at] = e.race_old[race_k++];
                 if (a.kind == AccessKind::Read) {
                     --s.reads[at];
                 } else {

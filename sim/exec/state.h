@@ -10,6 +10,15 @@
 
 namespace toysim {
 
+// Race checking of parallel loops (sim/exec/race.h), per DRAM element: the iteration that last
+// wrote it and the first iteration that read it, each with the instruction. Iterations have ids
+// that count up over the run (0: none); an id from before the running loop's first is stale.
+struct RaceCell {
+    std::uint32_t writer = 0, reader = 0;
+    std::int32_t writer_pc = 0, reader_pc = 0;
+    bool operator==(const RaceCell&) const = default;
+};
+
 template <class Value>
 struct MachineState {
     // Where the program is: the next instruction and the loop variables in force there.
@@ -37,6 +46,13 @@ struct MachineState {
     std::vector<std::uint64_t> executed;
     std::vector<std::uint64_t> work;
 
+    // Parallel loops (only when the program has one; empty otherwise): per DRAM element its
+    // RaceCell, the running iteration's id (0 outside a parallel loop) and the running loop's
+    // first id, and the loop variables' values where that loop began.
+    std::vector<RaceCell> race;
+    std::uint32_t iteration = 0, first_iteration = 0;
+    std::array<std::int64_t, kMaxLoopDepth> grid_start_vars{};
+
     bool operator==(const MachineState&) const = default;
 };
 
@@ -44,5 +60,7 @@ struct MachineState {
 // DRAM limit (kMaxRunDram) is set from this, so a run at the limit fits its stated memory.
 template <class Value>
 inline constexpr std::int64_t kStateBytesPerElement = sizeof(Value) + sizeof(std::uint8_t) + sizeof(std::uint64_t);
+// What race checking adds per element, for programs with a parallel loop.
+inline constexpr std::int64_t kRaceBytesPerElement = sizeof(RaceCell);
 
 }  // namespace toysim

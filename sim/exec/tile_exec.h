@@ -7,6 +7,7 @@
 
 #include "sim/exec/event.h"
 #include "sim/exec/faults.h"
+#include "sim/exec/race.h"
 #include "sim/exec/state.h"
 
 namespace toysim {
@@ -24,6 +25,26 @@ struct View {
 // 1 (a column of row maxima against a tile); MAC/MAC_Z of two tiles is a matrix product;
 // ROWMAX/ROWSUM reduce each row to one column. Returns the units of work (elements moved or
 // produced, multiply-adds, or elements reduced), which the cost model charges.
+// A slice moved inside a parallel loop: every element is checked for a race first (the
+// instruction faults before anything changes), then recorded as this iteration's.
+template <bool Listening, class V>
+void race_slice(const Program& p, MachineState<V>& s, Event<V>* ev, const SliceGeometry& g, bool write, std::int32_t pc,
+                const std::int64_t* vars) {
+    for (std::int64_t i = 0; i < g.rows; ++i)
+        for (std::int64_t j = 0; j < g.cols; ++j) {
+            std::int64_t at = g.address + i * g.row_stride + j * g.col_stride;
+            if (write) race_check_write(p, s, at, pc, vars);
+            else race_check_read(p, s, at, pc, vars);
+        }
+    for (std::int64_t i = 0; i < g.rows; ++i)
+        for (std::int64_t j = 0; j < g.cols; ++j) {
+            std::int64_t at = g.address + i * g.row_stride + j * g.col_stride;
+            if constexpr (Listening) ev->race_old.push_back(s.race[static_cast<size_t>(at)]);
+            if (write) race_write(p, s, at, pc, vars);
+            else race_read(p, s, at, pc, vars);
+        }
+}
+
 template <class Domain, bool Listening>
 std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Domain::Value>& s, std::vector<typename Domain::Value>& scratch_area,
                            Event<typename Domain::Value>* ev, std::int32_t pc, const std::int64_t* vars) {
@@ -139,6 +160,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
                     for (std::int64_t j = 0; j < g.cols; ++j)
                         if (!s.present[static_cast<size_t>(g.address + i * g.row_stride + j * g.col_stride)])
                             fail_unwritten_element(p, pc, m, vars);
+            if (s.iteration != 0) race_slice<Listening>(p, s, ev, g, false, pc, vars);
             View<V> out = destination(g.rows, g.cols);
             for (std::int64_t i = 0; i < g.rows; ++i)
                 for (std::int64_t j = 0; j < g.cols; ++j) {
@@ -154,6 +176,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
             if (in.rows != g.rows || in.cols != g.cols)
                 fail_tile(p, pc, 0, fmt::format("STORE: {} is {} but the slice {} is {}", name_of(0), shape_text(in.rows, in.cols),
                                                 slice_text(p, m, vars), shape_text(g.rows, g.cols)), vars);
+            if (s.iteration != 0) race_slice<Listening>(p, s, ev, g, true, pc, vars);
             for (std::int64_t i = 0; i < g.rows; ++i)
                 for (std::int64_t j = 0; j < g.cols; ++j) {
                     auto at = static_cast<size_t>(g.address + i * g.row_stride + j * g.col_stride);

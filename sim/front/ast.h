@@ -68,6 +68,11 @@ struct Loop;
 using Statement = std::variant<Instruction, std::unique_ptr<Loop>>;
 
 struct Loop {
+    // `parallel for`: the iterations are independent. Each runs on a worker of its own (its
+    // own registers and tiles); they share DRAM, and the machine checks that no iteration
+    // writes an element another one reads or writes (a data race).
+    bool parallel = false;
+    Loc parallel_loc;  // the word 'parallel'
     std::string var;
     Loc var_loc;
     ExprPtr lo, hi;  // half-open: lo <= var < hi
@@ -190,6 +195,8 @@ struct Program {
     std::optional<Exercise> exercise;  // an exercise spec's own declarations (ParseMode::Exercise)
     std::optional<GpuKernel> gpu_kernel;
     ExprPtr registers;
+    ExprPtr workers;  // `workers P`: the machine's workers (null: 1)
+    Loc workers_loc;
     std::vector<Param> params;  // and lets, in declaration order
     std::vector<Tile> tiles;
     std::vector<Array> arrays;

@@ -13,7 +13,8 @@ namespace toysim {
 
 const std::vector<std::string_view>& statement_keywords() {
     static const std::vector<std::string_view> words = {"registers", "param", "let",    "tile", "input", "output",
-                                                        "scratch",   "check", "cost",   "expect", "test",  "gpu", "for"};
+                                                        "scratch",   "check", "cost",   "expect", "test",  "gpu", "for",
+                                                        "workers",   "parallel"};
     return words;
 }
 
@@ -320,6 +321,12 @@ private:
             if (program.registers) throw ToyError(head.loc, "the register file size is already declared");
             program.registers = expr();
             end_of_statement();
+        } else if (word == "workers") {
+            next();
+            if (program.workers) throw ToyError(head.loc, "the number of workers is already declared");
+            program.workers_loc = head.loc;
+            program.workers = expr();
+            end_of_statement();
         } else if (word == "param" || word == "let") {
             next();
             Param p;
@@ -388,7 +395,7 @@ private:
     // A declaration in the wrong kind of file, refused at its first word.
     void refuse_out_of_mode(const Token& head) {
         std::string_view word = head.text;
-        bool declaration = (is_one_of(word, statement_keywords()) && word != "for") || is_one_of(word, exercise_keywords());
+        bool declaration = (is_one_of(word, statement_keywords()) && word != "for" && word != "parallel") || is_one_of(word, exercise_keywords());
         switch (mode_) {
             case ParseMode::Solution:
                 if (declaration && word != "let" && word != "tile")
@@ -406,7 +413,7 @@ private:
                     throw ToyError(head.loc, "an exercise spec states its figures as targets with points: write 'target' "
                                              "instead of 'expect' (target cycles <= 25 points 1)");
                 if (word == "gpu") throw ToyError(head.loc, "'gpu' belongs in an ordinary program, not in an exercise spec");
-                if (word == "for" || find_op(word))
+                if (word == "for" || word == "parallel" || find_op(word))
                     throw ToyError(head.loc, "an exercise spec holds no instructions: the student's solution does (solution.toy "
                                              "is the reference one)");
                 if (!declaration) {
@@ -660,7 +667,7 @@ private:
     Statement body_statement() {
         const Token& head = peek();
         if (head.kind != Tok::Ident) fail(head, "an instruction or 'for'");
-        if (head.text == "for") return loop();
+        if (head.text == "for" || head.text == "parallel") return loop();
         auto op = find_op(head.text);
         if (!op) {
             refuse_out_of_mode(head);
@@ -747,6 +754,11 @@ private:
 
     std::unique_ptr<Loop> loop() {
         auto l = std::make_unique<Loop>();
+        if (at_word("parallel")) {
+            l->parallel = true;
+            l->parallel_loc = next().loc;
+            if (!at_word("for")) fail(peek(), "'for' ('parallel' marks a loop: parallel for i in 0..n { ... })");
+        }
         l->loc = next().loc;  // 'for'
         // Checked here, before the body is parsed (recursively): any depth ends in this error.
         if (loop_depth_ >= kMaxLoopDepth) throw ToyError(l->loc, fmt::format("loops may nest at most {} deep", kMaxLoopDepth));

@@ -84,8 +84,19 @@ void Compiler::bind_machine() {
     if (n < 1 || n > kMaxRegisters)
         throw ToyError(tree_->registers->loc, fmt::format("the register file must have 1 to {} registers, not {}", kMaxRegisters, n));
     p_.registers = static_cast<int>(n);
+    if (tree_->workers) {
+        std::int64_t w = constant(*tree_->workers, "the number of workers");
+        if (w < 1 || w > kMaxWorkers)
+            throw ToyError(tree_->workers->loc, fmt::format("the machine must have 1 to {} workers, not {}", kMaxWorkers, w));
+        p_.workers = w;
+    }
     bind_tiles();
     definitely_written_.assign(static_cast<size_t>(p_.scalar_registers), false);
+    clobbered_.assign(static_cast<size_t>(p_.scalar_registers), -1);
+    tile_written_.assign(p_.tiles.size(), false);
+    tile_clobbered_.assign(p_.tiles.size(), -1);
+    written_inside_.assign(static_cast<size_t>(p_.scalar_registers), false);
+    tile_written_inside_.assign(p_.tiles.size(), false);
     for (const auto& row : all_ops()) p_.cycles[static_cast<size_t>(row.op)] = row.cycles;
     for (const auto& cost : tree_->costs) {
         std::int64_t c = constant(*cost.cycles, "a cycle cost");

@@ -35,6 +35,19 @@ private:
     std::vector<Interval> ranges_;                   // per slot: every value the variable can take
     std::vector<int> open_loops_;
     std::vector<bool> definitely_written_;  // per register, at the point being lowered
+    // Inside a parallel loop's body, each iteration has registers and tiles of its own: a read
+    // needs a write earlier in the same iteration. tile_written_ is definitely_written_ for
+    // tiles (kept only there). After the loop, what its iterations wrote is "clobbered" (which
+    // worker's value remains is not defined) until written again: the parallel loop's index.
+    int parallel_depth_ = 0;
+    std::vector<bool> tile_written_;
+    std::vector<int> clobbered_, tile_clobbered_;  // per register / tile: -1, or a LoopInfo index
+    std::vector<bool> written_inside_, tile_written_inside_;  // by some iteration of the open parallel loop
+    const ast::Loop* grid_body_ = nullptr;  // the loop that is the whole body of the parallel loop being lowered
+    void read_private(std::int32_t reg, int tile, Loc loc);
+    int innermost_iteration_loop() const;
+    void collect_writes(const std::vector<ast::Statement>& body, std::vector<bool>& regs, std::vector<bool>& tiles) const;
+    void wrote_private(std::int32_t reg, int tile);
 
     // ---- integer expressions (fold.cpp) ----
     [[noreturn]] void unknown_name(const ast::Expr& e);

@@ -35,6 +35,22 @@ void Compiler::lower_loop(const ast::Loop& l) {
     if (!has_instructions(l.body))
         throw ToyError(l.loc, "this loop contains no instructions: it would only spin (loops cost nothing and show nothing)");
     LoopInfo info{static_cast<int>(scope_.size()), affine(*l.lo), affine(*l.hi), l.var, l.loc};
+    // A parallel loop directly inside another (the whole of its body) adds a dimension to the
+    // other's grid; anywhere else inside one it would be parallelism within one worker.
+    const LoopInfo* outer = open_loops_.empty() ? nullptr : &p_.loops[static_cast<size_t>(open_loops_.back())];
+    bool extends_grid = false;
+    if (l.parallel) {
+        extends_grid = outer && outer->parallel && outer->grid_inner && grid_body_ == &l;
+        if (parallel_depth_ > 0 && !extends_grid)
+            throw ToyError(l.parallel_loc, "a parallel loop inside an iteration of another parallel loop: make it the whole body of the "
+                                           "outer loop (the two form a grid of iterations), or drop 'parallel'");
+        info.parallel = true;
+        info.grid_inner = true;
+        info.grid_outer = !extends_grid;
+        info.grid_first_slot = extends_grid ? outer->grid_first_slot : info.slot;
+        if (extends_grid) p_.loops[static_cast<size_t>(open_loops_.back())].grid_inner = false;
+        p_.has_parallel = true;
+    }
     // The values the variable takes (an overflowing bound gives "everything": nothing is then
     // proven from it, and the run checks each bound as it evaluates it).
     Interval lo = range(info.lo), hi = range(info.hi);
@@ -48,15 +64,114 @@ void Compiler::lower_loop(const ast::Loop& l) {
     open_loops_.push_back(index);
     // A write inside the body is definite after the loop only if the body surely runs.
     std::vector<bool> written_before = definitely_written_;
+    std::vector<bool> tiles_before = tile_written_;
+    const bool starts_iteration = l.parallel && !extends_grid;
+    if (starts_iteration) {
+        // Each iteration's worker starts with a copy of the registers and tiles as the loop
+        // found them. What the body never writes stays that value on every worker and may be
+        // read anywhere in it; what the body writes holds, on a worker that ran an iteration
+        // before, that iteration's value: readable only after this iteration writes it.
+        std::vector<bool> regs_written(definitely_written_.size()), tiles_written(tile_written_.size());
+        collect_writes(l.body, regs_written, tiles_written);
+        for (size_t r = 0; r < regs_written.size(); ++r)
+            if (regs_written[r]) definitely_written_[r] = false;
+        for (size_t t = 0; t < tiles_written.size(); ++t)
+            if (tiles_written[t]) tile_written_[t] = false;
+        ++parallel_depth_;
+    }
+    if (l.parallel && l.body.size() == 1) {
+        auto* inner = std::get_if<std::unique_ptr<ast::Loop>>(&l.body.front());
+        grid_body_ = inner ? inner->get() : nullptr;
+    }
     lower_body(l.body);
-    bool surely_runs = lo.empty() || hi.empty() || lo.hi < hi.lo;  // (empty: this code is never reached)
-    if (!surely_runs) definitely_written_ = std::move(written_before);
+    if (starts_iteration) {
+        --parallel_depth_;
+        // After the loop, a register or tile its iterations wrote holds whichever worker's value:
+        // clobbered until written again. The rest is as before the loop.
+        for (size_t r = 0; r < definitely_written_.size(); ++r)
+            if (definitely_written_[r] || written_inside_[r]) clobbered_[r] = index;
+        for (size_t t = 0; t < tile_written_.size(); ++t)
+            if (tile_written_[t] || tile_written_inside_[t]) tile_clobbered_[t] = index;
+        definitely_written_ = std::move(written_before);
+        tile_written_ = std::move(tiles_before);
+        for (size_t r = 0; r < definitely_written_.size(); ++r)
+            if (clobbered_[r] == index) definitely_written_[r] = false;
+        for (size_t t = 0; t < tile_written_.size(); ++t)
+            if (tile_clobbered_[t] == index) tile_written_[t] = false;
+        if (parallel_depth_ == 0) {
+            std::fill(written_inside_.begin(), written_inside_.end(), false);
+            std::fill(tile_written_inside_.begin(), tile_written_inside_.end(), false);
+        }
+    } else {
+        bool surely_runs = lo.empty() || hi.empty() || lo.hi < hi.lo;  // (empty: this code is never reached)
+        if (!surely_runs) {
+            definitely_written_ = std::move(written_before);
+            tile_written_ = std::move(tiles_before);
+        }
+    }
     open_loops_.pop_back();
     scope_.pop_back();
     int end = emit_plain(Code::LoopEnd);
     p_.code[static_cast<size_t>(end)].loop = index;
     p_.code[static_cast<size_t>(end)].jump = begin;
     p_.code[static_cast<size_t>(begin)].jump = end;
+}
+
+// Every named register and tile some instruction of `body` writes.
+void Compiler::collect_writes(const std::vector<ast::Statement>& body, std::vector<bool>& regs, std::vector<bool>& tiles) const {
+    for (const auto& st : body) {
+        if (const auto* loop = std::get_if<std::unique_ptr<ast::Loop>>(&st)) {
+            collect_writes((*loop)->body, regs, tiles);
+            continue;
+        }
+        const auto& in = std::get<ast::Instruction>(st);
+        const OpInfo& op = info(in.op);
+        for (int i = 0; i < op.operand_count() && i < static_cast<int>(in.operands.size()); ++i) {
+            if (op.operand(i) != OperandKind::RegWrite) continue;
+            const ast::Operand& o = in.operands[static_cast<size_t>(i)];
+            if (o.kind == ast::Operand::Kind::Register && o.reg >= 0 && o.reg < static_cast<int>(regs.size())) regs[static_cast<size_t>(o.reg)] = true;
+            if (names_tile(o)) tiles[static_cast<size_t>(p_.find_tile(o.array))] = true;
+        }
+    }
+}
+
+// A register (reg >= 0) or tile (tile >= 0) read here: inside a parallel iteration it must have
+// been written earlier in the same iteration; after a parallel loop, not left by its iterations.
+void Compiler::read_private(std::int32_t reg, int tile, Loc loc) {
+    const std::string name = reg >= 0 ? fmt::format("R{}", reg) : fmt::format("tile '{}'", p_.tiles[static_cast<size_t>(tile)].name);
+    bool written = reg >= 0 ? definitely_written_[static_cast<size_t>(reg)] : tile_written_[static_cast<size_t>(tile)];
+    if (parallel_depth_ > 0 && !written) {
+        const LoopInfo& l = p_.loops[static_cast<size_t>(innermost_iteration_loop())];
+        throw ToyError(loc, fmt::format("{} is read before this iteration of the parallel loop over {} (line {}) surely writes it: each "
+                                        "iteration runs on a worker of its own, which may have run another iteration before, so "
+                                        "inside the loop a register or tile the loop writes is read only after the iteration writes it",
+                                        name, l.var, l.loc.line));
+    }
+    int clobbered = reg >= 0 ? clobbered_[static_cast<size_t>(reg)] : tile_clobbered_[static_cast<size_t>(tile)];
+    if (!written && clobbered >= 0) {
+        const LoopInfo& l = p_.loops[static_cast<size_t>(clobbered)];
+        throw ToyError(loc, fmt::format("{} was written by the iterations of the parallel loop over {} (line {}): after that loop it "
+                                        "holds whichever worker's value, so write it again before reading it",
+                                        name, l.var, l.loc.line));
+    }
+}
+
+void Compiler::wrote_private(std::int32_t reg, int tile) {
+    if (reg >= 0) {
+        clobbered_[static_cast<size_t>(reg)] = -1;
+        if (parallel_depth_ > 0) written_inside_[static_cast<size_t>(reg)] = true;
+    }
+    if (tile >= 0) {
+        tile_written_[static_cast<size_t>(tile)] = true;
+        tile_clobbered_[static_cast<size_t>(tile)] = -1;
+        if (parallel_depth_ > 0) tile_written_inside_[static_cast<size_t>(tile)] = true;
+    }
+}
+
+int Compiler::innermost_iteration_loop() const {
+    for (auto it = open_loops_.rbegin(); it != open_loops_.rend(); ++it)
+        if (p_.loops[static_cast<size_t>(*it)].grid_outer) return *it;
+    return open_loops_.back();
 }
 
 bool Compiler::has_instructions(const std::vector<ast::Statement>& body) {
@@ -128,6 +243,17 @@ void Compiler::lower_tile_instruction(const ast::Instruction& in, const OpInfo& 
             arg.index = lower_register(o, scratch);
         } else {
             wrong_operand(o, op, i, "a tile or a register");
+        }
+        if (arg.kind == TileOperand::Kind::Register && arg.index < 0 && parallel_depth_ > 0)
+            throw ToyError(o.loc, "R[expr] inside a parallel loop: each iteration's registers are its own, and only named registers "
+                                  "can be followed from write to read");
+        {
+            std::int32_t reg = arg.kind == TileOperand::Kind::Register ? arg.index : -1;
+            int tile = arg.kind == TileOperand::Kind::Tile ? arg.index : -1;
+            if (reg >= 0 || tile >= 0) {
+                if (want == OperandKind::RegRead) read_private(reg, tile, o.loc);
+                else wrote_private(reg, tile);
+            }
         }
         if (o.transposed) {
             bool matmul_source = info(in.op).shape == OpShape::Product && i < 2;
@@ -204,8 +330,13 @@ void Compiler::lower_instruction(const ast::Instruction& in) {
             continue;
         }
         std::int32_t r = lower_register(o, inst);
+        if (r < 0 && parallel_depth_ > 0)
+            throw ToyError(o.loc, "R[expr] inside a parallel loop: each iteration's registers are its own, and only named registers "
+                                  "can be followed from write to read");
         // SET's middle operand only lends its rows, and a scalar's shape is always 1×1.
         bool shape_only = info(in.op).shape == OpShape::Fill && i == 1;
+        if (want == OperandKind::RegRead && !shape_only && r >= 0) read_private(r, -1, o.loc);
+        if (want == OperandKind::RegWrite && r >= 0) wrote_private(r, -1);
         bool proven = shape_only || (r >= 0 && definitely_written_[static_cast<size_t>(r)]);
         if (want == OperandKind::RegRead && !proven) inst.unproven_reads |= static_cast<std::uint8_t>(1u << inst.reg_count);
         if (want == OperandKind::RegWrite && r >= 0) definitely_written_[static_cast<size_t>(r)] = true;

@@ -22,6 +22,8 @@ namespace toysim {
 // present flag and a read count: kStateBytesPerElement in sim/exec/state.h), so the limit is
 // 1.07 GiB of machine state; measured peak at the limit: see the README.
 inline constexpr std::int64_t kMaxRunDram = std::int64_t{1} << 26;
+// `workers P` takes 1 to this many (a GPU has at most a few hundred SMs).
+inline constexpr std::int64_t kMaxWorkers = 1024;
 
 struct Affine {
     std::int64_t constant = 0;
@@ -165,6 +167,12 @@ struct LoopInfo {
     Affine lo, hi;
     std::string var;
     Loc loc;
+    // `parallel for`. Directly nested parallel loops form a grid, whose iterations are the
+    // tuples of their variables: grid_outer marks its outermost loop, grid_inner its innermost
+    // (both, for a grid of one loop); grid_first_slot is the outermost loop's slot.
+    bool parallel = false;
+    bool grid_outer = false, grid_inner = false;
+    int grid_first_slot = -1;
 };
 
 struct DynamicRegister {
@@ -209,6 +217,8 @@ struct Program {
     std::shared_ptr<const ast::Program> tree;
     std::vector<std::pair<std::string, std::int64_t>> params;  // in declaration order (lets too)
     int registers = 0;           // the register file (SRAM) in elements: tiles and scalar registers
+    std::int64_t workers = 1;    // `workers P`: each with its own register file; DRAM is shared
+    bool has_parallel = false;   // some loop is `parallel for`
     int scalar_registers = 0;    // R0.. : what the tiles leave
     std::vector<Tile> tiles;
     std::int64_t tile_elements = 0;
