@@ -19,7 +19,8 @@
 
 #define TOYSIM_COUNTERS(X)                                                                                                    \
     X(Cycles, "cycles", Run, "/cycles", "cycles", "cycles", false,                                                            \
-      "each instruction's units of work times its opcode's cycles per unit, summed (the seed: one cycle per instruction)")   \
+      "each instruction's units of work times its opcode's cycles per unit, summed (the seed: one cycle per instruction); "   \
+      "with workers P > 1, the makespan: when the last worker finishes")                                                     \
     X(Instructions, "instructions", Run, "/instructions", "instructions", "instructions", false,                              \
       "ISA instructions executed; loop control is free")                                                                     \
     X(Opcode, "{}", PerOpcode, "/by_opcode/{}", "  {}", "instructions", false, "instructions of one opcode executed")        \
@@ -37,7 +38,11 @@
     X(Compute, "compute", Run, "/compute", "compute work", "units of work", false,                                           \
       "units of work of the Compute opcodes (a scalar instruction is one unit)")                                             \
     X(ArithmeticIntensity, "arithmetic_intensity", Run, "/arithmetic_intensity",                                              \
-      "arithmetic intensity (compute ops per DRAM access)", "ratio", false, "compute / traffic; 0 without traffic")
+      "arithmetic intensity (compute ops per DRAM access)", "ratio", false, "compute / traffic; 0 without traffic")           \
+    X(TotalWork, "work", Run, "/workers/work", "work (cycles on all workers)", "cycles", false,                               \
+      "every worker's busy cycles summed: cycles on one worker (shown with workers P > 1, where cycles is the makespan)")     \
+    X(Utilization, "utilization", Run, "/workers/utilization", "utilization (work / (workers × cycles))", "ratio", false,      \
+      "work / (workers × cycles): 1 when no worker is ever idle (shown with workers P > 1)")
 
 namespace toysim {
 

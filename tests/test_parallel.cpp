@@ -116,3 +116,63 @@ FOR i in 0..Tr {
     parallel.replace(parallel.find("FOR"), 3, "parallel for");
     CHECK(run(plain) == run(parallel));
 }
+
+TEST_CASE("FA2 on 8 workers: cycles is the makespan of 16 equal Q tiles, work is the one-worker cycles", "[parallel]") {
+    // fa2.toy as shipped, with `workers P` added (P = 1 is the program as it is).
+    std::string source = toysim::testing::read_text(std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/fa2.toy");
+    source.replace(source.find("registers "), 0, "param P = 1\nworkers P\n");
+    auto counters = [&](std::int64_t workers) {
+        Program p = build(source, {{"n", 1024}, {"d", 64}, {"Br", 64}, {"Bc", 64}, {"P", workers}});
+        Machine<NumericDomain> m(p, NumericDomain{});
+        fill_inputs(p, m.state());
+        m.run_until(kNoPause, kNoPause);
+        return m.counters();
+    };
+    Counters one = counters(1), eight = counters(8), five = counters(5), many = counters(64);
+    const std::uint64_t tile = one.cycles / 16;  // FA2 has no serial part: every instruction is in the Q-tile loop
+    CHECK(one.cycles == 141'923'328);
+    CHECK(one.work == one.cycles);
+    CHECK(tile * 16 == one.cycles);
+    CHECK(eight.cycles == 2 * tile);  // ⌈16/8⌉ tiles each
+    CHECK(eight.work == one.cycles);
+    CHECK(eight.utilization() == 1.0);
+    CHECK(eight.busy == std::vector<std::uint64_t>(8, 2 * tile));
+    CHECK(five.cycles == 4 * tile);  // ⌈16/5⌉: worker 0 takes tiles 0, 5, 10, 15
+    CHECK(five.busy == std::vector<std::uint64_t>{4 * tile, 3 * tile, 3 * tile, 3 * tile, 3 * tile});
+    CHECK(many.cycles == tile);  // 16 tiles on 64 workers: one round, 48 workers idle
+    CHECK(many.utilization() == Approx(16.0 / 64.0));
+}
+
+TEST_CASE("the serial parts run on worker 0 while the others wait, and a parallel loop ends with its last iteration", "[parallel]") {
+    // 3 serial instructions, 5 iterations of 3 on 2 workers (3 rounds: 9 cycles), then 2 serial.
+    const std::string source = R"(registers 2
+workers 2
+input  x[5]
+output y[5]
+output z[1]
+SET 0, R0, R1
+SET 1, R0, R1
+SET 2, R0, R1
+parallel for i in 0..5 {
+    LOAD x[i], R0
+    ADD R0, R0, R0
+    STORE R0, y[i]
+}
+SET 3, R0, R0
+STORE R0, z[0]
+)";
+    Program p = build(source);
+    Machine<NumericDomain> m(p, NumericDomain{});
+    fill_inputs(p, m.state());
+    m.run_until(kNoPause, kNoPause);
+    Counters c = m.counters();
+    CHECK(c.work == 3 + 5 * 3 + 2);
+    CHECK(c.cycles == 3 + 3 * 3 + 2);
+    CHECK(c.busy == std::vector<std::uint64_t>{3 + 3 * 3 + 2, 2 * 3});
+    // Paused inside the loop, after the first two iterations and one instruction of the third:
+    // worker 0 has run 3 + 3 + 1, worker 1 three.
+    Machine<NumericDomain> paused(p, NumericDomain{});
+    fill_inputs(p, paused.state());
+    paused.run_until(3 + 2 * 3 + 1, kNoPause);
+    CHECK(paused.counters().cycles == 3 + 3 + 1);
+}

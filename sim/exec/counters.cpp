@@ -17,6 +17,8 @@ CounterValue Counters::value(const CounterRef& c) const {
         case CounterKind::Registers: return count(static_cast<std::uint64_t>(peak_registers));
         case CounterKind::Compute: return count(compute_ops);
         case CounterKind::ArithmeticIntensity: return CounterValue{0, arithmetic_intensity(), true};
+        case CounterKind::TotalWork: return count(work);
+        case CounterKind::Utilization: return CounterValue{0, utilization(), true};
     }
     return {};
 }
@@ -33,7 +35,11 @@ std::vector<CounterRef> counters_of(const Program& p, const OpcodeSet* opcodes) 
     std::vector<CounterRef> out;
     for (const auto& row : all_counters()) {
         switch (row.scope) {
-            case CounterScope::Run: out.push_back({row.kind}); break;
+            case CounterScope::Run:
+                // Work and utilization say something only when there is more than one worker.
+                if ((row.kind == CounterKind::TotalWork || row.kind == CounterKind::Utilization) && p.workers == 1) break;
+                out.push_back({row.kind});
+                break;
             case CounterScope::PerOpcode:
                 // Units of work differ from instruction counts only for tile instructions.
                 if (row.kind == CounterKind::Work && !p.has_tiles()) break;

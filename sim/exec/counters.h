@@ -33,6 +33,14 @@ struct Counters {
     std::vector<ArrayStats> arrays;  // parallel to Program::arrays
     int peak_registers = 0;          // distinct registers the run wrote (tile registers included)
     std::uint64_t compute_ops = 0;   // work of class Compute (a scalar instruction is one unit)
+    // Workers (`workers P`): cycles is the makespan; work is every worker's busy cycles summed
+    // (what cycles is on one worker), busy is each worker's.
+    std::uint64_t work = 0;
+    std::int64_t workers = 1;
+    std::vector<std::uint64_t> busy;
+    double utilization() const {
+        return cycles ? static_cast<double>(work) / (static_cast<double>(workers) * static_cast<double>(cycles)) : 0.0;
+    }
     double arithmetic_intensity() const {
         std::uint64_t traffic = dram_reads + dram_writes;
         return traffic ? static_cast<double>(compute_ops) / static_cast<double>(traffic) : 0.0;

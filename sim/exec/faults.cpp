@@ -1,7 +1,7 @@
 // The run-time faults of a program, each a located error naming what went wrong and the loop
 // variables in force. All cold: the executor calls them only on the way out.
 #include "sim/exec/faults.h"
-#include "sim/exec/race.h"
+#include "sim/exec/parallel.h"
 #include "sim/lower/disasm.h"
 
 #include <fmt/format.h>

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "sim/exec/faults.h"
-#include "sim/exec/race.h"
+#include "sim/exec/parallel.h"
 #include "sim/exec/tile_exec.h"
 
 namespace toysim {
@@ -234,6 +234,13 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             ev.iteration = s.iteration;
             ev.first_iteration = s.first_iteration;
             ev.grid_start_vars = s.grid_start_vars;
+            if (p.has_parallel) {
+                ev.clock = s.clock;
+                ev.clock_work = s.clock_work;
+                ev.iteration_work = s.iteration_work;
+                ev.worker_free = s.worker_free;
+                ev.busy = s.busy;
+            }
             ++pc;  // the machine stands at the next instruction when the sink looks
             s.pc = pc;
             sink->on_event(ev);
@@ -290,6 +297,17 @@ Counters tally(const Program& p, const MachineState<Value>& s) {
     }
     for (auto w : s.written) c.peak_registers += w;
     for (auto w : s.tile_touched) c.peak_registers += w;
+    if (p.has_parallel) {
+        // On P workers: cycles is the makespan, work what cycles would be on one.
+        c.workers = p.workers;
+        c.work = c.cycles;
+        c.cycles = makespan(s, c.work);
+        c.busy = s.busy;
+        if (s.iteration == 0) c.busy[0] += c.work - s.clock_work;
+    } else {
+        c.work = c.cycles;
+        c.busy = {c.cycles};
+    }
     return c;
 }
 
@@ -310,7 +328,11 @@ MachineState<Value> fresh_state(const Program& p) {
     s.tile_touched.assign(static_cast<size_t>(p.tile_elements), 0);
     for (const auto& a : p.arrays)
         if (a.starts_filled()) std::fill(s.present.begin() + a.base, s.present.begin() + a.base + a.size, std::uint8_t{1});
-    if (p.has_parallel) s.race.assign(static_cast<size_t>(p.dram_size), RaceCell{});
+    if (p.has_parallel) {
+        s.race.assign(static_cast<size_t>(p.dram_size), RaceCell{});
+        s.worker_free.assign(static_cast<size_t>(p.workers), 0);
+        s.busy.assign(static_cast<size_t>(p.workers), 0);
+    }
     return s;
 }
 
@@ -364,6 +386,13 @@ void Machine<Domain>::undo(const Event<Value>& e) {
     s.iteration = e.iteration;
     s.first_iteration = e.first_iteration;
     s.grid_start_vars = e.grid_start_vars;
+    if (p.has_parallel) {
+        s.clock = e.clock;
+        s.clock_work = e.clock_work;
+        s.iteration_work = e.iteration_work;
+        s.worker_free = e.worker_free;
+        s.busy = e.busy;
+    }
     s.steps = e.step - 1;
     s.halted = false;
     --s.executed[pc];
@@ -403,12 +432,7 @@ void Machine<Domain>::undo(const Event<Value>& e) {
 
 template <class Domain>
 std::uint64_t Machine<Domain>::cycle() const {
-    const Program& p = *program_;
-    std::uint64_t total = 0;
-    for (size_t pc = 0; pc < p.code.size(); ++pc)
-        if (is_instruction(p.code[pc].code))
-            total += units_done(p, state_, pc) * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(p.op_at(static_cast<std::int32_t>(pc)))]);
-    return total;
+    return total_work(*program_, state_);
 }
 
 template <class Domain>

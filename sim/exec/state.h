@@ -10,7 +10,7 @@
 
 namespace toysim {
 
-// Race checking of parallel loops (sim/exec/race.h), per DRAM element: the iteration that last
+// Race checking of parallel loops (sim/exec/parallel.h), per DRAM element: the iteration that last
 // wrote it and the first iteration that read it, each with the instruction. Iterations have ids
 // that count up over the run (0: none); an id from before the running loop's first is stale.
 struct RaceCell {
@@ -52,6 +52,12 @@ struct MachineState {
     std::vector<RaceCell> race;
     std::uint32_t iteration = 0, first_iteration = 0;
     std::array<std::int64_t, kMaxLoopDepth> grid_start_vars{};
+    // Time on the workers (sim/exec/parallel.h). Outside parallel loops worker 0 runs alone:
+    // `clock` is when the running serial part began and `clock_work` the work done by then.
+    // In a parallel loop, each worker's time when it is next free, each worker's busy cycles,
+    // and the work done when the running iteration began.
+    std::uint64_t clock = 0, clock_work = 0, iteration_work = 0;
+    std::vector<std::uint64_t> worker_free, busy;
 
     bool operator==(const MachineState&) const = default;
 };

@@ -7,7 +7,7 @@
 
 #include "sim/exec/event.h"
 #include "sim/exec/faults.h"
-#include "sim/exec/race.h"
+#include "sim/exec/parallel.h"
 #include "sim/exec/state.h"
 
 namespace toysim {

@@ -41,9 +41,16 @@ nlohmann::ordered_json counters_json(const Program& p, const Counters& c) {
             CounterValue v = c.value(ref);
             k[json::json_pointer(p.counter_json(ref))] = v.is_ratio ? json(v.ratio) : json(v.count);
         };
-        if (row.scope == CounterScope::Run) put({row.kind});
+        // (Work and utilization only on a machine of more than one worker: with one, the JSON
+        // is what it was before workers existed.)
+        bool workers_only = row.kind == CounterKind::TotalWork || row.kind == CounterKind::Utilization;
+        if (row.scope == CounterScope::Run && (!workers_only || p.workers > 1)) put({row.kind});
         if (row.scope == CounterScope::PerOpcode)
             for (const auto& op : all_ops()) put({row.kind, op.op});
+    }
+    if (p.workers > 1) {
+        k["workers"]["count"] = p.workers;
+        k["workers"]["busy"] = c.busy;
     }
     k["dram"]["arrays"] = json::object();
     for (size_t a = 0; a < p.arrays.size(); ++a) {
@@ -161,6 +168,8 @@ std::string format_run(const Program& p, const RunResult& r, Format format, bool
             case CounterKind::Reads:
             case CounterKind::Writes:
             case CounterKind::ArithmeticIntensity:
+            case CounterKind::TotalWork:
+            case CounterKind::Utilization:
                 counters.rows.push_back({p.counter_label(row.counter), counter_text(row.value)});
                 break;
             case CounterKind::Registers:

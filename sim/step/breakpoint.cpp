@@ -97,7 +97,8 @@ std::optional<Breakpoint> parse_counter(const Program& p, std::string_view text)
     Breakpoint bp;
     bp.kind = Breakpoint::Kind::Counter;
     bp.counter.kind = parsed->kind;
-    if (parsed->kind == CounterKind::Registers || parsed->kind == CounterKind::ArithmeticIntensity)
+    if (parsed->kind == CounterKind::Registers || parsed->kind == CounterKind::ArithmeticIntensity ||
+        parsed->kind == CounterKind::Utilization)
         throw ToyError(fmt::format("a breakpoint cannot follow {}: it is not a sum over steps (try cycles, reads, writes, "
                                    "reads(ARRAY), an opcode)",
                                    info(parsed->kind).name));
@@ -225,7 +226,8 @@ std::uint64_t counter_delta(const Program& p, const CounterRef& c, const Event<V
         if (a.array == c.array) (a.kind == AccessKind::Read ? array_reads : array_writes) += n;
     }
     switch (c.kind) {
-        case CounterKind::Cycles: return e.cost;
+        case CounterKind::Cycles:
+        case CounterKind::TotalWork: return e.cost;
         case CounterKind::Instructions: return 1;
         case CounterKind::Opcode: return e.op == c.op ? 1 : 0;
         case CounterKind::Work: return e.op == c.op ? e.work : 0;
@@ -236,7 +238,8 @@ std::uint64_t counter_delta(const Program& p, const CounterRef& c, const Event<V
         case CounterKind::ArrayWrites: return array_writes;
         case CounterKind::Compute: return info(e.op).klass == OpClass::Compute ? e.work : 0;
         case CounterKind::Registers:
-        case CounterKind::ArithmeticIntensity: return 0;
+        case CounterKind::ArithmeticIntensity:
+        case CounterKind::Utilization: return 0;
     }
     (void)p;
     return 0;

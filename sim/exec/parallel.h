@@ -1,4 +1,6 @@
-// Race checking of `parallel for` loops. While a parallel loop (or grid) runs, the machine
+// Parallel loops: race checking and time on the workers.
+//
+// Race checking. While a parallel loop (or grid) runs, the machine
 // knows which iteration touched each DRAM element: a write by one iteration and a read or
 // write of the same element by another is a data race, a located error that names the element,
 // both iterations with their loop indices and both instructions (as ThreadSanitizer reports a
@@ -7,8 +9,16 @@
 // The iterations run one after another, in order, so per element it is enough to keep the
 // last writer and the FIRST reader of the running loop: when iteration t writes, any other
 // iteration that read the element ran before t, and the first reader is the earliest of them.
+//
+// Time. The machine runs the iterations one after another, but counts time as P workers would
+// spend it, handing out iterations as a GPU's block scheduler hands out blocks: the next
+// iteration goes to the worker that is free first (the lowest-numbered among equals). An
+// iteration's cost is the cycles its instructions take. Before, between and after parallel
+// loops, worker 0 runs alone while the others wait; a parallel loop ends when its last
+// iteration does. `cycles` is then the makespan, and `work` the cycles of all workers summed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -18,6 +28,45 @@
 namespace toysim {
 
 enum class RaceAccess : std::uint8_t { Read, Write };
+
+// The cycles every instruction run so far took, summed: units of work times cycles per unit.
+template <class Value>
+std::uint64_t total_work(const Program& p, const MachineState<Value>& s) {
+    std::uint64_t total = 0;
+    for (size_t pc = 0; pc < p.code.size(); ++pc) {
+        Code code = p.code[pc].code;
+        if (code == Code::LoopBegin || code == Code::LoopEnd || code == Code::Halt) continue;
+        std::uint64_t units = code == Code::Tile ? s.work[pc] : s.executed[pc];
+        total += units * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(p.op_at(static_cast<std::int32_t>(pc)))]);
+    }
+    return total;
+}
+
+// The serial part that ends now (at work `now`) ran on worker 0.
+template <class Value>
+void end_serial_part(MachineState<Value>& s, std::uint64_t now) {
+    s.clock += now - s.clock_work;
+    s.busy[0] += now - s.clock_work;
+    s.clock_work = now;
+}
+
+// An iteration that began at work s.iteration_work ends now: the first free worker takes it.
+template <class Value>
+void schedule_iteration(MachineState<Value>& s, std::uint64_t now) {
+    auto first_free = std::min_element(s.worker_free.begin(), s.worker_free.end());
+    std::uint64_t cost = now - s.iteration_work;
+    *first_free += cost;
+    s.busy[static_cast<size_t>(first_free - s.worker_free.begin())] += cost;
+}
+
+// The makespan so far: the serial time, plus (inside a parallel loop) the latest worker or the
+// running iteration on the first free one, whichever ends later; then what worker 0 ran since.
+template <class Value>
+std::uint64_t makespan(const MachineState<Value>& s, std::uint64_t now) {
+    if (s.iteration == 0) return s.clock + (now - s.clock_work);
+    auto [first, last] = std::minmax_element(s.worker_free.begin(), s.worker_free.end());
+    return std::max(*last, *first + (now - s.iteration_work));
+}
 
 [[noreturn]] __attribute__((cold)) void fail_race(const Program& p, std::int32_t pc, std::int64_t at, RaceAccess now,
                                                   std::uint32_t other, std::int32_t other_pc, RaceAccess then,
@@ -38,21 +87,33 @@ void race_loop_begin(const Program& p, MachineState<Value>& s, const LoopInfo& l
         }
         s.first_iteration = s.iteration + 1;
         std::copy(vars, vars + kMaxLoopDepth, s.grid_start_vars.begin());
+        end_serial_part(s, total_work(p, s));
+        std::fill(s.worker_free.begin(), s.worker_free.end(), s.clock);
     }
-    if (entering && l.grid_inner) ++s.iteration;
+    if (entering && l.grid_inner) {
+        ++s.iteration;
+        s.iteration_work = total_work(p, s);
+    }
 }
 
 // After LoopEnd of a parallel loop: `continuing` or not.
 template <class Value>
 void race_loop_end(const Program& p, MachineState<Value>& s, const LoopInfo& l, const std::int64_t* vars, bool continuing) {
-    (void)p;
     (void)vars;
+    std::uint64_t now = l.grid_inner || (!continuing && l.grid_outer) ? total_work(p, s) : 0;
+    if (l.grid_inner) schedule_iteration(s, now);  // the iteration that ends here
     if (continuing && l.grid_inner) {
         if (s.iteration == std::numeric_limits<std::uint32_t>::max())
             throw ToyError(l.loc, "this parallel loop has more than 4,294,967,294 iterations: too many to check for races");
         ++s.iteration;
+        s.iteration_work = now;
     }
-    if (!continuing && l.grid_outer) s.iteration = 0;
+    if (!continuing && l.grid_outer) {
+        // The loop ends when its last iteration does; worker 0 goes on alone from there.
+        s.iteration = 0;
+        s.clock = *std::max_element(s.worker_free.begin(), s.worker_free.end());
+        s.clock_work = now;
+    }
 }
 
 // Checks a read without recording it.
