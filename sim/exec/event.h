@@ -64,12 +64,8 @@ struct Event {
     // Inside a parallel loop: the race-checking cells of the elements it accessed, before it
     // (sim/exec/parallel.h), in the order of `accesses`, element by element.
     std::vector<RaceCell> race_old;
-    // The running parallel iteration (MachineState's race-checking position) when it ran.
-    std::uint32_t iteration = 0, first_iteration = 0;
-    std::array<std::int64_t, kMaxLoopDepth> grid_start_vars{};
-    // And the time on the workers then (programs with a parallel loop only).
-    std::uint64_t clock = 0, clock_work = 0, iteration_work = 0;
-    std::vector<std::uint64_t> worker_free, busy;
+    // Where the parallel loop and the workers stood when it ran (programs with a parallel loop).
+    ParallelState parallel;
 
     void clear() {
         reg = tile = -1;

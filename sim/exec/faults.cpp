@@ -196,14 +196,11 @@ std::string iteration_text(const std::vector<const LoopInfo*>& grid, const std::
 
 }  // namespace
 
-void fail_race(const Program& p, std::int32_t pc, std::int64_t at, RaceAccess now, std::uint32_t other, std::int32_t other_pc,
-               RaceAccess then, std::uint32_t iteration, std::uint32_t first_iteration, const std::int64_t* start_vars,
-               const std::int64_t* vars) {
-    (void)iteration;
+void fail_race(const Program& p, const ParallelState& s, std::int32_t pc, std::int64_t at, RaceAccess now, std::uint32_t other,
+               std::int32_t other_pc, RaceAccess then, const std::int64_t* vars) {
     std::vector<const LoopInfo*> grid = grid_at(p, pc);
-    std::array<std::int64_t, kMaxLoopDepth> other_vars{};
-    std::copy(start_vars, start_vars + kMaxLoopDepth, other_vars.begin());
-    std::uint64_t ordinal = other - first_iteration;
+    std::array<std::int64_t, kMaxLoopDepth> other_vars = s.grid_start_vars;
+    std::uint64_t ordinal = other - s.first_iteration;
     std::string other_text = grid.empty() || !grid_iteration(grid, 0, other_vars.data(), ordinal) ? "another iteration"
                                                                                                    : "iteration " + iteration_text(grid, other_vars.data());
     const int array = p.array_of_address(at);

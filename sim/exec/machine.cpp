@@ -112,7 +112,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             case Code::LoopBegin: {
                 const LoopInfo& l = p.loops[static_cast<size_t>(in.loop)];
                 if (!l.lo.eval_checked(vars, vars[l.slot]) || !l.hi.eval_checked(vars, limit[l.slot])) fail_loop_bound(p, pc, vars);
-                if (__builtin_expect(l.parallel, 0)) race_loop_begin(p, s, l, vars, vars[l.slot] < limit[l.slot]);
+                if (__builtin_expect(l.parallel, 0)) parallel_loop_begin(p, s, l, vars, vars[l.slot] < limit[l.slot]);
                 if (vars[l.slot] < limit[l.slot]) {
                     ++pc;
                 } else {
@@ -124,7 +124,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             case Code::LoopEnd: {
                 const LoopInfo& l = p.loops[static_cast<size_t>(in.loop)];
                 bool again = ++vars[l.slot] < limit[l.slot];
-                if (__builtin_expect(l.parallel, 0)) race_loop_end(p, s, l, vars, again);
+                if (__builtin_expect(l.parallel, 0)) parallel_loop_end(p, s, l, again);
                 pc = again ? in.jump + 1 : pc + 1;
                 continue;
             }
@@ -142,7 +142,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
                 if (!m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
-                if (__builtin_expect(s.iteration != 0, 0)) {
+                if (__builtin_expect(s.parallel.iteration != 0, 0)) {
                     if constexpr (Listening) ev.race_old.push_back(s.race[static_cast<size_t>(at)]);
                     race_read(p, s, at, pc, vars);
                 }
@@ -163,7 +163,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 V v = read(in, R, 0);
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
-                if (__builtin_expect(s.iteration != 0, 0)) {
+                if (__builtin_expect(s.parallel.iteration != 0, 0)) {
                     if constexpr (Listening) ev.race_old.push_back(s.race[static_cast<size_t>(at)]);
                     race_write(p, s, at, pc, vars);
                 }
@@ -231,16 +231,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             std::copy(vars, vars + kMaxLoopDepth, ev.vars.begin());
             std::copy(limit, limit + kMaxLoopDepth, ev.limit.begin());
             ev.empty_entries = entries_before;
-            ev.iteration = s.iteration;
-            ev.first_iteration = s.first_iteration;
-            ev.grid_start_vars = s.grid_start_vars;
-            if (p.has_parallel) {
-                ev.clock = s.clock;
-                ev.clock_work = s.clock_work;
-                ev.iteration_work = s.iteration_work;
-                ev.worker_free = s.worker_free;
-                ev.busy = s.busy;
-            }
+            if (p.has_parallel) ev.parallel = s.parallel;
             ++pc;  // the machine stands at the next instruction when the sink looks
             s.pc = pc;
             sink->on_event(ev);
@@ -301,9 +292,9 @@ Counters tally(const Program& p, const MachineState<Value>& s) {
         // On P workers: cycles is the makespan, work what cycles would be on one.
         c.workers = p.workers;
         c.work = c.cycles;
-        c.cycles = makespan(s, c.work);
-        c.busy = s.busy;
-        if (s.iteration == 0) c.busy[0] += c.work - s.clock_work;
+        c.cycles = makespan(s.parallel, c.work);
+        c.busy = s.parallel.busy;
+        if (s.parallel.iteration == 0) c.busy[0] += c.work - s.parallel.clock_work;
     } else {
         c.work = c.cycles;
         c.busy = {c.cycles};
@@ -330,8 +321,8 @@ MachineState<Value> fresh_state(const Program& p) {
         if (a.starts_filled()) std::fill(s.present.begin() + a.base, s.present.begin() + a.base + a.size, std::uint8_t{1});
     if (p.has_parallel) {
         s.race.assign(static_cast<size_t>(p.dram_size), RaceCell{});
-        s.worker_free.assign(static_cast<size_t>(p.workers), 0);
-        s.busy.assign(static_cast<size_t>(p.workers), 0);
+        s.parallel.worker_free.assign(static_cast<size_t>(p.workers), 0);
+        s.parallel.busy.assign(static_cast<size_t>(p.workers), 0);
     }
     return s;
 }
@@ -383,16 +374,7 @@ void Machine<Domain>::undo(const Event<Value>& e) {
     std::copy(e.vars.begin(), e.vars.end(), s.vars.begin());
     std::copy(e.limit.begin(), e.limit.end(), s.limit.begin());
     s.empty_entries = e.empty_entries;
-    s.iteration = e.iteration;
-    s.first_iteration = e.first_iteration;
-    s.grid_start_vars = e.grid_start_vars;
-    if (p.has_parallel) {
-        s.clock = e.clock;
-        s.clock_work = e.clock_work;
-        s.iteration_work = e.iteration_work;
-        s.worker_free = e.worker_free;
-        s.busy = e.busy;
-    }
+    if (p.has_parallel) s.parallel = e.parallel;
     s.steps = e.step - 1;
     s.halted = false;
     --s.executed[pc];

@@ -43,16 +43,14 @@ std::uint64_t total_work(const Program& p, const MachineState<Value>& s) {
 }
 
 // The serial part that ends now (at work `now`) ran on worker 0.
-template <class Value>
-void end_serial_part(MachineState<Value>& s, std::uint64_t now) {
+inline void end_serial_part(ParallelState& s, std::uint64_t now) {
     s.clock += now - s.clock_work;
     s.busy[0] += now - s.clock_work;
     s.clock_work = now;
 }
 
 // An iteration that began at work s.iteration_work ends now: the first free worker takes it.
-template <class Value>
-void schedule_iteration(MachineState<Value>& s, std::uint64_t now) {
+inline void schedule_iteration(ParallelState& s, std::uint64_t now) {
     auto first_free = std::min_element(s.worker_free.begin(), s.worker_free.end());
     std::uint64_t cost = now - s.iteration_work;
     *first_free += cost;
@@ -61,46 +59,48 @@ void schedule_iteration(MachineState<Value>& s, std::uint64_t now) {
 
 // The makespan so far: the serial time, plus (inside a parallel loop) the latest worker or the
 // running iteration on the first free one, whichever ends later; then what worker 0 ran since.
-template <class Value>
-std::uint64_t makespan(const MachineState<Value>& s, std::uint64_t now) {
+inline std::uint64_t makespan(const ParallelState& s, std::uint64_t now) {
     if (s.iteration == 0) return s.clock + (now - s.clock_work);
     auto [first, last] = std::minmax_element(s.worker_free.begin(), s.worker_free.end());
     return std::max(*last, *first + (now - s.iteration_work));
 }
 
-[[noreturn]] __attribute__((cold)) void fail_race(const Program& p, std::int32_t pc, std::int64_t at, RaceAccess now,
-                                                  std::uint32_t other, std::int32_t other_pc, RaceAccess then,
-                                                  std::uint32_t iteration, std::uint32_t first_iteration,
-                                                  const std::int64_t* start_vars, const std::int64_t* vars);
+[[noreturn]] __attribute__((cold)) void fail_race(const Program& p, const ParallelState& s, std::int32_t pc, std::int64_t at,
+                                                  RaceAccess now, std::uint32_t other, std::int32_t other_pc, RaceAccess then,
+                                                  const std::int64_t* vars);
+
+// An id recorded in a RaceCell is another iteration of the running loop.
+inline bool other_iteration(const ParallelState& s, std::uint32_t id) { return id >= s.first_iteration && id != s.iteration; }
 
 // A parallel loop's LoopBegin (entering: its range is not empty) and LoopEnd (continuing: it
 // goes round again), after the loop variable is set.
 template <class Value>
-void race_loop_begin(const Program& p, MachineState<Value>& s, const LoopInfo& l, const std::int64_t* vars, bool entering) {
+void parallel_loop_begin(const Program& p, MachineState<Value>& m, const LoopInfo& l, const std::int64_t* vars, bool entering) {
+    ParallelState& s = m.parallel;
     if (l.grid_outer) {
         if (!entering) return;
         // A new loop: every older id is stale. Ids count up; near the end of 32 bits they start
         // again from 1 over a cleared table.
         if (s.iteration > std::numeric_limits<std::uint32_t>::max() / 2) {
-            std::fill(s.race.begin(), s.race.end(), RaceCell{});
+            std::fill(m.race.begin(), m.race.end(), RaceCell{});
             s.iteration = 0;
         }
         s.first_iteration = s.iteration + 1;
         std::copy(vars, vars + kMaxLoopDepth, s.grid_start_vars.begin());
-        end_serial_part(s, total_work(p, s));
+        end_serial_part(s, total_work(p, m));
         std::fill(s.worker_free.begin(), s.worker_free.end(), s.clock);
     }
     if (entering && l.grid_inner) {
         ++s.iteration;
-        s.iteration_work = total_work(p, s);
+        s.iteration_work = total_work(p, m);
     }
 }
 
 // After LoopEnd of a parallel loop: `continuing` or not.
 template <class Value>
-void race_loop_end(const Program& p, MachineState<Value>& s, const LoopInfo& l, const std::int64_t* vars, bool continuing) {
-    (void)vars;
-    std::uint64_t now = l.grid_inner || (!continuing && l.grid_outer) ? total_work(p, s) : 0;
+void parallel_loop_end(const Program& p, MachineState<Value>& m, const LoopInfo& l, bool continuing) {
+    ParallelState& s = m.parallel;
+    std::uint64_t now = l.grid_inner || (!continuing && l.grid_outer) ? total_work(p, m) : 0;
     if (l.grid_inner) schedule_iteration(s, now);  // the iteration that ends here
     if (continuing && l.grid_inner) {
         if (s.iteration == std::numeric_limits<std::uint32_t>::max())
@@ -120,17 +120,15 @@ void race_loop_end(const Program& p, MachineState<Value>& s, const LoopInfo& l, 
 template <class Value>
 inline void race_check_read(const Program& p, const MachineState<Value>& s, std::int64_t at, std::int32_t pc, const std::int64_t* vars) {
     const RaceCell& c = s.race[static_cast<size_t>(at)];
-    if (c.writer >= s.first_iteration && c.writer != s.iteration)
-        fail_race(p, pc, at, RaceAccess::Read, c.writer, c.writer_pc, RaceAccess::Write, s.iteration, s.first_iteration,
-                  s.grid_start_vars.data(), vars);
+    if (other_iteration(s.parallel, c.writer)) fail_race(p, s.parallel, pc, at, RaceAccess::Read, c.writer, c.writer_pc, RaceAccess::Write, vars);
 }
 
 template <class Value>
 inline void race_read(const Program& p, MachineState<Value>& s, std::int64_t at, std::int32_t pc, const std::int64_t* vars) {
     race_check_read(p, s, at, pc, vars);
     RaceCell& c = s.race[static_cast<size_t>(at)];
-    if (c.reader < s.first_iteration) {
-        c.reader = s.iteration;
+    if (c.reader < s.parallel.first_iteration) {
+        c.reader = s.parallel.iteration;
         c.reader_pc = pc;
     }
 }
@@ -139,19 +137,15 @@ inline void race_read(const Program& p, MachineState<Value>& s, std::int64_t at,
 template <class Value>
 inline void race_check_write(const Program& p, const MachineState<Value>& s, std::int64_t at, std::int32_t pc, const std::int64_t* vars) {
     const RaceCell& c = s.race[static_cast<size_t>(at)];
-    if (c.writer >= s.first_iteration && c.writer != s.iteration)  // write after another iteration's write
-        fail_race(p, pc, at, RaceAccess::Write, c.writer, c.writer_pc, RaceAccess::Write, s.iteration, s.first_iteration,
-                  s.grid_start_vars.data(), vars);
-    if (c.reader >= s.first_iteration && c.reader != s.iteration)
-        fail_race(p, pc, at, RaceAccess::Write, c.reader, c.reader_pc, RaceAccess::Read, s.iteration, s.first_iteration,
-                  s.grid_start_vars.data(), vars);
+    if (other_iteration(s.parallel, c.writer)) fail_race(p, s.parallel, pc, at, RaceAccess::Write, c.writer, c.writer_pc, RaceAccess::Write, vars);
+    if (other_iteration(s.parallel, c.reader)) fail_race(p, s.parallel, pc, at, RaceAccess::Write, c.reader, c.reader_pc, RaceAccess::Read, vars);
 }
 
 template <class Value>
 inline void race_write(const Program& p, MachineState<Value>& s, std::int64_t at, std::int32_t pc, const std::int64_t* vars) {
     race_check_write(p, s, at, pc, vars);
     RaceCell& c = s.race[static_cast<size_t>(at)];
-    c.writer = s.iteration;
+    c.writer = s.parallel.iteration;
     c.writer_pc = pc;
 }
 

@@ -19,6 +19,20 @@ struct RaceCell {
     bool operator==(const RaceCell&) const = default;
 };
 
+// Where the running parallel loop and the workers stand (sim/exec/parallel.h): the running
+// iteration's id (0 outside a parallel loop) and the loop's first id, the loop variables'
+// values where the loop began; and time on the workers. Outside parallel loops worker 0 runs
+// alone: `clock` is when the running serial part began and `clock_work` the work done by then.
+// In a parallel loop, each worker's time when it is next free and the work done when the
+// running iteration began; and each worker's busy cycles.
+struct ParallelState {
+    std::uint32_t iteration = 0, first_iteration = 0;
+    std::array<std::int64_t, kMaxLoopDepth> grid_start_vars{};
+    std::uint64_t clock = 0, clock_work = 0, iteration_work = 0;
+    std::vector<std::uint64_t> worker_free, busy;
+    bool operator==(const ParallelState&) const = default;
+};
+
 template <class Value>
 struct MachineState {
     // Where the program is: the next instruction and the loop variables in force there.
@@ -47,17 +61,9 @@ struct MachineState {
     std::vector<std::uint64_t> work;
 
     // Parallel loops (only when the program has one; empty otherwise): per DRAM element its
-    // RaceCell, the running iteration's id (0 outside a parallel loop) and the running loop's
-    // first id, and the loop variables' values where that loop began.
+    // RaceCell, and where the running parallel loop and the workers stand.
     std::vector<RaceCell> race;
-    std::uint32_t iteration = 0, first_iteration = 0;
-    std::array<std::int64_t, kMaxLoopDepth> grid_start_vars{};
-    // Time on the workers (sim/exec/parallel.h). Outside parallel loops worker 0 runs alone:
-    // `clock` is when the running serial part began and `clock_work` the work done by then.
-    // In a parallel loop, each worker's time when it is next free, each worker's busy cycles,
-    // and the work done when the running iteration began.
-    std::uint64_t clock = 0, clock_work = 0, iteration_work = 0;
-    std::vector<std::uint64_t> worker_free, busy;
+    ParallelState parallel;
 
     bool operator==(const MachineState&) const = default;
 };

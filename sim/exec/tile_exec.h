@@ -160,7 +160,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
                     for (std::int64_t j = 0; j < g.cols; ++j)
                         if (!s.present[static_cast<size_t>(g.address + i * g.row_stride + j * g.col_stride)])
                             fail_unwritten_element(p, pc, m, vars);
-            if (s.iteration != 0) race_slice<Listening>(p, s, ev, g, false, pc, vars);
+            if (s.parallel.iteration != 0) race_slice<Listening>(p, s, ev, g, false, pc, vars);
             View<V> out = destination(g.rows, g.cols);
             for (std::int64_t i = 0; i < g.rows; ++i)
                 for (std::int64_t j = 0; j < g.cols; ++j) {
@@ -176,7 +176,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
             if (in.rows != g.rows || in.cols != g.cols)
                 fail_tile(p, pc, 0, fmt::format("STORE: {} is {} but the slice {} is {}", name_of(0), shape_text(in.rows, in.cols),
                                                 slice_text(p, m, vars), shape_text(g.rows, g.cols)), vars);
-            if (s.iteration != 0) race_slice<Listening>(p, s, ev, g, true, pc, vars);
+            if (s.parallel.iteration != 0) race_slice<Listening>(p, s, ev, g, true, pc, vars);
             for (std::int64_t i = 0; i < g.rows; ++i)
                 for (std::int64_t j = 0; j < g.cols; ++j) {
                     auto at = static_cast<size_t>(g.address + i * g.row_stride + j * g.col_stride);
