@@ -20,7 +20,8 @@ std::size_t bytes_of(const std::vector<T>& v) {
 template <class Value>
 std::size_t state_bytes(const MachineState<Value>& s) {
     return sizeof(s) + bytes_of(s.regs) + bytes_of(s.written) + bytes_of(s.tiles) + bytes_of(s.tile_rows) + bytes_of(s.tile_cols) +
-           bytes_of(s.tile_touched) + bytes_of(s.dram) + bytes_of(s.present) + bytes_of(s.reads) + bytes_of(s.executed) + bytes_of(s.work);
+           bytes_of(s.tile_touched) + bytes_of(s.dram) + bytes_of(s.present) + bytes_of(s.reads) + bytes_of(s.executed) + bytes_of(s.work) +
+           bytes_of(s.race) + bytes_of(s.parallel.worker_free) + bytes_of(s.parallel.busy);
 }
 
 template <class Value>
