@@ -242,15 +242,6 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
 #undef TOYSIM_STEP
 }
 
-// Loop control and the end are not instructions: they cost nothing and count nowhere.
-bool is_instruction(Code code) { return code != Code::LoopBegin && code != Code::LoopEnd && code != Code::Halt; }
-
-// The units of work the instruction at pc has done so far: a scalar one is one unit a run.
-template <class Value>
-std::uint64_t units_done(const Program& p, const MachineState<Value>& s, size_t pc) {
-    return p.code[pc].code == Code::Tile ? s.work[pc] : s.executed[pc];
-}
-
 template <class Value>
 Counters tally(const Program& p, const MachineState<Value>& s) {
     Counters c;

@@ -33,12 +33,9 @@ enum class RaceAccess : std::uint8_t { Read, Write };
 template <class Value>
 std::uint64_t total_work(const Program& p, const MachineState<Value>& s) {
     std::uint64_t total = 0;
-    for (size_t pc = 0; pc < p.code.size(); ++pc) {
-        Code code = p.code[pc].code;
-        if (code == Code::LoopBegin || code == Code::LoopEnd || code == Code::Halt) continue;
-        std::uint64_t units = code == Code::Tile ? s.work[pc] : s.executed[pc];
-        total += units * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(p.op_at(static_cast<std::int32_t>(pc)))]);
-    }
+    for (size_t pc = 0; pc < p.code.size(); ++pc)
+        if (is_instruction(p.code[pc].code))
+            total += units_done(p, s, pc) * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(p.op_at(static_cast<std::int32_t>(pc)))]);
     return total;
 }
 

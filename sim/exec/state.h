@@ -68,11 +68,18 @@ struct MachineState {
     bool operator==(const MachineState&) const = default;
 };
 
+// Loop control and the end are not instructions: they cost nothing and count nowhere.
+inline bool is_instruction(Code code) { return code != Code::LoopBegin && code != Code::LoopEnd && code != Code::Halt; }
+
+// The units of work the instruction at pc has done so far: a scalar one is one unit a run.
+template <class Value>
+std::uint64_t units_done(const Program& p, const MachineState<Value>& s, size_t pc) {
+    return p.code[pc].code == Code::Tile ? s.work[pc] : s.executed[pc];
+}
+
 // Bytes a run holds per DRAM element: the value, its present flag and its read count. The
 // DRAM limit (kMaxRunDram) is set from this, so a run at the limit fits its stated memory.
 template <class Value>
 inline constexpr std::int64_t kStateBytesPerElement = sizeof(Value) + sizeof(std::uint8_t) + sizeof(std::uint64_t);
-// What race checking adds per element, for programs with a parallel loop.
-inline constexpr std::int64_t kRaceBytesPerElement = sizeof(RaceCell);
 
 }  // namespace toysim

@@ -47,7 +47,6 @@ void Compiler::lower_loop(const ast::Loop& l) {
         info.parallel = true;
         info.grid_inner = true;
         info.grid_outer = !extends_grid;
-        info.grid_first_slot = extends_grid ? outer->grid_first_slot : info.slot;
         if (extends_grid) p_.loops[static_cast<size_t>(open_loops_.back())].grid_inner = false;
         p_.has_parallel = true;
     }

@@ -169,10 +169,9 @@ struct LoopInfo {
     Loc loc;
     // `parallel for`. Directly nested parallel loops form a grid, whose iterations are the
     // tuples of their variables: grid_outer marks its outermost loop, grid_inner its innermost
-    // (both, for a grid of one loop); grid_first_slot is the outermost loop's slot.
+    // (both, for a grid of one loop).
     bool parallel = false;
     bool grid_outer = false, grid_inner = false;
-    int grid_first_slot = -1;
 };
 
 struct DynamicRegister {
