@@ -52,6 +52,11 @@ inline constexpr int kMaxRegisterOperands = [] {
 enum class OpClass : std::uint8_t { Memory, Move, Compute };
 
 
+// STORE_ADD reads the element it writes (DRAM[dst] += Rs): one read and one write of each.
+inline constexpr bool accumulates(Op op) { return op == Op::STORE_ADD; }
+inline constexpr bool reads_dram(Op op) { return op == Op::LOAD || accumulates(op); }
+inline constexpr bool writes_dram(Op op) { return op == Op::STORE || accumulates(op); }
+
 enum class OperandKind : std::uint8_t { RegRead, RegWrite, MemRead, MemWrite, Immediate };
 
 struct OpInfo {

@@ -13,8 +13,9 @@
 //   unit        its unit of work, which its cycles are per
 //   semantics   an expression over the source values a, b, c in value domain D, made of the
 //               primitives of isa/primitives.h (numeric doubles or symbolic expressions); for a
-//               RowReduce, one fold step: a is the running value, b the next element. Unused by
-//               LOAD/STORE, which the executor handles as memory moves.
+//               RowReduce, one fold step: a is the running value, b the next element. For a
+//               Memory row, the value written: a is the register's, b the element's old value
+//               (STORE_ADD reads it: one read and one write of each element).
 //   cycles      the default cost per unit of work: one element moved or produced, one
 //               multiply-add, or one element reduced; a scalar instruction is one unit, so
 //               the seed's one cycle per instruction holds for scalar programs
@@ -27,6 +28,7 @@
 #define TOYSIM_OPCODES(X)                                                                                                  \
     X(LOAD,   "mR",   "src, Rd",        "Rd = DRAM[src]",                   1, Memory,  Memory,      "element moved", a)    \
     X(STORE,  "rM",   "Rs, dst",        "DRAM[dst] = Rs",                   1, Memory,  Memory,      "element moved", a)    \
+    X(STORE_ADD, "rM", "Rs, dst",       "DRAM[dst] += Rs, atomically",      1, Memory,  Memory,      "element moved", D.add(b, a)) \
     X(MOV,    "rR",   "Rs, Rd",         "Rd = Rs",                          1, Move,    Elementwise, "element", a)          \
     X(MAC_Z,  "rrR",  "Ra, Rb, Rd",     "Rd = Ra × Rb",                     1, Compute, Product,     "multiply-add", D.mul(a, b))            \
     X(MAC,    "rrrR", "Ra, Rb, Rc, Rd", "Rd = Ra × Rb + Rc",                1, Compute, Product,     "multiply-add", D.add(c, D.mul(a, b)))  \

@@ -3,6 +3,7 @@
 // leaves (the same DRAM as the loop run plainly); stepping back over iteration boundaries.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <array>
 #include <random>
 #include <set>
 
@@ -11,12 +12,16 @@
 
 using namespace toysim;
 using toysim::testing::build;
+using toysim::testing::CliResult;
+
+static bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 namespace {
 
-// One access of a random parallel body: LOAD a[c + k·i] or STORE to it.
+// One access of a random parallel body: LOAD a[c + k·i], STORE to it or STORE_ADD to it.
+enum class Kind { Read, Write, Add };
 struct Access {
-    bool write;
+    Kind kind;
     int constant, coefficient;
 };
 
@@ -44,28 +49,32 @@ Verdict run_checked(const std::string& source) {
 TEST_CASE("the race checker's verdict equals a pairwise comparison of the iterations' read and write sets", "[parallel]") {
     std::mt19937 rng(20261124);
     int races = 0, clean = 0;
-    for (int trial = 0; trial < 600; ++trial) {
+    for (int trial = 0; trial < 900; ++trial) {
         const int iterations = 2 + static_cast<int>(rng() % 4), size = iterations + 3;
         const int count = 1 + static_cast<int>(rng() % 4);
         std::vector<Access> body;
         for (int k = 0; k < count; ++k)
-            body.push_back({rng() % 2 == 0, static_cast<int>(rng() % 4), static_cast<int>(rng() % 2)});
+            body.push_back({static_cast<Kind>(rng() % 3), static_cast<int>(rng() % 4), static_cast<int>(rng() % 2)});
         std::string source = fmt::format("registers 1\nscratch a[{}] = 0\nparallel for i in 0..{} {{\n    SET 1, R0, R0\n", size, iterations);
-        for (const Access& a : body) {
-            std::string element = fmt::format("a[{} + {}*i]", a.constant, a.coefficient);
-            source += a.write ? fmt::format("    STORE R0, {}\n", element) : fmt::format("    LOAD {}, R0\n", element);
-        }
+        const char* forms[] = {"    LOAD {}, R0\n", "    STORE R0, {}\n", "    STORE_ADD R0, {}\n"};
+        for (const Access& a : body)
+            source += fmt::format(fmt::runtime(forms[static_cast<int>(a.kind)]), fmt::format("a[{} + {}*i]", a.constant, a.coefficient));
         source += "}\n";
-        // Brute force: iterations i != j conflict on an element one writes and the other touches.
-        std::vector<std::set<int>> reads(static_cast<size_t>(iterations)), writes(static_cast<size_t>(iterations));
+        // Brute force: iterations i != j conflict on an element one writes and the other touches,
+        // or one adds to and the other reads.
+        std::vector<std::array<std::set<int>, 3>> touched(static_cast<size_t>(iterations));
         for (int i = 0; i < iterations; ++i)
-            for (const Access& a : body) (a.write ? writes : reads)[static_cast<size_t>(i)].insert(a.constant + a.coefficient * i);
+            for (const Access& a : body) touched[static_cast<size_t>(i)][static_cast<size_t>(a.kind)].insert(a.constant + a.coefficient * i);
         std::set<int> conflicting;
         for (int i = 0; i < iterations; ++i)
             for (int j = 0; j < iterations; ++j) {
                 if (i == j) continue;
-                for (int e : writes[static_cast<size_t>(i)])
-                    if (reads[static_cast<size_t>(j)].count(e) || writes[static_cast<size_t>(j)].count(e)) conflicting.insert(e);
+                const auto &mine = touched[static_cast<size_t>(i)], &theirs = touched[static_cast<size_t>(j)];
+                for (int e : mine[static_cast<size_t>(Kind::Write)])
+                    for (const auto& set : theirs)
+                        if (set.count(e)) conflicting.insert(e);
+                for (int e : mine[static_cast<size_t>(Kind::Add)])
+                    if (theirs[static_cast<size_t>(Kind::Read)].count(e)) conflicting.insert(e);
             }
         Verdict v = run_checked(source);
         INFO(source);
@@ -118,11 +127,9 @@ FOR i in 0..Tr {
 }
 
 TEST_CASE("FA2 on 8 workers: cycles is the makespan of 16 equal Q tiles, work is the one-worker cycles", "[parallel]") {
-    // fa2.toy as shipped, with `workers P` added (P = 1 is the program as it is).
-    std::string source = toysim::testing::read_text(std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/fa2.toy");
-    source.replace(source.find("registers "), 0, "param P = 1\nworkers P\n");
+    // fa2.toy as shipped: `workers P`, P = 1 by default.
     auto counters = [&](std::int64_t workers) {
-        Program p = build(source, {{"n", 1024}, {"d", 64}, {"Br", 64}, {"Bc", 64}, {"P", workers}});
+        Program p = toysim::testing::build_file("programs/attention/fa2.toy", {{"n", 1024}, {"d", 64}, {"Br", 64}, {"Bc", 64}, {"P", workers}});
         Machine<NumericDomain> m(p, NumericDomain{});
         fill_inputs(p, m.state());
         m.run_until(kNoPause, kNoPause);
@@ -175,4 +182,92 @@ STORE R0, z[0]
     fill_inputs(p, paused.state());
     paused.run_until(3 + 2 * 3 + 1, kNoPause);
     CHECK(paused.counters().cycles == 3 + 3 + 1);
+}
+
+TEST_CASE("STORE_ADD: parallel iterations add into one element, each add a read and a write", "[parallel]") {
+    // A split-K dot product: each of 4 iterations sums its chunk of x·y in a tile and adds it
+    // into s (from 0) and into both (from 1).
+    const std::string source = R"(param n = 12
+param S = 4
+let C = n / S
+registers 2*C + 2
+workers 2
+tile a[1][C]
+tile b[C][1]
+tile part[1][1]
+input  x[1][n] = random(1)
+input  y[n][1] = random(2)
+output s[1][1] = 0
+output both[1][1] = 1
+parallel for i in 0..S {
+    LOAD x[0..1][i*C..i*C+C], a
+    LOAD y[i*C..i*C+C][0..1], b
+    MAC_Z a, b, part
+    STORE_ADD part, s[0..1][0..1]
+    STORE_ADD part, both[0..1][0..1]
+}
+)";
+    Program p = build(source);
+    Machine<NumericDomain> m(p, NumericDomain{});
+    fill_inputs(p, m.state());
+    std::vector<double> x(m.state().dram.begin(), m.state().dram.begin() + 12), y(m.state().dram.begin() + 12, m.state().dram.begin() + 24);
+    m.run_until(kNoPause, kNoPause);
+    double dot = 0;
+    for (int k = 0; k < 12; ++k) dot += x[static_cast<size_t>(k)] * y[static_cast<size_t>(k)];
+    const int s = p.find_array("s"), both = p.find_array("both");
+    CHECK(m.state().dram[static_cast<size_t>(p.arrays[static_cast<size_t>(s)].base)] == Approx(dot).epsilon(1e-12));
+    CHECK(m.state().dram[static_cast<size_t>(p.arrays[static_cast<size_t>(both)].base)] == Approx(1 + dot).epsilon(1e-12));
+    Counters c = m.counters();
+    CHECK(c.arrays[static_cast<size_t>(s)].reads == 4);
+    CHECK(c.arrays[static_cast<size_t>(s)].writes == 4);
+    CHECK(c.by_opcode[static_cast<size_t>(Op::STORE_ADD)] == 8);
+    CHECK(c.dram_reads == 24 + 8);
+    CHECK(c.dram_writes == 8);
+    // Each iteration: 3 + 3 loaded, 3 multiply-adds, 2 elements added: 11 cycles; 2 rounds of 2.
+    CHECK(c.work == 4 * 11);
+    CHECK(c.cycles == 2 * 11);
+}
+
+TEST_CASE("STORE_ADD in the stepper: the new value and its undo", "[parallel]") {
+    CliResult r = toysim::testing::run_cli_input({"step", "tests/view/store_add.toy", "--values", "numeric"},
+                                                 "next 2\nnext 2\nprint s[0]\nback\nprint s[0]\n");
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(contains(r.out, "DRAM: added to s[0] → 13"));
+    CHECK(contains(r.out, "DRAM: added to s[0] → 17"));
+    CHECK(contains(r.out, "s[0] = 17 (read 2 times)"));
+    CHECK(contains(r.out, "s[0] = 13 (read 1 time)"));  // back over the second add
+}
+
+TEST_CASE("a parallel loop may read what an earlier parallel loop wrote, and a loop entered again starts afresh", "[parallel]") {
+    // Pass 1 writes y[i] in iteration i; pass 2 reads y[1 - j], written by another iteration of
+    // pass 1, not of pass 2. The loop inside `for r` is entered twice: its second entry reads
+    // what its first wrote.
+    const std::string source = R"(registers 1
+input  x[2]
+output y[2]
+output z[2]
+parallel for i in 0..2 {
+    LOAD x[i], R0
+    STORE R0, y[i]
+}
+parallel for j in 0..2 {
+    LOAD y[1 - j], R0
+    STORE R0, z[j]
+}
+for r in 0..2 {
+    parallel for k in 0..2 {
+        LOAD z[1 - k], R0
+        STORE R0, y[k]
+    }
+}
+)";
+    Program p = build(source);
+    Machine<NumericDomain> m(p, NumericDomain{});
+    fill_inputs(p, m.state());
+    const std::vector<double> x(m.state().dram.begin(), m.state().dram.begin() + 2);
+    CHECK_NOTHROW(m.run_until(kNoPause, kNoPause));
+    CHECK(m.state().dram[2] == x[0]);  // z is x reversed, y is z reversed
+    CHECK(m.state().dram[3] == x[1]);
+    CHECK(m.state().dram[4] == x[1]);
 }

@@ -96,7 +96,7 @@ TEST_CASE("run --format json on P1: the contract fields", "[report]") {
     CHECK(k.at("cycles") == 7);
     CHECK(k.at("instructions") == 7);
     // Every opcode is present, zeros included.
-    const std::map<std::string, int> by_opcode = {{"LOAD", 4}, {"STORE", 1}, {"MOV", 0}, {"MAC_Z", 1},
+    const std::map<std::string, int> by_opcode = {{"LOAD", 4}, {"STORE", 1}, {"STORE_ADD", 0}, {"MOV", 0}, {"MAC_Z", 1},
                                                   {"MAC", 1},  {"MAX", 0},   {"SUB", 0}, {"EXP", 0},
                                                   {"ADD", 0},  {"MUL", 0},   {"DIV", 0}, {"LOG", 0},
                                                   {"ROWMAX", 0}, {"ROWSUM", 0}, {"SET", 0}};

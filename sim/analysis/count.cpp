@@ -341,21 +341,24 @@ std::vector<ArrayTraffic> count_traffic(const Program& p) {
             const TileInst& t = p.tile_insts[static_cast<size_t>(in.mem)];
             op = t.op;
             mem = t.mem;
-        } else if (in.code == Code::LOAD || in.code == Code::STORE) {
+        } else if (static_cast<int>(in.code) < kOpCount && info(static_cast<Op>(in.code)).klass == OpClass::Memory) {
             op = static_cast<Op>(in.code);
             mem = in.mem;
         } else {
             continue;
         }
-        if ((op != Op::LOAD && op != Op::STORE) || mem < 0) continue;
+        if (info(op).klass != OpClass::Memory || mem < 0) continue;
         const MemRef& m = p.mems[static_cast<size_t>(mem)];
         Loc where = memory_operand_loc(p, pc);
         std::uint64_t n = Walker(p, p.enclosing_loops[pc], &m, where, nullptr).count();
-        std::uint64_t& total = op == Op::LOAD ? out[static_cast<size_t>(m.array)].reads : out[static_cast<size_t>(m.array)].writes;
-        auto sum = integer::count_add(total, n);
-        if (!sum)
-            throw ToyError(where, fmt::format("the traffic of array '{}' overflows 64 bits", p.arrays[static_cast<size_t>(m.array)].name));
-        total = *sum;
+        auto add = [&](std::uint64_t& total) {
+            auto sum = integer::count_add(total, n);
+            if (!sum)
+                throw ToyError(where, fmt::format("the traffic of array '{}' overflows 64 bits", p.arrays[static_cast<size_t>(m.array)].name));
+            total = *sum;
+        };
+        if (reads_dram(op)) add(out[static_cast<size_t>(m.array)].reads);
+        if (writes_dram(op)) add(out[static_cast<size_t>(m.array)].writes);
     }
     return out;
 }
@@ -382,7 +385,7 @@ WorkEstimate estimate_work(const Program& p) {
         u64 units = runs;  // a scalar instruction is one unit of work
         if (in.code == Code::Tile) {
             const TileInst& t = p.tile_insts[static_cast<size_t>(in.mem)];
-            if ((t.op == Op::LOAD || t.op == Op::STORE) && t.mem >= 0) {
+            if (info(t.op).klass == OpClass::Memory && t.mem >= 0) {
                 units = estimate(p, pc, &p.mems[static_cast<size_t>(t.mem)], slice_capacity(p, t), budget, w.exact);
             } else {
                 units = integer::saturating_mul(runs, tile_work_bound(p, t));

@@ -339,8 +339,9 @@ private:
                 note(array, fmt::format("{}: loop {} runs {}..{} at these parameters, no iterations, which the formula counts "
                                         "as a negative trip count", what, loop.var, loop.lo.constant, loop.hi.constant));
         }
-        Poly& total = write ? writes_[static_cast<size_t>(array)] : reads_[static_cast<size_t>(array)];
-        total = padd(std::move(total), term);
+        // STORE_ADD reads what it writes: its term counts on both sides.
+        if (reads_dram(in.op)) reads_[static_cast<size_t>(array)] = padd(std::move(reads_[static_cast<size_t>(array)]), term);
+        if (writes_dram(in.op)) writes_[static_cast<size_t>(array)] = padd(std::move(writes_[static_cast<size_t>(array)]), term);
     }
 
     // The elements range d of the operand spans, summed over its loops where the tiling

@@ -74,7 +74,7 @@ struct TraceRecorder final : EventSink<Value> {
         if (e.reg >= 0) {
             now = e.reg_new;
             before = e.reg_old;
-        } else if (e.op == Op::STORE && !e.dram_new.empty()) {
+        } else if (writes_dram(e.op) && !e.dram_new.empty()) {
             now = e.dram_new.front();
             before = e.dram_old.front();
         }
@@ -93,7 +93,7 @@ struct TraceRecorder final : EventSink<Value> {
             keep_block(e.tile_new.data(), e.rows, e.cols, s, false);
             keep_block(e.tile_old.data(), e.rows, e.cols, s, true);
             s.has_old_block = true;
-        } else if (e.op == Op::STORE && e.dram_new.size() > 1) {
+        } else if (writes_dram(e.op) && e.dram_new.size() > 1) {
             const DramAccess& a = e.accesses.front();
             s.full_rows = a.rows;
             s.full_cols = a.cols;

@@ -15,7 +15,13 @@
 
 namespace toysim {
 
-enum class AccessKind : std::uint8_t { Read, Write };
+// Accumulate: STORE_ADD, which reads each element and writes it back with the register added.
+enum class AccessKind : std::uint8_t { Read, Write, Accumulate };
+inline constexpr bool reads_dram(AccessKind k) { return k != AccessKind::Write; }
+inline constexpr bool writes_dram(AccessKind k) { return k != AccessKind::Read; }
+inline constexpr const char* access_kind_name(AccessKind k) {
+    return k == AccessKind::Read ? "read" : k == AccessKind::Write ? "write" : "accumulate";
+}
 
 // A block of one DRAM array moved by a LOAD or STORE: element (i, j) is at
 // address + i·row_stride + j·col_stride (one element: rows = cols = 1).
@@ -97,9 +103,15 @@ inline std::vector<std::pair<CounterRef, std::uint64_t>> counter_deltas(const Pr
     out.push_back({{CounterKind::Opcode, op}, 1});
     if (program.has_tiles()) out.push_back({{CounterKind::Work, op}, work});
     for (const auto& a : accesses) {
-        bool read = a.kind == AccessKind::Read;
-        out.push_back({{read ? CounterKind::Reads : CounterKind::Writes}, static_cast<std::uint64_t>(a.elements())});
-        out.push_back({{read ? CounterKind::ArrayReads : CounterKind::ArrayWrites, Op::LOAD, a.array}, static_cast<std::uint64_t>(a.elements())});
+        auto n = static_cast<std::uint64_t>(a.elements());
+        if (reads_dram(a.kind)) {
+            out.push_back({{CounterKind::Reads}, n});
+            out.push_back({{CounterKind::ArrayReads, Op::LOAD, a.array}, n});
+        }
+        if (writes_dram(a.kind)) {
+            out.push_back({{CounterKind::Writes}, n});
+            out.push_back({{CounterKind::ArrayWrites, Op::LOAD, a.array}, n});
+        }
     }
     return out;
 }

@@ -68,8 +68,13 @@ void fail_bounds(const Program& p, std::int32_t pc, const MemRef& m, const std::
 void fail_unwritten_element(const Program& p, std::int32_t pc, const MemRef& m, const std::int64_t* vars) {
     const ArrayInfo& a = p.arrays[static_cast<size_t>(m.array)];
     throw ToyError(operand_loc(p, pc, memory_operand_position(p, pc)),
-                   fmt::format("{}{} is read before anything was stored there ({} is {} array){}", a.name, subscript_text(m, vars),
-                               a.name, a.role == ast::Role::Output ? "an output" : "a scratch", loop_context(p, pc, vars)));
+                   fmt::format("{}{} is read before anything was stored there ({} is {} array{}){}", a.name, subscript_text(m, vars),
+                               a.name, a.role == ast::Role::Output ? "an output" : "a scratch",
+                               accumulates(p.op_at(pc)) ? fmt::format("; STORE_ADD adds to what is there: start it at a value, as in "
+                                                                      "`{} {}[...] = 0`, or STORE to it first",
+                                                                      a.role == ast::Role::Output ? "output" : "scratch", a.name)
+                                                        : "",
+                               loop_context(p, pc, vars)));
 }
 
 void fail_unwritten_register(const Program& p, std::int32_t pc, int reg_index, std::int32_t reg,
@@ -207,12 +212,20 @@ void fail_race(const Program& p, const ParallelState& s, std::int32_t pc, std::i
     const std::string element = p.element_ref(array, at - p.arrays[static_cast<size_t>(array)].base);
     const LoopInfo& outer = grid.empty() ? p.loops.front() : *grid.front();
     const ast::Instruction* then_in = p.origin[static_cast<size_t>(other_pc)];
+    auto verb = [](RaceAccess a, bool present) {
+        switch (a) {
+            case RaceAccess::Read: return present ? "reads" : "read";
+            case RaceAccess::Write: return present ? "writes" : "wrote";
+            case RaceAccess::Accumulate: break;
+        }
+        return present ? "adds to" : "added to";
+    };
     throw ToyError(operand_loc(p, pc, memory_operand_position(p, pc)),
                    fmt::format("data race on {}: iteration {} of the parallel loop at line {} {} it here, and {} {} it at line {} "
-                               "({}); iterations of a parallel loop may share an element only by reading it",
-                               element, iteration_text(grid, vars), outer.loc.line, now == RaceAccess::Read ? "reads" : "writes",
-                               other_text, then == RaceAccess::Read ? "read" : "wrote", then_in->loc.line,
-                               render_instruction(p, other_pc)));
+                               "({}); iterations of a parallel loop may share an element only by all reading it or all adding "
+                               "to it with STORE_ADD",
+                               element, iteration_text(grid, vars), outer.loc.line, verb(now, true), other_text, verb(then, false),
+                               then_in->loc.line, render_instruction(p, other_pc)));
 }
 
 }  // namespace toysim

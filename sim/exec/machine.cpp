@@ -144,7 +144,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 if (!m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
                 if (__builtin_expect(s.parallel.iteration != 0, 0)) {
                     if constexpr (Listening) ev.race_old.push_back(s.race[static_cast<size_t>(at)]);
-                    race_read(p, s, at, pc, vars);
+                    race_access(p, s, at, pc, vars, RaceAccess::Read);
                 }
                 ++reads[at];
                 will_write(R[0]);
@@ -158,21 +158,28 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 }
                 break;
             }
-            case Code::STORE: {
+            case Code::STORE:
+            case Code::STORE_ADD: {
                 TOYSIM_STEP();
+                const bool accumulate = in.code == Code::STORE_ADD;
                 V v = read(in, R, 0);
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
+                if (accumulate && !m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
                 if (__builtin_expect(s.parallel.iteration != 0, 0)) {
                     if constexpr (Listening) ev.race_old.push_back(s.race[static_cast<size_t>(at)]);
-                    race_write(p, s, at, pc, vars);
+                    race_access(p, s, at, pc, vars, accumulate ? RaceAccess::Accumulate : RaceAccess::Write);
                 }
                 if constexpr (Listening) {
-                    ev.accesses.push_back({m.array, AccessKind::Write, at});
+                    ev.accesses.push_back({m.array, accumulate ? AccessKind::Accumulate : AccessKind::Write, at});
                     ev.dram_old.push_back(dram[at]);
                     ev.dram_was_present.push_back(present[at]);
-                    ev.dram_new.push_back(v);
                 }
+                if (accumulate) {
+                    ++reads[at];
+                    v = stored_value(Op::STORE_ADD, dom, v, dom.load(dram[at], at));
+                }
+                if constexpr (Listening) ev.dram_new.push_back(v);
                 dram[at] = v;
                 present[at] = 1;
                 dom.stored(v, at);
@@ -256,8 +263,11 @@ Counters tally(const Program& p, const MachineState<Value>& s) {
         c.by_opcode[static_cast<size_t>(op)] += n;
         c.work_by_opcode[static_cast<size_t>(op)] += units;
         std::int32_t mem = tile ? p.tile_insts[static_cast<size_t>(in.mem)].mem : in.mem;
-        if (op == Op::LOAD) c.arrays[static_cast<size_t>(p.mems[static_cast<size_t>(mem)].array)].reads += units;
-        if (op == Op::STORE) c.arrays[static_cast<size_t>(p.mems[static_cast<size_t>(mem)].array)].writes += units;
+        if (info(op).klass == OpClass::Memory) {
+            ArrayStats& st = c.arrays[static_cast<size_t>(p.mems[static_cast<size_t>(mem)].array)];
+            if (reads_dram(op)) st.reads += units;
+            if (writes_dram(op)) st.writes += units;
+        }
     }
     for (const auto& row : all_ops()) {
         std::uint64_t units = c.work_by_opcode[static_cast<size_t>(row.op)];
@@ -394,9 +404,8 @@ void Machine<Domain>::undo(const Event<Value>& e) {
             for (std::int64_t j = 0; j < a.cols; ++j, ++k) {
                 auto at = static_cast<size_t>(a.at(i, j));
                 if (race_k < e.race_old.size()) s.race[at] = e.race_old[race_k++];
-                if (a.kind == AccessKind::Read) {
-                    --s.reads[at];
-                } else {
+                if (reads_dram(a.kind)) --s.reads[at];
+                if (writes_dram(a.kind)) {
                     s.dram[at] = e.dram_old[static_cast<size_t>(k)];
                     s.present[at] = e.dram_was_present[static_cast<size_t>(k)];
                 }

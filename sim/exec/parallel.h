@@ -1,14 +1,17 @@
 // Parallel loops: race checking and time on the workers.
 //
-// Race checking. While a parallel loop (or grid) runs, the machine
-// knows which iteration touched each DRAM element: a write by one iteration and a read or
-// write of the same element by another is a data race, a located error that names the element,
-// both iterations with their loop indices and both instructions (as ThreadSanitizer reports a
-// race: the location, the two accesses, which one wrote).
+// Race checking. While a parallel loop (or grid) runs, the machine knows which iteration touched
+// each DRAM element: a write by one iteration and a read, write or accumulation (STORE_ADD) of
+// the same element by another is a data race, and so is an accumulation by one and a read by
+// another. Iterations may share an element only by all reading it or all accumulating into it
+// (an atomic add commutes). A race is a located error that names the element, both iterations
+// with their loop indices and both instructions (as ThreadSanitizer reports a race: the
+// location, the two accesses, which one wrote).
 //
-// The iterations run one after another, in order, so per element it is enough to keep the
-// last writer and the FIRST reader of the running loop: when iteration t writes, any other
-// iteration that read the element ran before t, and the first reader is the earliest of them.
+// The iterations run one after another, in order, so per element it is enough to keep one
+// iteration: the only one that touched it so far, or the first of several that shared it the
+// same way. The running iteration is the newest, so where several shared, the first is
+// another iteration than the running one, and a conflicting access races with it.
 //
 // Time. The machine runs the iterations one after another, but counts time as P workers would
 // spend it, handing out iterations as a GPU's block scheduler hands out blocks: the next
@@ -21,13 +24,16 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 #include "sim/exec/state.h"
 #include "sim/lower/program.h"
 
 namespace toysim {
 
-enum class RaceAccess : std::uint8_t { Read, Write };
+enum class RaceAccess : std::uint8_t { Read, Write, Accumulate };
+
+inline constexpr std::uint8_t race_bit(RaceAccess a) { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(a)); }
 
 // The cycles every instruction run so far took, summed: units of work times cycles per unit.
 template <class Value>
@@ -78,17 +84,17 @@ void parallel_loop_begin(const Program& p, MachineState<Value>& m, const LoopInf
         if (!entering) return;
         // A new loop: every older id is stale. Ids count up; near the end of 32 bits they start
         // again from 1 over a cleared table.
-        if (s.iteration > std::numeric_limits<std::uint32_t>::max() / 2) {
+        if (s.ids_used > std::numeric_limits<std::uint32_t>::max() / 2) {
             std::fill(m.race.begin(), m.race.end(), RaceCell{});
-            s.iteration = 0;
+            s.ids_used = 0;
         }
-        s.first_iteration = s.iteration + 1;
+        s.first_iteration = s.ids_used + 1;
         std::copy(vars, vars + kMaxLoopDepth, s.grid_start_vars.begin());
         end_serial_part(s, total_work(p, m));
         std::fill(s.worker_free.begin(), s.worker_free.end(), s.clock);
     }
     if (entering && l.grid_inner) {
-        ++s.iteration;
+        s.iteration = ++s.ids_used;
         s.iteration_work = total_work(p, m);
     }
 }
@@ -100,9 +106,9 @@ void parallel_loop_end(const Program& p, MachineState<Value>& m, const LoopInfo&
     std::uint64_t now = l.grid_inner || (!continuing && l.grid_outer) ? total_work(p, m) : 0;
     if (l.grid_inner) schedule_iteration(s, now);  // the iteration that ends here
     if (continuing && l.grid_inner) {
-        if (s.iteration == std::numeric_limits<std::uint32_t>::max())
-            throw ToyError(l.loc, "this parallel loop has more than 4,294,967,294 iterations: too many to check for races");
-        ++s.iteration;
+        if (s.ids_used == std::numeric_limits<std::uint32_t>::max())
+            throw ToyError(l.loc, "this parallel loop has more than 2,147,483,647 iterations: too many to check for races");
+        s.iteration = ++s.ids_used;
         s.iteration_work = now;
     }
     if (!continuing && l.grid_outer) {
@@ -113,37 +119,45 @@ void parallel_loop_end(const Program& p, MachineState<Value>& m, const LoopInfo&
     }
 }
 
-// Checks a read without recording it.
-template <class Value>
-inline void race_check_read(const Program& p, const MachineState<Value>& s, std::int64_t at, std::int32_t pc, const std::int64_t* vars) {
-    const RaceCell& c = s.race[static_cast<size_t>(at)];
-    if (other_iteration(s.parallel, c.writer)) fail_race(p, s.parallel, pc, at, RaceAccess::Read, c.writer, c.writer_pc, RaceAccess::Write, vars);
+// The access the running iteration would make races with the cell's iteration: the kind of
+// that iteration's access it races with, or nothing.
+inline std::optional<RaceAccess> race_with(const ParallelState& s, const RaceCell& c, RaceAccess now) {
+    if (!other_iteration(s, c.iteration)) return std::nullopt;
+    // Sharing: all reading, or all accumulating.
+    if (c.kinds == race_bit(now) && now != RaceAccess::Write) return std::nullopt;
+    if (c.kinds & race_bit(RaceAccess::Write)) return RaceAccess::Write;
+    bool accumulated = c.kinds & race_bit(RaceAccess::Accumulate), read = c.kinds & race_bit(RaceAccess::Read);
+    if (now == RaceAccess::Accumulate) return read ? RaceAccess::Read : RaceAccess::Accumulate;
+    return accumulated ? RaceAccess::Accumulate : RaceAccess::Read;
 }
 
+// Checks an access without recording it (a slice is checked whole before it moves).
 template <class Value>
-inline void race_read(const Program& p, MachineState<Value>& s, std::int64_t at, std::int32_t pc, const std::int64_t* vars) {
-    race_check_read(p, s, at, pc, vars);
-    RaceCell& c = s.race[static_cast<size_t>(at)];
-    if (c.reader < s.parallel.first_iteration) {
-        c.reader = s.parallel.iteration;
-        c.reader_pc = pc;
+inline void race_check(const Program& p, const MachineState<Value>& s, std::int64_t at, std::int32_t pc, const std::int64_t* vars,
+                       RaceAccess now) {
+    const RaceCell& c = s.race[static_cast<size_t>(at)];
+    if (auto then = race_with(s.parallel, c, now); __builtin_expect(then.has_value(), 0))
+        fail_race(p, s.parallel, pc, at, now, c.iteration, *then == RaceAccess::Read ? c.read_pc : c.pc, *then, vars);
+}
+
+// Records a checked access: the running iteration's own, or one more of a shared kind.
+inline void race_record(const ParallelState& s, RaceCell& c, std::int32_t pc, RaceAccess now) {
+    if (c.iteration < s.first_iteration) c = RaceCell{s.iteration, 0, 0, 0};
+    if (c.iteration != s.iteration) return;  // shared: the first sharer stays
+    bool first_of_kind = !(c.kinds & race_bit(now));
+    c.kinds |= race_bit(now);
+    if (now == RaceAccess::Read) {
+        if (first_of_kind) c.read_pc = pc;
+    } else if (now == RaceAccess::Write || !(c.kinds & race_bit(RaceAccess::Write))) {
+        c.pc = pc;  // a write is what another iteration's access races with first
     }
 }
 
-// Checks a write without recording it (a slice is checked whole before it moves).
 template <class Value>
-inline void race_check_write(const Program& p, const MachineState<Value>& s, std::int64_t at, std::int32_t pc, const std::int64_t* vars) {
-    const RaceCell& c = s.race[static_cast<size_t>(at)];
-    if (other_iteration(s.parallel, c.writer)) fail_race(p, s.parallel, pc, at, RaceAccess::Write, c.writer, c.writer_pc, RaceAccess::Write, vars);
-    if (other_iteration(s.parallel, c.reader)) fail_race(p, s.parallel, pc, at, RaceAccess::Write, c.reader, c.reader_pc, RaceAccess::Read, vars);
-}
-
-template <class Value>
-inline void race_write(const Program& p, MachineState<Value>& s, std::int64_t at, std::int32_t pc, const std::int64_t* vars) {
-    race_check_write(p, s, at, pc, vars);
-    RaceCell& c = s.race[static_cast<size_t>(at)];
-    c.writer = s.parallel.iteration;
-    c.writer_pc = pc;
+inline void race_access(const Program& p, MachineState<Value>& s, std::int64_t at, std::int32_t pc, const std::int64_t* vars,
+                        RaceAccess now) {
+    race_check(p, s, at, pc, vars, now);
+    race_record(s.parallel, s.race[static_cast<size_t>(at)], pc, now);
 }
 
 }  // namespace toysim

@@ -10,23 +10,26 @@
 
 namespace toysim {
 
-// Race checking of parallel loops (sim/exec/parallel.h), per DRAM element: the iteration that last
-// wrote it and the first iteration that read it, each with the instruction. Iterations have ids
-// that count up over the run (0: none); an id from before the running loop's first is stale.
+// Race checking of parallel loops (sim/exec/parallel.h), per DRAM element: an iteration that
+// touched it in the running loop and how (RaceAccess bits: read, write, accumulate), with the
+// instruction of its write or accumulation and of its first read. Iterations have ids that
+// count up over the run (0: none); an id from before the running loop's first is stale.
 struct RaceCell {
-    std::uint32_t writer = 0, reader = 0;
-    std::int32_t writer_pc = 0, reader_pc = 0;
+    std::uint32_t iteration = 0;
+    std::int32_t pc = 0, read_pc = 0;
+    std::uint8_t kinds = 0;
     bool operator==(const RaceCell&) const = default;
 };
 
 // Where the running parallel loop and the workers stand (sim/exec/parallel.h): the running
-// iteration's id (0 outside a parallel loop) and the loop's first id, the loop variables'
-// values where the loop began; and time on the workers. Outside parallel loops worker 0 runs
-// alone: `clock` is when the running serial part began and `clock_work` the work done by then.
-// In a parallel loop, each worker's time when it is next free and the work done when the
-// running iteration began; and each worker's busy cycles.
+// iteration's id (0 outside a parallel loop), the loop's first id, the last id given out (ids
+// count up over the run, so an older loop's are stale), the loop variables' values where the
+// loop began; and time on the workers. Outside parallel loops worker 0 runs alone: `clock` is
+// when the running serial part began and `clock_work` the work done by then. In a parallel
+// loop, each worker's time when it is next free and the work done when the running iteration
+// began; and each worker's busy cycles.
 struct ParallelState {
-    std::uint32_t iteration = 0, first_iteration = 0;
+    std::uint32_t iteration = 0, first_iteration = 0, ids_used = 0;
     std::array<std::int64_t, kMaxLoopDepth> grid_start_vars{};
     std::uint64_t clock = 0, clock_work = 0, iteration_work = 0;
     std::vector<std::uint64_t> worker_free, busy;

@@ -25,23 +25,37 @@ struct View {
 // 1 (a column of row maxima against a tile); MAC/MAC_Z of two tiles is a matrix product;
 // ROWMAX/ROWSUM reduce each row to one column. Returns the units of work (elements moved or
 // produced, multiply-adds, or elements reduced), which the cost model charges.
+// The value a Memory row writes, by its semantics in the ISA table: a is the register's value,
+// b the element's old one (read only by a row that accumulates).
+template <class Domain, class V>
+V stored_value(Op op, Domain& D, V a, [[maybe_unused]] V b) {
+    switch (op) {
+#define TOYSIM_STORED_Memory(NAME, SEM) \
+    case Op::NAME: return SEM;
+#define TOYSIM_STORED_Move(NAME, SEM)
+#define TOYSIM_STORED_Compute(NAME, SEM)
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) TOYSIM_STORED_##CLASS(NAME, SEM)
+        TOYSIM_OPCODES(X)
+#undef X
+#undef TOYSIM_STORED_Memory
+#undef TOYSIM_STORED_Move
+#undef TOYSIM_STORED_Compute
+        default: return a;
+    }
+}
+
 // A slice moved inside a parallel loop: every element is checked for a race first (the
 // instruction faults before anything changes), then recorded as this iteration's.
 template <bool Listening, class V>
-void race_slice(const Program& p, MachineState<V>& s, Event<V>* ev, const SliceGeometry& g, bool write, std::int32_t pc,
+void race_slice(const Program& p, MachineState<V>& s, Event<V>* ev, const SliceGeometry& g, RaceAccess kind, std::int32_t pc,
                 const std::int64_t* vars) {
     for (std::int64_t i = 0; i < g.rows; ++i)
-        for (std::int64_t j = 0; j < g.cols; ++j) {
-            std::int64_t at = g.address + i * g.row_stride + j * g.col_stride;
-            if (write) race_check_write(p, s, at, pc, vars);
-            else race_check_read(p, s, at, pc, vars);
-        }
+        for (std::int64_t j = 0; j < g.cols; ++j) race_check(p, s, g.address + i * g.row_stride + j * g.col_stride, pc, vars, kind);
     for (std::int64_t i = 0; i < g.rows; ++i)
         for (std::int64_t j = 0; j < g.cols; ++j) {
-            std::int64_t at = g.address + i * g.row_stride + j * g.col_stride;
-            if constexpr (Listening) ev->race_old.push_back(s.race[static_cast<size_t>(at)]);
-            if (write) race_write(p, s, at, pc, vars);
-            else race_read(p, s, at, pc, vars);
+            auto at = static_cast<size_t>(g.address + i * g.row_stride + j * g.col_stride);
+            if constexpr (Listening) ev->race_old.push_back(s.race[at]);
+            race_record(s.parallel, s.race[at], pc, kind);
         }
 }
 
@@ -151,16 +165,15 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
             std::swap(g.rows, g.cols);
             std::swap(g.row_stride, g.col_stride);
         }
-        if constexpr (Listening)
-            ev->accesses.push_back({m.array, t.op == Op::LOAD ? AccessKind::Read : AccessKind::Write, g.address, g.rows, g.cols,
-                                    g.row_stride, g.col_stride});
+        const AccessKind kind = t.op == Op::LOAD ? AccessKind::Read : accumulates(t.op) ? AccessKind::Accumulate : AccessKind::Write;
+        if constexpr (Listening) ev->accesses.push_back({m.array, kind, g.address, g.rows, g.cols, g.row_stride, g.col_stride});
+        // Before anything changes: an element read must hold a value, and no access may race.
+        if (reads_dram(t.op) && !m.always_present)
+            for (std::int64_t i = 0; i < g.rows; ++i)
+                for (std::int64_t j = 0; j < g.cols; ++j)
+                    if (!s.present[static_cast<size_t>(g.address + i * g.row_stride + j * g.col_stride)]) fail_unwritten_element(p, pc, m, vars);
         if (t.op == Op::LOAD) {
-            if (!m.always_present)  // fault before anything changes
-                for (std::int64_t i = 0; i < g.rows; ++i)
-                    for (std::int64_t j = 0; j < g.cols; ++j)
-                        if (!s.present[static_cast<size_t>(g.address + i * g.row_stride + j * g.col_stride)])
-                            fail_unwritten_element(p, pc, m, vars);
-            if (s.parallel.iteration != 0) race_slice<Listening>(p, s, ev, g, false, pc, vars);
+            if (s.parallel.iteration != 0) race_slice<Listening>(p, s, ev, g, RaceAccess::Read, pc, vars);
             View<V> out = destination(g.rows, g.cols);
             for (std::int64_t i = 0; i < g.rows; ++i)
                 for (std::int64_t j = 0; j < g.cols; ++j) {
@@ -174,20 +187,26 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
         } else {
             View<V> in = source(0);
             if (in.rows != g.rows || in.cols != g.cols)
-                fail_tile(p, pc, 0, fmt::format("STORE: {} is {} but the slice {} is {}", name_of(0), shape_text(in.rows, in.cols),
+                fail_tile(p, pc, 0, fmt::format("{}: {} is {} but the slice {} is {}", op.mnemonic, name_of(0), shape_text(in.rows, in.cols),
                                                 slice_text(p, m, vars), shape_text(g.rows, g.cols)), vars);
-            if (s.parallel.iteration != 0) race_slice<Listening>(p, s, ev, g, true, pc, vars);
+            if (s.parallel.iteration != 0)
+                race_slice<Listening>(p, s, ev, g, kind == AccessKind::Accumulate ? RaceAccess::Accumulate : RaceAccess::Write, pc, vars);
             for (std::int64_t i = 0; i < g.rows; ++i)
                 for (std::int64_t j = 0; j < g.cols; ++j) {
                     auto at = static_cast<size_t>(g.address + i * g.row_stride + j * g.col_stride);
+                    V v = in.at(i, j);
+                    if (kind == AccessKind::Accumulate) {
+                        ++s.reads[at];
+                        v = stored_value(t.op, D, v, D.load(s.dram[at], static_cast<std::int64_t>(at)));
+                    }
                     if constexpr (Listening) {
                         ev->dram_old.push_back(s.dram[at]);
                         ev->dram_was_present.push_back(s.present[at]);
-                        ev->dram_new.push_back(in.at(i, j));
+                        ev->dram_new.push_back(v);
                     }
-                    s.dram[at] = in.at(i, j);
+                    s.dram[at] = v;
                     s.present[at] = 1;
-                    D.stored(in.at(i, j), static_cast<std::int64_t>(at));
+                    D.stored(v, static_cast<std::int64_t>(at));
                 }
         }
         return static_cast<std::uint64_t>(g.rows * g.cols);

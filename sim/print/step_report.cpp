@@ -122,13 +122,14 @@ std::string access_text(const Program& p, const MachineState<Value>& state, cons
         const ArrayInfo& info = p.arrays[static_cast<size_t>(a.array)];
         std::string first = p.element_ref(a.array, a.address - info.base);
         bool read = a.kind == AccessKind::Read;
+        const char* wrote = a.kind == AccessKind::Accumulate ? "added to" : "wrote";
         if (a.elements() == 1) {
             auto at = static_cast<size_t>(a.address);
             if (read) out += fmt::format(" read {} (read {} so far)", first, plural(state.reads[at], "time"));
-            else out += fmt::format(" wrote {} = {}", first, value_text(p, e.dram_new.front(), style));
+            else out += fmt::format(" {} {} {} {}", wrote, first, a.kind == AccessKind::Accumulate ? "→" : "=", value_text(p, e.dram_new.front(), style));
         } else {
             std::string last = p.element_ref(a.array, a.at(a.rows - 1, a.cols - 1) - info.base);
-            out += fmt::format(" {} {} … {} ({} elements)", read ? "read" : "wrote", first, last, a.elements());
+            out += fmt::format(" {} {} … {} ({} elements)", read ? "read" : wrote, first, last, a.elements());
         }
     }
     return out;
@@ -171,7 +172,7 @@ std::string step_text(const Session<Domain>& s, const StepStyle& style) {
         } else if (e->reg >= 0) {
             target = fmt::format("R{}", e->reg);
             text = value_text(p, e->reg_new, style);
-        } else if (e->op == Op::STORE && !e->accesses.empty()) {
+        } else if (writes_dram(e->op) && !e->accesses.empty()) {
             const DramAccess& a = e->accesses.front();
             target = "stored";
             text = tile_block_text(a.rows, a.cols, a.rows, a.cols,

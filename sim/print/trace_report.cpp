@@ -121,7 +121,7 @@ std::vector<std::uint32_t> shown_symbols(const Trace& tr) {
     std::vector<std::uint32_t> shown;
     if (!tr.symbolic) return shown;
     for (const auto& s : tr.steps) {
-        if (s.reg >= 0 || s.op == Op::STORE) shown.push_back(s.symbol);
+        if (s.reg >= 0 || writes_dram(s.op)) shown.push_back(s.symbol);
         if (s.reg >= 0 && s.reg_was_written) shown.push_back(s.symbol_old);
     }
     shown.insert(shown.end(), tr.tile_symbols.begin(), tr.tile_symbols.end());
@@ -144,7 +144,7 @@ json access_json(const Program& p, const TraceStep& s, const ValueText& vt) {
     if (!s.access) return out;
     const DramAccess& a = *s.access;
     const ArrayInfo& info = p.arrays[static_cast<size_t>(a.array)];
-    json entry = {{"array", info.name}, {"access", a.kind == AccessKind::Read ? "read" : "write"}};
+    json entry = {{"array", info.name}, {"access", access_kind_name(a.kind)}};
     auto first = p.element_index(a.array, a.address - info.base);
     if (a.elements() == 1) {
         entry["index"] = first;
@@ -155,7 +155,7 @@ json access_json(const Program& p, const TraceStep& s, const ValueText& vt) {
         entry["shape"] = {a.rows, a.cols};
     }
     entry["elements"] = a.elements();
-    if (a.kind == AccessKind::Write && a.elements() == 1 && s.tile < 0) entry["new"] = vt.scalar_json(s, false);
+    if (writes_dram(a.kind) && a.elements() == 1 && s.tile < 0) entry["new"] = vt.scalar_json(s, false);
     out.push_back(entry);
     return out;
 }
@@ -183,7 +183,7 @@ json event_json(const Program& p, const TraceStep& s, size_t index, const std::s
     }
     e["writes"] = writes;
     json dram = access_json(p, s, vt);
-    if (s.op == Op::STORE && s.rows > 0 && !dram.empty()) {
+    if (writes_dram(s.op) && s.rows > 0 && !dram.empty()) {
         dram[0]["new"] = block_rows(s, s.first, vt);
         if (s.full_rows > s.rows || s.full_cols > s.cols) dram[0]["shown"] = {s.rows, s.cols};
     }
@@ -240,7 +240,7 @@ std::string format_tile_trace(const Program& p, const Trace& tr, const TraceOpti
     for (size_t i = 0; i < tr.steps.size(); ++i) {
         const TraceStep& s = tr.steps[i];
         std::string instruction = render_instruction(p, s.pc, s.vars.data());
-        bool stored = s.op == Op::STORE;
+        bool stored = writes_dram(s.op);
         std::string target = stored ? "stored" : s.tile >= 0 ? p.tiles[static_cast<size_t>(s.tile)].name : s.reg >= 0 ? fmt::format("R{}", s.reg) : "";
         std::string text = s.rows > 0 ? block_text(s, [&](size_t k) { return vt.block(k); }) : vt.scalar(s, false);
         if (options.format == Format::Json) events.push_back(event_json(p, s, i, instruction, vt));

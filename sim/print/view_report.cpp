@@ -49,7 +49,7 @@ json cell_json(double v) { return std::isfinite(v) ? json(std::stod(fmt::format(
 json access_json(const Program& p, const DramAccess& a) {
     const ArrayInfo& info = p.arrays[static_cast<size_t>(a.array)];
     Grid g = grid_of(info);
-    const char* kind = a.kind == AccessKind::Read ? "read" : "write";
+    const char* kind = access_kind_name(a.kind);
     auto rect = [&](std::int64_t row, std::int64_t col, std::int64_t rows, std::int64_t cols) {
         return json{{"array", a.array}, {"kind", kind}, {"row", row}, {"col", col}, {"rows", rows}, {"cols", cols}};
     };
@@ -122,7 +122,7 @@ json build(const Program& p, const Recording<Value>& r, bool symbolic, const Tex
         if (s.access) {
             accesses.push_back(*s.access);
             e["dram"] = access_json(p, *s.access);
-            if (s.op == Op::STORE && s.access->elements() == 1) e["stored"] = text(s.value);
+            if (writes_dram(s.op) && s.access->elements() == 1) e["stored"] = text(s.value);
         }
         json deltas = json::array();
         for (const auto& [counter, delta] : counter_deltas(p, s.op, s.cost, s.work, accesses)) {
@@ -152,7 +152,7 @@ json view_json(const Program& p, const Recording<std::uint32_t>& r, const ExprAr
     // Named once over everything the page can show, as the whole trace names them.
     std::vector<std::uint32_t> shown(r.pooled.begin(), r.pooled.end());
     for (const auto& s : r.steps)
-        if (s.reg >= 0 || (s.op == Op::STORE && s.access && s.access->elements() == 1)) shown.push_back(s.value);
+        if (s.reg >= 0 || (writes_dram(s.op) && s.access && s.access->elements() == 1)) shown.push_back(s.value);
     ExprFormatter names(arena, p, shown);
     auto text = [&](std::uint32_t id) { return names.cell(id); };
     auto cell = [&](std::uint32_t id) { return json(names.cell(id)); };

@@ -222,8 +222,10 @@ std::uint64_t counter_delta(const Program& p, const CounterRef& c, const Event<V
     std::uint64_t reads = 0, writes = 0, array_reads = 0, array_writes = 0;
     for (const auto& a : e.accesses) {
         auto n = static_cast<std::uint64_t>(a.elements());
-        (a.kind == AccessKind::Read ? reads : writes) += n;
-        if (a.array == c.array) (a.kind == AccessKind::Read ? array_reads : array_writes) += n;
+        if (reads_dram(a.kind)) reads += n;
+        if (writes_dram(a.kind)) writes += n;
+        if (a.array == c.array && reads_dram(a.kind)) array_reads += n;
+        if (a.array == c.array && writes_dram(a.kind)) array_writes += n;
     }
     switch (c.kind) {
         case CounterKind::Cycles:
@@ -264,7 +266,7 @@ bool stops_at(const Program& p, const Breakpoint& bp, const Event<Value>& e, std
                 return false;
             }
             for (const auto& a : e.accesses) {
-                if (a.array != bp.array || a.kind != AccessKind::Write) continue;
+                if (a.array != bp.array || !writes_dram(a.kind)) continue;
                 for (std::int64_t i = 0, k = 0; i < a.rows; ++i)
                     for (std::int64_t j = 0; j < a.cols; ++j, ++k)
                         if ((bp.address < 0 || a.at(i, j) == bp.address) &&

@@ -25,7 +25,7 @@ struct Recorder final : EventSink<Value> {
         s.work = e.work;
         s.reg = e.reg;
         if (e.reg >= 0) s.value = e.reg_new;
-        else if (e.op == Op::STORE && e.dram_new.size() == 1) s.value = e.dram_new.front();
+        else if (writes_dram(e.op) && e.dram_new.size() == 1) s.value = e.dram_new.front();
         if (!e.accesses.empty()) s.access = e.accesses.front();
         if (e.tile >= 0) {
             s.tile = e.tile;

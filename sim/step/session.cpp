@@ -345,7 +345,7 @@ std::optional<std::vector<std::uint32_t>> collect_shown_values(Session<SymbolicD
                 block(e.tile_new, e.rows, e.cols);
                 block(e.tile_old, e.rows, e.cols);
             }
-            if (e.op == Op::STORE && !e.accesses.empty()) block(e.dram_new, e.accesses.front().rows, e.accesses.front().cols);
+            if (writes_dram(e.op) && !e.accesses.empty()) block(e.dram_new, e.accesses.front().rows, e.accesses.front().cols);
         }
     } collect;
     if (!session.visit_all(collect, limit)) return std::nullopt;
