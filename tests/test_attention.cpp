@@ -2,6 +2,7 @@
 // 4N² + 4dN, seed 000's FA1 traffic and flop counts, the D trick's single pass over K and V,
 // and seed 001's 4×4 worked example, number by number. The figures are written out here so
 // that editing a program's `expect` lines cannot quietly change what the course teaches.
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fmt/format.h>
@@ -111,6 +112,47 @@ TEST_CASE("FlashAttention-2 writes O once and reads K and V once per Q tile", "[
         CHECK(fa1.reads("K") == u(n * d));
         CHECK(2 * fa2.work(Op::MAC_Z) + 2 * fa2.work(Op::MAC) == u(4 * n * n * d));
     }
+}
+
+// fa2_gqa.toy against fa2.toy run once per query head, on the same sizes. Q tiles may be
+// clipped here (n = 33, Br = 8): only the program's cycles formula needs Br to divide n.
+TEST_CASE("grouped-query attention reads K and V once per group of G query heads, not once per head", "[attention][gqa]") {
+    for (auto [n, d, br, bc, g, hkv] : {std::array<std::int64_t, 6>{8, 4, 2, 4, 2, 2}, {9, 3, 3, 2, 3, 2}, {33, 8, 8, 5, 4, 2}}) {
+        INFO(fmt::format("n={} d={} Br={} Bc={} G={} Hkv={}", n, d, br, bc, g, hkv));
+        Ran gqa = run_program("fa2_gqa.toy", {{"n", n}, {"d", d}, {"Br", br}, {"Bc", bc}, {"G", g}, {"Hkv", hkv}});
+        Ran head = run_program("fa2.toy", {{"n", n}, {"d", d}, {"Br", br}, {"Bc", bc}});  // one query head
+        const std::uint64_t hq = u(g * hkv);
+        CHECK(gqa.reads("K") == u(hkv) * head.reads("K"));  // once per K/V head ...
+        CHECK(gqa.reads("V") == u(hkv) * head.reads("V"));
+        CHECK(hq * head.reads("K") == u(g) * gqa.reads("K"));  // ... G times less than once per query head
+        CHECK(hq * head.reads("V") == u(g) * gqa.reads("V"));
+        CHECK(gqa.reads("Q") == hq * head.reads("Q"));  // the rest is every query head's FA2
+        CHECK(gqa.writes("O") == hq * head.writes("O"));
+        CHECK(gqa.writes("L") == hq * head.writes("L"));
+        for (Op op : {Op::MAC_Z, Op::MAC, Op::EXP}) CHECK(gqa.work(op) == hq * head.work(op));
+    }
+}
+
+TEST_CASE("grouped-query attention with G = 1 and one K/V head is FlashAttention-2", "[attention][gqa]") {
+    const ParamSettings sizes = {{"n", 33}, {"d", 8}, {"Br", 8}, {"Bc", 5}};
+    ParamSettings one_head = sizes;
+    one_head.push_back({"G", 1});
+    one_head.push_back({"Hkv", 1});
+    Ran gqa = run_program("fa2_gqa.toy", one_head);
+    Ran fa2 = run_program("fa2.toy", sizes);
+    const Counters &a = gqa.result.counters, &b = fa2.result.counters;
+    CHECK(a.cycles == b.cycles);
+    CHECK(a.work == b.work);
+    CHECK(a.by_opcode == b.by_opcode);
+    CHECK(a.work_by_opcode == b.work_by_opcode);
+    CHECK(a.peak_registers == b.peak_registers);
+    for (const char* array : {"Q", "K", "V", "O", "L"}) {
+        INFO(array);
+        CHECK(gqa.reads(array) == fa2.reads(array));
+        CHECK(gqa.writes(array) == fa2.writes(array));
+    }
+    CHECK(gqa.values("O") == fa2.values("O"));  // the same inputs, the same instructions: the same numbers
+    CHECK(gqa.values("L") == fa2.values("L"));
 }
 
 TEST_CASE("the D trick: K and V are loaded once instead of twice", "[attention][seed]") {

@@ -165,6 +165,68 @@ TEST_CASE("reference: attention gradients agree with finite differences on non-s
     CHECK(reference("scores", {q, k}).shape == std::vector<std::int64_t>{3, 5});
 }
 
+// Grouped-query attention on 2 K/V heads of 4 query rows each (n = 2 positions of G = 2 heads).
+// Head 0 is the seed's example, so its rows are the errata's O and L. Head 1 scores every key 0
+// (k = 0): each query averages the rows of v = I, 1/4 each, and L = 0 + ln 4. Taking head 0's
+// k or v for head 1 would give other numbers.
+TEST_CASE("reference: gqa_attention and gqa_attention_lse, head by head", "[reference]") {
+    auto heads = [](const Tensor& a, const Tensor& b) {
+        Tensor t{{2, a.shape[0], a.shape[1]}, a.data};
+        t.data.insert(t.data.end(), b.data.begin(), b.data.end());
+        return t;
+    };
+    const Tensor zero = matrix({{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}});
+    const Tensor identity = matrix({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}});
+    const Tensor q = heads(Q, Q), k = heads(K, zero), v = heads(V, identity);
+    const Tensor o = reference("gqa_attention", {q, k, v});
+    const Tensor lse = reference("gqa_attention_lse", {q, k});
+    REQUIRE(o.shape == std::vector<std::int64_t>{2, 4, 4});
+    REQUIRE(lse.shape == std::vector<std::int64_t>{2, 4});
+    const Rows head0 = {{7.2039, 8.2039, 9.2039, 10.2039}, {9.8824, 10.8824, 11.8824, 12.8824}, {6.0758, 7.0758, 8.0758, 9.0758},
+                        {7.9242, 8.9242, 9.9242, 10.9242}};
+    for (size_t i = 0; i < 4; ++i)
+        for (size_t j = 0; j < 4; ++j) {
+            INFO("row " << i << ", column " << j);
+            CHECK(o.data[i * 4 + j] == exact(head0[i][j]));
+            CHECK(o.data[16 + i * 4 + j] == Approx(0.25).epsilon(0).margin(1e-15));
+        }
+    const std::vector<double> lse0 = {2.4938, 2.4938, 2.0064, 2.0064};
+    for (size_t i = 0; i < 4; ++i) {
+        INFO("row " << i);
+        CHECK(lse.data[i] == exact(lse0[i]));
+        CHECK(lse.data[4 + i] == Approx(std::log(4.0)).epsilon(0).margin(1e-15));
+    }
+}
+
+TEST_CASE("reference: gqa_attention's shape errors", "[reference]") {
+    using Shapes = std::vector<std::vector<std::int64_t>>;
+    CHECK_THROWS_WITH(reference_shape("gqa_attention", Shapes{{2, 8, 4}, {2, 4, 4}}, Loc{}), "gqa_attention takes 3 arguments, got 2");
+    CHECK_THROWS_WITH(reference_shape("gqa_attention", Shapes{{8, 4}, {2, 4, 4}, {2, 4, 4}}, Loc{}),
+                      "gqa_attention: q must have 3 dimensions (K/V heads × rows × columns), but it is 8×4");
+    CHECK_THROWS_WITH(reference_shape("gqa_attention_lse", Shapes{{2, 8, 4}, {4, 4}}, Loc{}),
+                      "gqa_attention_lse: k must have 3 dimensions (K/V heads × rows × columns), but it is 4×4");
+    // Q laid out per query head (Hq = 4) against 2 K/V heads: the packed layout takes Q[Hkv][n·G][d].
+    CHECK_THROWS_WITH(reference_shape("gqa_attention", Shapes{{4, 4, 4}, {2, 4, 4}, {2, 4, 4}}, Loc{}),
+                      "gqa_attention: q is 4×4×4 but k is 2×4×4: they need as many K/V heads (q[h] holds the rows of every query head that "
+                      "shares K/V head h)");
+    CHECK_THROWS_WITH(reference_shape("gqa_attention", Shapes{{2, 8, 4}, {2, 4, 4}, {3, 4, 4}}, Loc{}),
+                      "gqa_attention: q is 2×8×4 but v is 3×4×4: they need as many K/V heads (q[h] holds the rows of every query head that "
+                      "shares K/V head h)");
+    CHECK_THROWS_WITH(reference_shape("gqa_attention_lse", Shapes{{2, 8, 3}, {2, 4, 4}}, Loc{}),
+                      "gqa_attention_lse: q is 2×8×3 but k is 2×4×4: their rows must have equal length");
+    CHECK_THROWS_WITH(reference_shape("gqa_attention", Shapes{{2, 8, 4}, {2, 4, 4}, {2, 5, 4}}, Loc{}),
+                      "gqa_attention: k is 2×4×4 but v is 2×5×4: they need as many rows");
+    CHECK(reference_shape("gqa_attention", Shapes{{2, 8, 4}, {2, 5, 4}, {2, 5, 3}}, Loc{}) == std::vector<std::int64_t>{2, 8, 3});
+    CHECK(reference_shape("gqa_attention_lse", Shapes{{2, 8, 4}, {2, 5, 4}}, Loc{}) == std::vector<std::int64_t>{2, 8});
+    try {
+        reference_shape("gqa_attention", Shapes{{4, 4, 4}, {2, 4, 4}, {2, 4, 4}}, Loc{3, 9, 11});
+        FAIL("no error");
+    } catch (const ToyError& e) {
+        CHECK(e.loc().line == 3);
+        CHECK(e.loc().col == 9);
+    }
+}
+
 TEST_CASE("reference: mean and sample variance of a vector", "[reference]") {
     const Tensor x = vector({2, 4, 4, 4, 5, 5, 7, 9});  // mean 5, squared deviations sum to 32
     const Tensor mean = reference("mean", {x});

@@ -163,14 +163,26 @@ void matrix(std::string_view name, const Shapes& s, size_t i, std::string_view w
     if (s[i].size() != 2) bad(loc, fmt::format("{}: {} must be a matrix, but it is {}", name, what, shape_text(s[i])));
 }
 
-// q, k[, v[, do]] of the attention family: q n×d, k m×d, v m×dv, do n×dv.
-void attention_args(std::string_view name, const Shapes& s, size_t count, Loc loc) {
+// q, k[, v[, do]] of the attention family: q n×d, k m×d, v m×dv, do n×dv. With heads, each is
+// H of those, one per K/V head (q H×n×d, k H×m×d, v H×m×dv), as the gqa_ functions take them.
+void attention_args(std::string_view name, const Shapes& s, size_t count, Loc loc, bool heads = false) {
     static constexpr std::string_view what[] = {"q", "k", "v", "do"};
     arity(name, s, count, loc);
-    for (size_t i = 0; i < count; ++i) matrix(name, s, i, what[i], loc);
-    if (s[0][1] != s[1][1])
+    const size_t r = heads ? 1 : 0;  // where the rows are: after the heads
+    for (size_t i = 0; i < count; ++i) {
+        if (!heads) matrix(name, s, i, what[i], loc);
+        else if (s[i].size() != 3)
+            bad(loc, fmt::format("{}: {} must have 3 dimensions (K/V heads × rows × columns), but it is {}", name, what[i],
+                                 shape_text(s[i])));
+    }
+    for (size_t i = 1; heads && i < count; ++i)
+        if (s[i][0] != s[0][0])
+            bad(loc, fmt::format("{}: q is {} but {} is {}: they need as many K/V heads (q[h] holds the rows of every query head that "
+                                 "shares K/V head h)",
+                                 name, shape_text(s[0]), what[i], shape_text(s[i])));
+    if (s[0][r + 1] != s[1][r + 1])
         bad(loc, fmt::format("{}: q is {} but k is {}: their rows must have equal length", name, shape_text(s[0]), shape_text(s[1])));
-    if (count > 2 && s[1][0] != s[2][0])
+    if (count > 2 && s[1][r] != s[2][r])
         bad(loc, fmt::format("{}: k is {} but v is {}: they need as many rows", name, shape_text(s[1]), shape_text(s[2])));
     if (count > 3 && (s[3][0] != s[0][0] || s[3][1] != s[2][1]))
         bad(loc, fmt::format("{}: do is {} but attention(q, k, v) is {}×{}: they must have the same shape", name, shape_text(s[3]),
@@ -191,29 +203,66 @@ std::int64_t saturating(std::initializer_list<std::int64_t> factors) {
     return out;
 }
 
+std::int64_t saturating_sum(std::initializer_list<std::int64_t> terms) {
+    std::int64_t total = 0;
+    for (auto x : terms) total = total > INT64_MAX - x ? INT64_MAX : total + x;
+    return total;
+}
+
 std::int64_t elements_of(const Shapes& s) {
     std::int64_t total = 0;
     for (const auto& shape : s) {
         std::int64_t n = 1;
         for (auto x : shape) n = saturating({n, x});
-        total = total > INT64_MAX - n ? INT64_MAX : total + n;
+        total = saturating_sum({total, n});
     }
     return total;
 }
 
 // The attention family holds its arguments' copies and a few n×m matrices (S, P, dP, dS).
-std::int64_t attention_footprint(const Shapes& s) {
-    std::int64_t nm = saturating({4, s[0][0], s[1][0]}), args = elements_of(s);
-    return nm > INT64_MAX - args ? INT64_MAX : nm + args;
-}
+std::int64_t attention_footprint(const Shapes& s) { return saturating_sum({saturating({4, s[0][0], s[1][0]}), elements_of(s)}); }
 std::int64_t twice_the_arguments(const Shapes& s) { return saturating({2, elements_of(s)}); }
 
 std::vector<double> attention_values(const ReferenceFunction& f, const std::vector<Tensor>& args) { return attention_family(f.name, args); }
+
+// Tensor t's block for head h: t is H×(the rest), the block is the rest.
+Tensor head_of(const Tensor& t, std::int64_t h) {
+    const std::vector<std::int64_t> rest(t.shape.begin() + 1, t.shape.end());
+    const auto size = static_cast<std::ptrdiff_t>(t.data.size()) / t.shape[0];
+    return Tensor{rest, Values(t.data.begin() + h * size, t.data.begin() + (h + 1) * size)};
+}
+
+// gqa_NAME: the attention function NAME once per K/V head h, of q[h], k[h] and v[h], the head
+// results one after another. attention_args(..., heads) has checked the arguments.
+std::vector<double> per_head_values(const ReferenceFunction& f, const std::vector<Tensor>& args) {
+    const std::string_view name = f.name.substr(f.name.find('_') + 1);
+    Values out;
+    for (std::int64_t h = 0; h < args[0].shape[0]; ++h) {
+        std::vector<Tensor> head;
+        for (const Tensor& a : args) head.push_back(head_of(a, h));
+        const Values values = attention_family(name, head);
+        out.insert(out.end(), values.begin(), values.end());
+    }
+    return out;
+}
+
+// One head at a time: its copies and temporaries, beside all the arguments and the result.
+std::int64_t per_head_footprint(const Shapes& s) {
+    Shapes head;
+    for (const auto& shape : s) head.emplace_back(shape.begin() + 1, shape.end());
+    const std::int64_t result = saturating({s[0][0], s[0][1], s.size() > 2 ? s[2][2] : 1});
+    return saturating_sum({attention_footprint(head), elements_of(s), result});
+}
 
 #define TOYSIM_ATTENTION(NAME, SIGNATURE, MEANING, ARGS, RESULT)                                                        \
     {NAME, SIGNATURE, MEANING,                                                                                          \
      [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape { attention_args(f.name, s, ARGS, loc); return RESULT; }, \
      attention_values, attention_footprint}
+// The same on H K/V heads: q H×n×d, k H×m×d, v H×m×dv; the result is H of attention's.
+#define TOYSIM_PER_HEAD(NAME, SIGNATURE, MEANING, ARGS, RESULT)                                                               \
+    {NAME, SIGNATURE, MEANING,                                                                                                \
+     [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape { attention_args(f.name, s, ARGS, loc, true); return RESULT; }, \
+     per_head_values, per_head_footprint}
 
 }  // namespace
 
@@ -253,6 +302,11 @@ const std::vector<ReferenceFunction>& reference_functions() {
                          2, (Shape{s[0][0]})),
         TOYSIM_ATTENTION("attention_lse", "attention_lse(q, k)", "L_i = m_i + ln ℓ_i, one per row (FlashAttention-2 keeps L)", 2,
                          (Shape{s[0][0]})),
+        TOYSIM_PER_HEAD("gqa_attention", "gqa_attention(q, k, v)",
+                        "grouped-query attention: attention(q[h], k[h], v[h]) for each K/V head h (q[h]: its query heads' rows)", 3,
+                        (Shape{s[0][0], s[0][1], s[2][2]})),
+        TOYSIM_PER_HEAD("gqa_attention_lse", "gqa_attention_lse(q, k)", "L = attention_lse(q[h], k[h]) for each K/V head h", 2,
+                        (Shape{s[0][0], s[0][1]})),
         TOYSIM_ATTENTION("attention_delta", "attention_delta(q, k, v, do)", "D_i = Σ_j do_ij·O_ij with O = attention(q, k, v)", 4,
                          (Shape{s[0][0]})),
         TOYSIM_ATTENTION("attention_dv", "attention_dv(q, k, v, do)", "dV = Pᵀ·do with P = softmax(q·kᵀ): m×dv", 4, (Shape{s[1][0], s[2][1]})),
@@ -290,6 +344,7 @@ const std::vector<ReferenceFunction>& reference_functions() {
     return table;
 }
 #undef TOYSIM_ATTENTION
+#undef TOYSIM_PER_HEAD
 
 const ReferenceFunction* find_reference(std::string_view name) {
     for (const auto& f : reference_functions())
