@@ -54,6 +54,7 @@ const std::map<std::string, std::string> kShipped = {
     {"fa2_forward", "programs/attention/fa2.toy"},
     {"fa2_backward", "programs/attention/fa2_backward.toy"},
     {"fa2_parallel", "programs/attention/fa2.toy"},
+    {"split_kv_decoding", "programs/attention/flash_decoding.toy"},
 };
 
 json grade_json(const std::string& exercise, const std::string& solution, const std::string& format, int& code) {
@@ -165,6 +166,15 @@ const std::vector<Wrong> kWrong = {
     {"fa2_parallel", "declares_workers.toy", 0, kAllRejected, 1,
      {"declares_workers.toy:2:1: error: a solution may not declare 'workers': the exercise fixes the checks, tolerances, targets "
       "and the machine"}},
+    // Split-KV decoding: 35 points, 5 tests of 2 + cycles (2), reads(K), reads(V), writes(O).
+    // The starter is FA2 on one query: correct, on one worker.
+    {"split_kv_decoding", "starter.toy", 25, kAllPartial, 1, {"missed the target cycles <= 314: 1378 cycles"}},
+    {"split_kv_decoding", "serial_splits.toy", 25, kAllPartial, 1, {"missed the target cycles <= 314: 1616 cycles"}},
+    {"split_kv_decoding", "no_rescale_merge.toy", 0, kAllWrong, 1, {"wrong result: check O = attention(Q, K, V) failed: O[0][0] = "}},
+    {"split_kv_decoding", "shared_partial_row.toy", 0, kAllFault, 1,
+     {"shared_partial_row.toy:46:14: error: data race on Opart[0][0]: iteration sp = 1 of the parallel loop at line 24 writes it "
+      "here, and iteration sp = 0 wrote it at line 46 (STORE o, Opart[0..1][0..d]); iterations of a parallel loop may share an "
+      "element only by reading it"}},
 };
 
 }  // namespace
