@@ -53,6 +53,8 @@ const std::map<std::string, std::string> kShipped = {
     {"welford_variance", "programs/attention/welford_variance.toy"},
     {"fa2_forward", "programs/attention/fa2.toy"},
     {"fa2_backward", "programs/attention/fa2_backward.toy"},
+    {"fa2_parallel", "programs/attention/fa2.toy"},
+    {"split_kv_decoding", "programs/attention/flash_decoding.toy"},
 };
 
 json grade_json(const std::string& exercise, const std::string& solution, const std::string& format, int& code) {
@@ -85,13 +87,17 @@ bool same_affine(const Affine& a, const Affine& b) {
 }
 
 // One known-wrong solution: its score, each test case's verdict, and what the message of one
-// test case (1-based) says.
+// test case (1-based) says. The file is in tests/exercises/EXERCISE/, except "starter.toy": the
+// exercise's own starter, when it is a correct program that misses a target.
 struct Wrong {
     std::string exercise, file;
     std::int64_t score;
     std::vector<std::string> verdicts;
     int test;
     std::vector<std::string> message;
+    std::string path() const {
+        return file == "starter.toy" ? folder(exercise) + "/starter.toy" : "tests/exercises/" + exercise + "/" + file;
+    }
 };
 
 const std::vector<std::string> kAllWrong(5, "wrong"), kAllPartial(5, "partial"), kAllRejected(5, "rejected"),
@@ -146,6 +152,29 @@ const std::vector<Wrong> kWrong = {
      {"missed the target reads(K) <= 128: 256 reads(K); missed the target reads(V) <= 128: 256 reads(V)"}},
     {"fa2_backward", "hang.toy", 0, kAllFault, 1, {"did not finish within 45160 steps"}},
     {"fa2_backward", "writes_input.toy", 0, kAllRejected, 1, {"STORE cannot write to input array 'O'"}},
+    // FlashAttention-2 on 8 workers: 40 points, 5 tests of 2 + cycles (2), reads(Q), reads(K),
+    // reads(V), writes(O). The starter is the serial FA2: correct, its makespan all its work.
+    {"fa2_parallel", "starter.toy", 30, kAllPartial, 1, {"missed the target cycles <= 22992: 91968 cycles"}},
+    // Test 2 (n = 20) has two K/V tiles: FA1's parallel loop (from the second) runs once, no race.
+    {"fa2_parallel", "kv_loop_parallel_fa1.toy", 4, {"fault", "partial", "fault", "fault", "fault"}, 1,
+     {"kv_loop_parallel_fa1.toy:56:14: error: data race on O[0][0]: iteration j = 2 of the parallel loop at line 42 reads it "
+      "here, and iteration j = 1 wrote it at line 70 (STORE o, O[i*Br..i*Br+Br][0..d]); iterations of a parallel loop may "
+      "share an element only by all reading it or all adding to it with STORE_ADD"}},
+    {"fa2_parallel", "kv_loop_parallel_fa2.toy", 0, kAllRejected, 1,
+     {"kv_loop_parallel_fa2.toy:30:13: error: tile 'm' is read before this iteration of the parallel loop over j (line 25) "
+      "surely writes it"}},
+    {"fa2_parallel", "declares_workers.toy", 0, kAllRejected, 1,
+     {"declares_workers.toy:2:1: error: a solution may not declare 'workers': the exercise fixes the checks, tolerances, targets "
+      "and the machine"}},
+    // Split-KV decoding: 35 points, 5 tests of 2 + cycles (2), reads(K), reads(V), writes(O).
+    // The starter is FA2 on one query: correct, on one worker.
+    {"split_kv_decoding", "starter.toy", 25, kAllPartial, 1, {"missed the target cycles <= 314: 1378 cycles"}},
+    {"split_kv_decoding", "serial_splits.toy", 25, kAllPartial, 1, {"missed the target cycles <= 314: 1616 cycles"}},
+    {"split_kv_decoding", "no_rescale_merge.toy", 0, kAllWrong, 1, {"wrong result: check O = attention(Q, K, V) failed: O[0][0] = "}},
+    {"split_kv_decoding", "shared_partial_row.toy", 0, kAllFault, 1,
+     {"shared_partial_row.toy:46:14: error: data race on Opart[0][0]: iteration sp = 1 of the parallel loop at line 24 writes it "
+      "here, and iteration sp = 0 wrote it at line 46 (STORE o, Opart[0..1][0..d]); iterations of a parallel loop may share an "
+      "element only by all reading it or all adding to it with STORE_ADD"}},
 };
 
 }  // namespace
@@ -305,7 +334,7 @@ TEST_CASE("exercises: every known-wrong solution of these exercises is in the ta
 TEST_CASE("exercises: known-wrong solutions score what they deserve, and say why", "[exercises]") {
     for (const auto& w : kWrong) {
         DYNAMIC_SECTION(w.exercise << "/" << w.file) {
-            const std::string solution = "tests/exercises/" + w.exercise + "/" + w.file;
+            const std::string solution = w.path();
             int code = -1;
             json j = grade_json(w.exercise, solution, "json", code);
             INFO(j.dump(2));

@@ -254,8 +254,8 @@ TEST_CASE("grade: a solution declares nothing, and a program declares no exercis
         }
         return std::string("accepted");
     };
-    for (const char* word : {"check", "expect", "registers", "param", "input", "output", "scratch", "cost", "gpu", "test", "exercise",
-                             "allow", "target", "limit"}) {
+    for (const char* word : {"check", "expect", "registers", "workers", "param", "input", "output", "scratch", "cost", "gpu", "test",
+                             "exercise", "allow", "target", "limit"}) {
         INFO(word);
         CHECK(solution(std::string("LOAD a[0][0], R0\n") + word + " x\n").find(
                   std::string("a solution may not declare '") + word + "': the exercise fixes the checks") != std::string::npos);
