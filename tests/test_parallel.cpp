@@ -271,3 +271,23 @@ for r in 0..2 {
     CHECK(m.state().dram[3] == x[1]);
     CHECK(m.state().dram[4] == x[1]);
 }
+
+TEST_CASE("GQA on workers: equal iterations when Br divides n, so the makespan is whole rounds of one", "[parallel]") {
+    // 2 K/V heads × 4 Q tiles = 8 equal iterations.
+    auto counters = [](std::int64_t workers) {
+        Program p = toysim::testing::build_file("programs/attention/fa2_gqa.toy",
+                                                {{"n", 256}, {"d", 64}, {"Br", 64}, {"Bc", 64}, {"G", 4}, {"Hkv", 2}, {"P", workers}});
+        Machine<NumericDomain> m(p, NumericDomain{});
+        fill_inputs(p, m.state());
+        m.run_until(kNoPause, kNoPause);
+        return m.counters();
+    };
+    Counters one = counters(1), four = counters(4), three = counters(3);
+    const std::uint64_t iteration = one.work / 8;
+    CHECK(iteration == 8'822'016);
+    CHECK(iteration * 8 == one.work);
+    CHECK(four.cycles == 2 * iteration);
+    CHECK(three.cycles == 3 * iteration);  // ⌈8/3⌉ rounds
+    CHECK(three.work == one.work);
+    CHECK(three.busy == std::vector<std::uint64_t>{3 * iteration, 3 * iteration, 2 * iteration});
+}
