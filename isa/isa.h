@@ -12,7 +12,7 @@
 namespace toysim {
 
 // What an instruction does to tiles (and so how the tile executor runs it).
-enum class OpShape : std::uint8_t { Memory, Elementwise, Product, RowReduce, Fill };
+enum class OpShape : std::uint8_t { Memory, Elementwise, Product, RowReduce, Fill, Mask };
 
 enum class Op : std::uint8_t {
 #define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) NAME,

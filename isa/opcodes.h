@@ -9,7 +9,8 @@
 //               products and the other operations are element-wise with broadcasting.
 //   shape       what it does to tiles: Memory (moves a slice), Elementwise (numpy broadcasting),
 //               Product (MAC/MAC_Z of two tiles: a matrix product), RowReduce (each row to one
-//               value, folding the semantics over the row), Fill (SET)
+//               value, folding the semantics over the row), Fill (SET), Mask (element-wise
+//               above the diagonal, element (i, j) with j > i; a copy on and below it)
 //   unit        its unit of work, which its cycles are per
 //   semantics   an expression over the source values a, b, c in value domain D, made of the
 //               primitives of isa/primitives.h (numeric doubles or symbolic expressions); for a
@@ -41,4 +42,5 @@
     X(LOG,    "rR",   "Ra, Rd",         "Rd = ln(Ra)",                      1, Compute, Elementwise, "element", D.log(a))     \
     X(ROWMAX, "rR",   "Ra, Rd",         "Rd = max of each row of Ra",       1, Compute, RowReduce,   "element reduced", D.max(a, b)) \
     X(ROWSUM, "rR",   "Ra, Rd",         "Rd = sum of each row of Ra",       1, Compute, RowReduce,   "element reduced", D.add(a, b)) \
-    X(SET,    "irR",  "imm, Ra, Rd",    "Rd = imm, one row per row of Ra",  1, Move,    Fill,        "element", D.constant(imm))
+    X(SET,    "irR",  "imm, Ra, Rd",    "Rd = imm, one row per row of Ra",  1, Move,    Fill,        "element", D.constant(imm)) \
+    X(CAUSAL, "rR",   "Ra, Rd",         "Rd = Ra on and below the diagonal, −∞ above it", 1, Move, Mask, "element", D.constant(-INFINITY))

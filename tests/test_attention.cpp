@@ -4,6 +4,7 @@
 // that editing a program's `expect` lines cannot quietly change what the course teaches.
 #include <array>
 #include <catch2/catch.hpp>
+#include <tuple>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -289,4 +290,24 @@ TEST_CASE("derived formulas are the seeds' figures", "[attention][seed][cost]") 
     auto standard = formulas("attention/standard.toy");
     CHECK(standard["S"] == std::pair<std::string, std::string>{"n·n", "n·n"});
     CHECK(standard["P"] == std::pair<std::string, std::string>{"n·n", "n·n"});
+}
+
+TEST_CASE("causal FA2 skips the tiles above the diagonal: half of FA2's K/V traffic and products, plus the diagonal", "[attention]") {
+    for (auto [n, d, b] : {std::tuple{64, 8, 8}, std::tuple{256, 16, 32}, std::tuple{33, 4, 8}}) {
+        INFO("n = " << n << ", d = " << d << ", B = " << b);
+        Ran causal = run_program("fa2_causal.toy", {{"n", n}, {"d", d}, {"B", b}});
+        Ran full = run_program("fa2.toy", {{"n", n}, {"d", d}, {"Br", b}, {"Bc", b}});
+        const std::int64_t t = cdiv(n, b);
+        if (n % b == 0) {
+            // Q tile i reads i + 1 of the T K/V tiles: T(T + 1)/2 in all, against FA2's T².
+            CHECK(2 * causal.reads("K") == full.reads("K") + u(n * d));
+            CHECK(2 * causal.reads("V") == full.reads("V") + u(n * d));
+            // The visible scores: the n(n + 1)/2 on and below the diagonal plus the masked half
+            // of each diagonal tile, B(B − 1)/2 each.
+            CHECK(causal.work(Op::MAC_Z) == u(d * (n * (n + 1) / 2 + t * b * (b - 1) / 2)));
+        }
+        CHECK(causal.work(Op::CAUSAL) == u((t - 1) * b * b + (n - (t - 1) * b) * (n - (t - 1) * b)));
+        CHECK(causal.reads("Q") == full.reads("Q"));
+        CHECK(causal.writes("O") == full.writes("O"));
+    }
 }

@@ -45,8 +45,8 @@ TEST_CASE("every shipped program passes its check and meets its expected figures
                 CHECK(result.checks[i].ok);
             }
             for (size_t i = 0; i < result.expects.size(); ++i) {
-                INFO("expect " << program.expects[i].text);
-                CHECK(result.expects[i].actual == static_cast<std::uint64_t>(program.expects[i].value));
+                INFO("expect " << program.expects[i].text << ": " << result.expects[i].actual << " against " << program.expects[i].value);
+                CHECK(result.expects[i].ok);  // =, <= or >=, as the line says
             }
         }
     }

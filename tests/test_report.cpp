@@ -99,7 +99,7 @@ TEST_CASE("run --format json on P1: the contract fields", "[report]") {
     const std::map<std::string, int> by_opcode = {{"LOAD", 4}, {"STORE", 1}, {"STORE_ADD", 0}, {"MOV", 0}, {"MAC_Z", 1},
                                                   {"MAC", 1},  {"MAX", 0},   {"SUB", 0}, {"EXP", 0},
                                                   {"ADD", 0},  {"MUL", 0},   {"DIV", 0}, {"LOG", 0},
-                                                  {"ROWMAX", 0}, {"ROWSUM", 0}, {"SET", 0}};
+                                                  {"ROWMAX", 0}, {"ROWSUM", 0}, {"SET", 0}, {"CAUSAL", 0}};
     CHECK(k.at("by_opcode").size() == by_opcode.size());
     for (const auto& [op, n] : by_opcode) {
         INFO(op);

@@ -213,6 +213,8 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
 #define TOYSIM_SCALAR_SEM_Elementwise(SEM) SEM
 #define TOYSIM_SCALAR_SEM_Product(SEM) SEM
 #define TOYSIM_SCALAR_SEM_Fill(SEM) SEM
+// A scalar register is one element, on the diagonal.
+#define TOYSIM_SCALAR_SEM_Mask(SEM) a
 #define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) TOYSIM_ALU_##CLASS(NAME, SIG, TOYSIM_SCALAR_SEM_##SHAPE(SEM))
             TOYSIM_OPCODES(X)
 #undef X
@@ -225,6 +227,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
 #undef TOYSIM_SCALAR_SEM_Elementwise
 #undef TOYSIM_SCALAR_SEM_Product
 #undef TOYSIM_SCALAR_SEM_Fill
+#undef TOYSIM_SCALAR_SEM_Mask
         }
         if constexpr (Listening) {
             Op op = p.op_at(pc);

@@ -312,6 +312,14 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
     View<V> built = overlap ? scratch(rows, cols) : out;
     [[maybe_unused]] double imm = t.imm;
     auto apply = [&](auto semantics) {
+        if (op.shape == OpShape::Mask) {  // the semantics above the diagonal, a copy on and below it
+            for (std::int64_t i = 0; i < rows; ++i)
+                for (std::int64_t j = 0; j < cols; ++j) {
+                    V a = in[0].at(i, j);
+                    built.at(i, j) = j <= i ? a : semantics(a, a, a);
+                }
+            return;
+        }
         for (std::int64_t i = 0; i < rows; ++i)
             for (std::int64_t j = 0; j < cols; ++j) built.at(i, j) = semantics(in[0].at(i, j), in[1].at(i, j), in[2].at(i, j));
     };

@@ -87,17 +87,21 @@ double variance_of(const Values& x) {
 }
 
 // Attention's forward pass for q (n×d), k (m×d) and, when given, v (m×dv): S = q·kᵀ, its row
-// statistics, P = softmax(S) and O = P·v.
+// statistics, P = softmax(S) and O = P·v. Causal: query i sees keys 0..i (S_ij = −∞ for j > i;
+// q and k hold the same positions, n = m).
 struct Forward {
     std::int64_t n = 0, d = 0, m = 0, dv = 0;
     Values s, p, o;
     RowStats stats;
 };
 
-Forward forward(const std::vector<Tensor>& args) {
+Forward forward(const std::vector<Tensor>& args, bool causal) {
     Forward f;
     f.n = args[0].shape[0], f.d = args[0].shape[1], f.m = args[1].shape[0];
     f.s = matmul(args[0].data.data(), transposed(args[1].data.data(), f.m, f.d).data(), f.n, f.d, f.m);
+    if (causal)
+        for (std::int64_t i = 0; i < f.n; ++i)
+            for (std::int64_t j = i + 1; j < f.m; ++j) f.s[at(i, f.m, j)] = -INFINITY;
     f.stats = row_stats(f.s.data(), f.n, f.m);
     f.p = softmax_rows(f.s.data(), f.m, f.stats);
     if (args.size() > 2) {
@@ -130,8 +134,8 @@ Values scores_grad(const Forward& f, const double* v, const double* dout) {
 }
 
 // scores, attention and the attention_* functions; reference_shape has checked the arguments.
-Values attention_family(std::string_view name, const std::vector<Tensor>& args) {
-    const Forward f = forward(args);
+Values attention_family(std::string_view name, const std::vector<Tensor>& args, bool causal = false) {
+    const Forward f = forward(args, causal);
     if (name == "scores") return f.s;
     if (name == "attention_rowmax") return f.stats.max;
     if (name == "attention_rowsum") return f.stats.sum;
@@ -225,6 +229,11 @@ std::int64_t twice_the_arguments(const Shapes& s) { return saturating({2, elemen
 
 std::vector<double> attention_values(const ReferenceFunction& f, const std::vector<Tensor>& args) { return attention_family(f.name, args); }
 
+// causal_NAME: the attention function NAME with the causal mask.
+std::vector<double> causal_values(const ReferenceFunction& f, const std::vector<Tensor>& args) {
+    return attention_family(f.name.substr(f.name.find('_') + 1), args, true);
+}
+
 // Tensor t's block for head h: t is H×(the rest), the block is the rest.
 Tensor head_of(const Tensor& t, std::int64_t h) {
     const std::vector<std::int64_t> rest(t.shape.begin() + 1, t.shape.end());
@@ -258,6 +267,17 @@ std::int64_t per_head_footprint(const Shapes& s) {
     {NAME, SIGNATURE, MEANING,                                                                                          \
      [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape { attention_args(f.name, s, ARGS, loc); return RESULT; }, \
      attention_values, attention_footprint}
+// The same with the causal mask: query i sees keys 0..i, so q and k need as many rows.
+#define TOYSIM_CAUSAL(NAME, SIGNATURE, MEANING, ARGS, RESULT)                                                             \
+    {NAME, SIGNATURE, MEANING,                                                                                            \
+     [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape {                                                  \
+         attention_args(f.name, s, ARGS, loc);                                                                            \
+         if (s[0][0] != s[1][0])                                                                                          \
+             bad(loc, fmt::format("{}: q is {} but k is {}: causal attention needs as many queries as keys (query i sees " \
+                                  "keys 0..i)", f.name, shape_text(s[0]), shape_text(s[1])));                             \
+         return RESULT;                                                                                                   \
+     },                                                                                                                   \
+     causal_values, attention_footprint}
 // The same on H K/V heads: q H×n×d, k H×m×d, v H×m×dv; the result is H of attention's.
 #define TOYSIM_PER_HEAD(NAME, SIGNATURE, MEANING, ARGS, RESULT)                                                               \
     {NAME, SIGNATURE, MEANING,                                                                                                \
@@ -302,6 +322,11 @@ const std::vector<ReferenceFunction>& reference_functions() {
                          2, (Shape{s[0][0]})),
         TOYSIM_ATTENTION("attention_lse", "attention_lse(q, k)", "L_i = m_i + ln ℓ_i, one per row (FlashAttention-2 keeps L)", 2,
                          (Shape{s[0][0]})),
+        TOYSIM_CAUSAL("causal_attention", "causal_attention(q, k, v)",
+                      "attention with the causal mask: query i sees keys 0..i (S_ij = −∞ for j > i); q and k are n×d", 3,
+                      (Shape{s[0][0], s[2][1]})),
+        TOYSIM_CAUSAL("causal_attention_lse", "causal_attention_lse(q, k)", "L_i = m_i + ln ℓ_i of causal attention's scores", 2,
+                      (Shape{s[0][0]})),
         TOYSIM_PER_HEAD("gqa_attention", "gqa_attention(q, k, v)",
                         "grouped-query attention: attention(q[h], k[h], v[h]) for each K/V head h (q[h]: its query heads' rows)", 3,
                         (Shape{s[0][0], s[0][1], s[2][2]})),
