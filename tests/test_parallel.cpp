@@ -3,6 +3,7 @@
 // leaves (the same DRAM as the loop run plainly); stepping back over iteration boundaries.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <array>
 #include <random>
 #include <set>
@@ -290,4 +291,52 @@ TEST_CASE("GQA on workers: equal iterations when Br divides n, so the makespan i
     CHECK(three.cycles == 3 * iteration);  // ⌈8/3⌉ rounds
     CHECK(three.work == one.work);
     CHECK(three.busy == std::vector<std::uint64_t>{3 * iteration, 3 * iteration, 2 * iteration});
+}
+
+TEST_CASE("a triangular grid: the inner loop's bounds may use the outer index", "[parallel]") {
+    // Rows i = 0..3 of the lower triangle: 1 + 2 + 3 + 4 = 10 iterations of 2 cycles on 3 workers.
+    const std::string source = R"(registers 1
+workers 3
+input  x[4][4]
+output y[4][4]
+parallel for i in 0..4 {
+    parallel for j in 0..i+1 {
+        LOAD x[i][j], R0
+        STORE R0, y[i][j]
+    }
+}
+)";
+    Program p = build(source);
+    Machine<NumericDomain> m(p, NumericDomain{});
+    fill_inputs(p, m.state());
+    m.run_until(kNoPause, kNoPause);
+    Counters c = m.counters();
+    CHECK(c.work == 20);
+    CHECK(c.cycles == 4 * 2);  // ⌈10/3⌉ rounds
+    CHECK(c.busy == std::vector<std::uint64_t>{8, 6, 6});
+}
+
+TEST_CASE("the worker of each step: step's header, break worker W, and the trace's JSON", "[parallel]") {
+    // Flash-Decoding, 8 splits on 4 workers: worker 2 takes splits 2 and 6.
+    CliResult r = toysim::testing::run_cli_input({"step", "programs/attention/flash_decoding.toy", "--set", "S=8", "--set", "P=4"},
+                                                 "break worker 2\ncontinue\ncontinue\ncontinue\nbreak worker 4\nbreak worker\n");
+    INFO(r.out);
+    // Splits take 196 cycles: split 2 starts at cycle 0 on worker 2, split 6 at 196.
+    CHECK(contains(r.out, "breakpoint 1: break worker 2\nstep 75, cycle 4 on worker 2, work 396  programs/attention/flash_decoding.toy:70\n"));
+    CHECK(contains(r.out, "breakpoint 1: break worker 2\nstep 223, cycle 200 on worker 2, work 1180  programs/attention/flash_decoding.toy:70\n"));
+    CHECK(contains(r.err, "error: there is no worker 4: the machine has 4 workers (workers 0..3); `workers P` gives it more\n"));
+    CHECK(contains(r.err, "error: break worker W takes a worker number from 0, e.g. break worker 2\n"));
+    // The third continue runs to the end: no iteration is left for worker 2.
+    CHECK(contains(r.out, "the program has ended: 307 steps, 520 cycles on 4 workers, work 1696\n"));
+
+    CliResult trace = toysim::testing::run_cli({"trace", "programs/attention/flash_decoding.toy", "--set", "S=8", "--set", "P=4", "--format", "json"});
+    REQUIRE(trace.code == 0);
+    auto j = nlohmann::json::parse(trace.out);
+    std::vector<int> steps_of(4, 0);
+    for (const auto& e : j.at("steps")) steps_of.at(e.at("worker").get<size_t>())++;
+    // 8 splits of 37 steps, two per worker; worker 0 also runs the merge's 11.
+    CHECK(steps_of == std::vector<int>{2 * 37 + 11, 2 * 37, 2 * 37, 2 * 37});
+    // One worker: no "worker" field, as before workers existed.
+    CliResult one = toysim::testing::run_cli({"trace", "programs/attention/flash_decoding.toy", "--format", "json"});
+    CHECK(!contains(one.out, "\"worker\""));
 }

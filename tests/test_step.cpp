@@ -245,7 +245,7 @@ TEST_CASE("a scripted session with a mistake says so and exits 2, having run the
     CHECK(r.code == 2);
     CHECK(r.err == "error: unknown command 'stpe'; did you mean 'step'?; type 'help' for the commands\n"
                    "error: 'nowhere' is not a line, a cycle, an opcode, an array or a counter; for example: break 12 (a line), break "
-                   "cycle 40, break STORE, break x (any access), break x[3], break reads(K) > 64\n");
+                   "cycle 40, break STORE, break x (any access), break x[3], break reads(K) > 64, break worker 2\n");
     CHECK(contains(r.out, "step 2, cycle 2"));
 }
 

@@ -65,6 +65,7 @@ struct TraceRecorder final : EventSink<Value> {
         s.cycle = e.cycle;
         s.cost = e.cost;
         s.work = e.work;
+        s.worker = e.parallel.worker;
         s.vars = e.vars;
         s.reg = e.reg;
         s.tile = e.tile;

@@ -58,6 +58,7 @@ struct TraceStep {
     std::int32_t pc = 0;
     Op op = Op::LOAD;
     std::uint64_t cycle = 0, cost = 0, work = 0;
+    std::uint32_t worker = 0;  // the worker that ran it (programs with a parallel loop)
     std::array<std::int64_t, kMaxLoopDepth> vars{};
     std::int32_t reg = -1;   // scalar register written, or -1
     std::int32_t tile = -1;  // tile written, or -1

@@ -52,20 +52,32 @@ inline void end_serial_part(ParallelState& s, std::uint64_t now) {
     s.clock_work = now;
 }
 
-// An iteration that began at work s.iteration_work ends now: the first free worker takes it.
-inline void schedule_iteration(ParallelState& s, std::uint64_t now) {
-    auto first_free = std::min_element(s.worker_free.begin(), s.worker_free.end());
+// An iteration begins at work `now`: the first free worker (the lowest-numbered among equals)
+// takes it.
+inline void begin_iteration(ParallelState& s, std::uint64_t now) {
+    s.iteration = ++s.ids_used;
+    s.iteration_work = now;
+    s.worker = static_cast<std::uint32_t>(std::min_element(s.worker_free.begin(), s.worker_free.end()) - s.worker_free.begin());
+}
+
+// The running iteration, begun at work s.iteration_work, ends now on its worker.
+inline void end_iteration(ParallelState& s, std::uint64_t now) {
     std::uint64_t cost = now - s.iteration_work;
-    *first_free += cost;
-    s.busy[static_cast<size_t>(first_free - s.worker_free.begin())] += cost;
+    s.worker_free[s.worker] += cost;
+    s.busy[s.worker] += cost;
+}
+
+// When the instruction that brought the work to `now` ended on its worker's clock.
+inline std::uint64_t worker_clock(const ParallelState& s, std::uint64_t now) {
+    if (s.iteration == 0) return s.clock + (now - s.clock_work);
+    return s.worker_free[s.worker] + (now - s.iteration_work);
 }
 
 // The makespan so far: the serial time, plus (inside a parallel loop) the latest worker or the
 // running iteration on the first free one, whichever ends later; then what worker 0 ran since.
 inline std::uint64_t makespan(const ParallelState& s, std::uint64_t now) {
     if (s.iteration == 0) return s.clock + (now - s.clock_work);
-    auto [first, last] = std::minmax_element(s.worker_free.begin(), s.worker_free.end());
-    return std::max(*last, *first + (now - s.iteration_work));
+    return std::max(*std::max_element(s.worker_free.begin(), s.worker_free.end()), s.worker_free[s.worker] + (now - s.iteration_work));
 }
 
 [[noreturn]] __attribute__((cold)) void fail_race(const Program& p, const ParallelState& s, std::int32_t pc, std::int64_t at,
@@ -93,10 +105,7 @@ void parallel_loop_begin(const Program& p, MachineState<Value>& m, const LoopInf
         end_serial_part(s, total_work(p, m));
         std::fill(s.worker_free.begin(), s.worker_free.end(), s.clock);
     }
-    if (entering && l.grid_inner) {
-        s.iteration = ++s.ids_used;
-        s.iteration_work = total_work(p, m);
-    }
+    if (entering && l.grid_inner) begin_iteration(s, total_work(p, m));
 }
 
 // After LoopEnd of a parallel loop: `continuing` or not.
@@ -104,16 +113,16 @@ template <class Value>
 void parallel_loop_end(const Program& p, MachineState<Value>& m, const LoopInfo& l, bool continuing) {
     ParallelState& s = m.parallel;
     std::uint64_t now = l.grid_inner || (!continuing && l.grid_outer) ? total_work(p, m) : 0;
-    if (l.grid_inner) schedule_iteration(s, now);  // the iteration that ends here
+    if (l.grid_inner) end_iteration(s, now);  // the iteration that ends here
     if (continuing && l.grid_inner) {
         if (s.ids_used == std::numeric_limits<std::uint32_t>::max())
             throw ToyError(l.loc, "this parallel loop has more than 2,147,483,647 iterations: too many to check for races");
-        s.iteration = ++s.ids_used;
-        s.iteration_work = now;
+        begin_iteration(s, now);
     }
     if (!continuing && l.grid_outer) {
         // The loop ends when its last iteration does; worker 0 goes on alone from there.
         s.iteration = 0;
+        s.worker = 0;
         s.clock = *std::max_element(s.worker_free.begin(), s.worker_free.end());
         s.clock_work = now;
     }

@@ -30,6 +30,7 @@ struct RaceCell {
 // began; and each worker's busy cycles.
 struct ParallelState {
     std::uint32_t iteration = 0, first_iteration = 0, ids_used = 0;
+    std::uint32_t worker = 0;  // the worker that runs the running iteration (0 outside a parallel loop)
     std::array<std::int64_t, kMaxLoopDepth> grid_start_vars{};
     std::uint64_t clock = 0, clock_work = 0, iteration_work = 0;
     std::vector<std::uint64_t> worker_free, busy;

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "sim/exec/parallel.h"
 #include "sim/lower/disasm.h"
 #include "sim/print/report.h"
 #include "sim/print/trace_text.h"
@@ -159,7 +160,11 @@ std::string step_text(const Session<Domain>& s, const StepStyle& style) {
         return out;
     }
     int line = line_of(p, e->pc);
-    std::string out = fmt::format("step {}, cycle {}  {}:{}\n", e->step, e->cycle, path, line);
+    // On several workers: the cycle it ended on, on the clock of the worker that ran it, and the
+    // work done so far on all of them (what the cycle is on one worker).
+    std::string out = p.workers > 1 ? fmt::format("step {}, cycle {} on worker {}, work {}  {}:{}\n", e->step,
+                                                  worker_clock(e->parallel, e->cycle), e->parallel.worker, e->cycle, path, line)
+                                    : fmt::format("step {}, cycle {}  {}:{}\n", e->step, e->cycle, path, line);
     out += source_line(p, line);
     if (p.has_tiles()) {
         out += "  " + render_instruction(p, e->pc, e->vars.data()) + "\n";
@@ -253,7 +258,10 @@ std::string format_stop(const Session<Domain>& s, const Stop& stop, const StepSt
         case Stop::Reason::Start: head = "at the start\n"; break;
         case Stop::Reason::Interrupted: head = "interrupted\n"; break;
         case Stop::Reason::End:
-            tail = fmt::format("the program has ended: {}, {}\n", plural(s.position(), "step"), plural(s.cycle(), "cycle"));
+            // On several workers, its cycles are the makespan, and its work what one would take.
+            tail = p.workers > 1 ? fmt::format("the program has ended: {}, {} on {} workers, work {}\n", plural(s.position(), "step"),
+                                               plural(s.counters().cycles, "cycle"), p.workers, s.cycle())
+                                 : fmt::format("the program has ended: {}, {}\n", plural(s.position(), "step"), plural(s.cycle(), "cycle"));
             break;
         case Stop::Reason::Fault:
             tail = "the next instruction faults:\n" + format_error(*s.fault(), p.source.get(), "toysim");
@@ -433,6 +441,7 @@ std::string step_help() {
            "  break OPCODE                 e.g. break STORE\n"
            "  break ARRAY | ARRAY[i][j]    a LOAD or STORE of the array, or of that element\n"
            "  break COUNTER > N            a counter crossing a value: break reads(K) > 64 (also >=, <, <=, =)\n"
+           "  break worker W               the first instruction of each parallel iteration worker W takes\n"
            "  watch R2 | TILE | ARRAY[i]   a write that changes it\n"
            "  info breakpoints, i b        list them;  delete N, d N (delete: all)\n"
            "looking:\n"

@@ -164,6 +164,7 @@ json access_json(const Program& p, const TraceStep& s, const ValueText& vt) {
 json event_json(const Program& p, const TraceStep& s, size_t index, const std::string& instruction, const ValueText& vt) {
     const ast::Instruction* origin = p.origin[static_cast<size_t>(s.pc)];
     json e = {{"step", index + 1}, {"cycle", s.cycle}, {"cost", s.cost}};
+    if (p.workers > 1) e["worker"] = s.worker;
     e["at"] = fmt::format("{}:{}:{}", p.source ? p.source->path : std::string(), origin->loc.line, origin->loc.col);
     e["line"] = origin->loc.line;
     e["col"] = origin->loc.col;

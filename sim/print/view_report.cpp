@@ -103,6 +103,7 @@ json build(const Program& p, const Recording<Value>& r, bool symbolic, const Tex
     for (const auto& s : r.steps) {
         const ast::Instruction* origin = p.origin[static_cast<size_t>(s.pc)];
         json e = {{"cycle", s.cycle}, {"line", origin ? origin->loc.line : 0}, {"text", render_instruction(p, s.pc, s.vars.data())}};
+        if (p.workers > 1) e["worker"] = s.worker;
         if (s.reg >= 0 && index[static_cast<size_t>(s.reg)] >= 0) {
             e["reg"] = index[static_cast<size_t>(s.reg)];
             e["value"] = text(s.value);

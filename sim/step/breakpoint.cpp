@@ -14,7 +14,8 @@ namespace {
 // A whole number, spaces around it allowed ("break  12 ").
 std::optional<std::uint64_t> whole_number(std::string_view s) { return parse_whole_number(trim(s)); }
 
-const char* const kBreakForms = "break 12 (a line), break cycle 40, break STORE, break x (any access), break x[3], break reads(K) > 64";
+const char* const kBreakForms =
+    "break 12 (a line), break cycle 40, break STORE, break x (any access), break x[3], break reads(K) > 64, break worker 2";
 const char* const kWatchForms = "watch R2, watch o (a tile), watch out (an array), watch out[3]";
 
 // "x[3][1]" -> the array and the element's address; "x" -> the array and -1.
@@ -186,6 +187,18 @@ Breakpoint parse_breakpoint(const Program& p, std::string_view text, bool watch)
         bp.text = fmt::format("break cycle {}", *c);
         return bp;
     }
+    if (text.rfind("worker", 0) == 0 && (text.size() == 6 || text[6] == ' ')) {
+        auto w = whole_number(trim(text.substr(6)));
+        if (!w) throw ToyError("break worker W takes a worker number from 0, e.g. break worker 2");
+        if (*w >= static_cast<std::uint64_t>(p.workers))
+            throw ToyError(fmt::format("there is no worker {}: the machine has {} (workers 0..{}); `workers P` gives it more", *w,
+                                       p.workers == 1 ? "one worker" : fmt::format("{} workers", p.workers), p.workers - 1));
+        Breakpoint bp;
+        bp.kind = Breakpoint::Kind::Worker;
+        bp.worker = static_cast<std::uint32_t>(*w);
+        bp.text = fmt::format("break worker {}", *w);
+        return bp;
+    }
     if (auto line = whole_number(text)) return parse_line(p, *line, text);
     if (size_t colon = text.rfind(':'); colon != std::string_view::npos) {
         std::string_view file = text.substr(0, colon);
@@ -275,6 +288,8 @@ bool stops_at(const Program& p, const Breakpoint& bp, const Event<Value>& e, std
             }
             return false;
         }
+        case K::Worker:  // the iteration began with this instruction
+            return e.parallel.iteration != 0 && e.parallel.worker == bp.worker && e.cycle - e.cost == e.parallel.iteration_work;
         case K::Counter: {
             std::uint64_t after = counter_before + counter_delta(p, bp.counter, e);
             return !compare(counter_before, bp.comparison, bp.value) && compare(after, bp.comparison, bp.value);

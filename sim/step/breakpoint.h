@@ -24,6 +24,7 @@ struct Breakpoint {
         Access,   // break K, break x[3]: a LOAD or STORE that moves the array or element
         Watch,    // watch R2, watch o, watch out[3]: a write that changes it
         Counter,  // break reads(K) > 64: the instruction that makes it true
+        Worker,   // break worker 3: the first instruction of each parallel iteration worker 3 takes
     } kind = Kind::Line;
     int number = 0;    // as `info breakpoints` lists it
     std::string text;  // as typed, normalized: "break x[3]"
@@ -36,6 +37,7 @@ struct Breakpoint {
     CounterRef counter;
     Comparison comparison = Comparison::Greater;
     std::uint64_t value = 0;
+    std::uint32_t worker = 0;  // Worker
     std::uint64_t hits = 0;  // times a move stopped here
 };
 

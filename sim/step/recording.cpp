@@ -23,6 +23,7 @@ struct Recorder final : EventSink<Value> {
         s.cycle = e.cycle;
         s.cost = e.cost;
         s.work = e.work;
+        s.worker = e.parallel.worker;
         s.reg = e.reg;
         if (e.reg >= 0) s.value = e.reg_new;
         else if (writes_dram(e.op) && e.dram_new.size() == 1) s.value = e.dram_new.front();

@@ -18,6 +18,7 @@ struct RecordedStep {
     Op op = Op::LOAD;
     std::array<std::int64_t, kMaxLoopDepth> vars{};
     std::uint64_t cycle = 0, cost = 0, work = 0;
+    std::uint32_t worker = 0;  // the worker that ran it (programs with a parallel loop)
     std::int32_t reg = -1;  // scalar register written
     Value value{};          // its new value; a one-element STORE's value
     std::int32_t tile = -1; // tile written: its shape, and pool_rows × pool_cols values at `first`
