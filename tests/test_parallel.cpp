@@ -45,6 +45,14 @@ Verdict run_checked(const std::string& source) {
     return v;
 }
 
+// A whole numeric run's counters.
+Counters run_counters(const Program& p) {
+    Machine<NumericDomain> m(p, NumericDomain{});
+    fill_inputs(p, m.state());
+    m.run_until(kNoPause, kNoPause);
+    return m.counters();
+}
+
 }  // namespace
 
 TEST_CASE("the race checker's verdict equals a pairwise comparison of the iterations' read and write sets", "[parallel]") {
@@ -170,10 +178,7 @@ SET 3, R0, R0
 STORE R0, z[0]
 )";
     Program p = build(source);
-    Machine<NumericDomain> m(p, NumericDomain{});
-    fill_inputs(p, m.state());
-    m.run_until(kNoPause, kNoPause);
-    Counters c = m.counters();
+    Counters c = run_counters(p);
     CHECK(c.work == 3 + 5 * 3 + 2);
     CHECK(c.cycles == 3 + 3 * 3 + 2);
     CHECK(c.busy == std::vector<std::uint64_t>{3 + 3 * 3 + 2, 2 * 3});
@@ -306,11 +311,7 @@ parallel for i in 0..4 {
     }
 }
 )";
-    Program p = build(source);
-    Machine<NumericDomain> m(p, NumericDomain{});
-    fill_inputs(p, m.state());
-    m.run_until(kNoPause, kNoPause);
-    Counters c = m.counters();
+    Counters c = run_counters(build(source));
     CHECK(c.work == 20);
     CHECK(c.cycles == 4 * 2);  // ⌈10/3⌉ rounds
     CHECK(c.busy == std::vector<std::uint64_t>{8, 6, 6});
