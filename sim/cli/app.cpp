@@ -149,6 +149,8 @@ Commands define_commands(CLI::App& app, Options& o) {
     add_format(c.sweep);
     add_force(c.sweep);
     c.sweep->add_option("--plot", o.plot, "also draw the DRAM traffic against the swept parameter: FILE.svg, FILE.png or FILE.html");
+    c.sweep->add_option("--plot-y", o.plot_y, "what --plot draws: traffic (DRAM reads, writes and their sum) or cycles (with workers: and work)")
+        ->check(CLI::IsMember({"traffic", "cycles"}));
     c.sweep->footer("\nexamples:\n"
                     "  toysim sweep programs/p5_online_softmax.toy --set n=10,100,1000\n"
                     "  toysim sweep programs/attention/fa2.toy --set n=128,256,512,1024 --format csv\n"
@@ -170,6 +172,7 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.compare->add_option("--set", o.sets, "override a parameter in every program that declares it");
     c.compare->add_option("--sweep", o.sweep, "NAME=V1,V2,...: compare at each value (with --plot, one curve per program)");
     c.compare->add_option("--plot", o.plot, "with --sweep: draw DRAM traffic against the swept value: FILE.svg, FILE.png or FILE.html");
+    c.compare->add_option("--plot-y", o.plot_y, "what --plot draws: traffic or cycles")->check(CLI::IsMember({"traffic", "cycles"}));
     add_format(c.compare);
     add_force(c.compare);
     c.compare->footer("\nexamples:\n"

@@ -38,6 +38,7 @@ struct Options {
     std::string kernel;                      // gpu run, diff: a version of the program's kernel (--kernel)
     std::string sweep;                       // diff, compare: NAME=V1,V2,...
     std::string plot;                        // diff --sweep, sweep, compare --sweep: a plot to write
+    std::string plot_y = "traffic";          // sweep, compare --sweep: what the plot draws: traffic or cycles
     std::string color = "auto";              // step: auto (on a terminal), always or never
     std::string exercise;                    // grade, exercise start: the exercise (a folder or a name)
     std::string solution;                    // grade: the student's .toy file

@@ -74,8 +74,9 @@ std::optional<PlotFormat> plot_target(const std::string& path) {
     return format;
 }
 
-void write_plot(const std::string& path, PlotFormat format, const std::vector<SweepPoint>& points) {
-    write_file(path, render_plot(sweep_plot(points), format, path), "--plot");
+void write_plot(const Options& o, PlotFormat format, const std::vector<SweepPoint>& points) {
+    const PlotMeasure measure = o.plot_y == "cycles" ? PlotMeasure::Cycles : PlotMeasure::Traffic;
+    write_file(o.plot, render_plot(sweep_plot(points, measure), format, o.plot), "--plot");
 }
 
 // compare --sweep NAME=V1,V2,...: the name and its values.
@@ -165,7 +166,7 @@ int sweep_command(const Options& o, Context& ctx) {
     if (plot) {
         std::vector<SweepPoint> points;
         for (size_t i = 0; i < combos.size(); ++i) points.push_back({short_program_name(o.file), combos[i], &runs.results[i].counters});
-        write_plot(o.plot, *plot, points);
+        write_plot(o, *plot, points);
     }
     return runs.ok ? kOk : kCheckFailed;
 }
@@ -241,7 +242,7 @@ int compare_command(const Options& o, Context& ctx) {
     }
     if (plot) {
         for (size_t i = 0; i < points.size(); ++i) points[i].counters = &runs.results[i].counters;
-        write_plot(o.plot, *plot, points);
+        write_plot(o, *plot, points);
     }
     return runs.ok ? kOk : kCheckFailed;
 }

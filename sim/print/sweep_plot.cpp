@@ -29,9 +29,13 @@ namespace {
 namespace fs = std::filesystem;
 
 double counter_of(const Counters& c, CounterKind kind) {
-    if (kind == CounterKind::Reads) return static_cast<double>(c.dram_reads);
-    if (kind == CounterKind::Writes) return static_cast<double>(c.dram_writes);
-    return static_cast<double>(c.dram_reads + c.dram_writes);
+    switch (kind) {
+        case CounterKind::Reads: return static_cast<double>(c.dram_reads);
+        case CounterKind::Writes: return static_cast<double>(c.dram_writes);
+        case CounterKind::Cycles: return static_cast<double>(c.cycles);
+        case CounterKind::TotalWork: return static_cast<double>(c.work);
+        default: return static_cast<double>(c.dram_reads + c.dram_writes);
+    }
 }
 
 std::string settings_text(const ParamSettings& settings) {
@@ -90,7 +94,7 @@ std::string png_from_svg(const std::string& svg, const std::string& path) {
 
 }  // namespace
 
-Plot sweep_plot(const std::vector<SweepPoint>& points) {
+Plot sweep_plot(const std::vector<SweepPoint>& points, PlotMeasure measure) {
     std::vector<std::string> params, programs;  // in the order first seen
     std::map<std::string, std::set<std::int64_t>> values;
     for (const auto& p : points) {
@@ -124,8 +128,12 @@ Plot sweep_plot(const std::vector<SweepPoint>& points) {
         key_of.push_back(static_cast<size_t>(at - keys.begin()));
         if (at == keys.end()) keys.push_back(key);
     }
-    std::vector<CounterKind> shown = {CounterKind::Traffic};
-    if (keys.size() == 1) shown = {CounterKind::Reads, CounterKind::Writes, CounterKind::Traffic};
+    const bool time = measure == PlotMeasure::Cycles;
+    const CounterKind main = time ? CounterKind::Cycles : CounterKind::Traffic;
+    std::vector<CounterKind> shown = {main};
+    bool workers = std::any_of(points.begin(), points.end(), [](const SweepPoint& p) { return p.counters && p.counters->workers > 1; });
+    if (keys.size() == 1) shown = time ? (workers ? std::vector{CounterKind::Cycles, CounterKind::TotalWork} : shown)
+                                       : std::vector{CounterKind::Reads, CounterKind::Writes, CounterKind::Traffic};
     for (size_t k = 0; k < keys.size(); ++k)
         for (CounterKind kind : shown) {
             PlotSeries series;
@@ -142,8 +150,10 @@ Plot sweep_plot(const std::vector<SweepPoint>& points) {
             }
             plot.series.push_back(std::move(series));
         }
-    const std::string what = shown.size() == 1 ? std::string(info(CounterKind::Traffic).label) : "DRAM reads, writes and traffic";
-    plot.y_label = fmt::format("{} ({})", what, info(CounterKind::Traffic).unit);
+    const std::string what = shown.size() == 1 ? std::string(info(main).label)
+                             : time         ? "cycles (the makespan) and work (cycles on all workers)"
+                                            : "DRAM reads, writes and traffic";
+    plot.y_label = what == info(main).unit ? what : fmt::format("{} ({})", what, info(main).unit);
     plot.title = fmt::format("{}{} against {}", programs.size() == 1 ? programs[0] + ": " : "", what, x_name);
     if (!fixed.empty()) plot.title += " (" + settings_text(fixed) + ")";
     return plot;

@@ -18,11 +18,14 @@ struct SweepPoint {
     const Counters* counters = nullptr;
 };
 
+// What a sweep's plot draws: DRAM traffic, or time (cycles: on several workers, the makespan).
+enum class PlotMeasure { Traffic, Cycles };
+
 // The runs against the last parameter whose value changes from run to run (the one a sweep
 // varies fastest); one curve per program and per value of any other changing parameter. With
-// a single such curve the plot shows DRAM reads, writes and traffic; with several, traffic.
-// The parameters with one value go in the title.
-Plot sweep_plot(const std::vector<SweepPoint>& points);
+// a single such curve the plot shows DRAM reads, writes and traffic (or cycles and work); with
+// several, traffic (or cycles). The parameters with one value go in the title.
+Plot sweep_plot(const std::vector<SweepPoint>& points, PlotMeasure measure = PlotMeasure::Traffic);
 
 enum class PlotFormat { Svg, Png, Html };
 
