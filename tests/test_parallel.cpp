@@ -341,3 +341,16 @@ TEST_CASE("the worker of each step: step's header, break worker W, and the trace
     CliResult one = toysim::testing::run_cli({"trace", "programs/attention/flash_decoding.toy", "--format", "json"});
     CHECK(!contains(one.out, "\"worker\""));
 }
+
+TEST_CASE("race checking follows only the arrays a parallel loop writes or adds to", "[parallel]") {
+    // FA2 writes O and L in its parallel loop; Q, K and V are only read there and cannot race.
+    Program fa2 = toysim::testing::build_file("programs/attention/fa2.toy", {{"n", 64}, {"d", 8}});
+    CHECK(fa2.race_cells == 64 * 8 + 64);
+    CHECK(fa2.arrays[static_cast<size_t>(fa2.find_array("Q"))].race_base == -1);
+    CHECK(fa2.arrays[static_cast<size_t>(fa2.find_array("O"))].race_base == 0);
+    // FA2 backward: pass 1 writes D, pass 2 writes dK and dV and adds to dQ.
+    Program backward = toysim::testing::build_file("programs/attention/fa2_backward.toy", {{"n", 16}, {"d", 4}});
+    CHECK(backward.race_cells == 16 + 3 * 16 * 4);
+    // A program with no parallel loop has no race table.
+    CHECK(toysim::testing::build_file("programs/attention/fa2_backward_no_d_trick.toy").race_cells == 0);
+}

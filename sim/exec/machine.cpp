@@ -142,9 +142,10 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
                 if (!m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
-                if (__builtin_expect(s.parallel.iteration != 0, 0)) {
-                    if constexpr (Listening) ev.race_old.push_back(s.race[static_cast<size_t>(at)]);
-                    race_access(p, s, at, pc, vars, RaceAccess::Read);
+                if (__builtin_expect(s.parallel.iteration != 0, 0) && m.race_tracked) {
+                    RaceCell& cell = race_cell(s, m, at);
+                    if constexpr (Listening) ev.race_old.push_back(cell);
+                    race_access(p, s, cell, at, pc, vars, RaceAccess::Read);
                 }
                 ++reads[at];
                 will_write(R[0]);
@@ -166,9 +167,10 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
                 if (accumulate && !m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
-                if (__builtin_expect(s.parallel.iteration != 0, 0)) {
-                    if constexpr (Listening) ev.race_old.push_back(s.race[static_cast<size_t>(at)]);
-                    race_access(p, s, at, pc, vars, accumulate ? RaceAccess::Accumulate : RaceAccess::Write);
+                if (__builtin_expect(s.parallel.iteration != 0, 0)) {  // a write: its array is followed
+                    RaceCell& cell = race_cell(s, m, at);
+                    if constexpr (Listening) ev.race_old.push_back(cell);
+                    race_access(p, s, cell, at, pc, vars, accumulate ? RaceAccess::Accumulate : RaceAccess::Write);
                 }
                 if constexpr (Listening) {
                     ev.accesses.push_back({m.array, accumulate ? AccessKind::Accumulate : AccessKind::Write, at});
@@ -324,7 +326,7 @@ MachineState<Value> fresh_state(const Program& p) {
     for (const auto& a : p.arrays)
         if (a.starts_filled()) std::fill(s.present.begin() + a.base, s.present.begin() + a.base + a.size, std::uint8_t{1});
     if (p.has_parallel) {
-        s.race.assign(static_cast<size_t>(p.dram_size), RaceCell{});
+        s.race.assign(static_cast<size_t>(p.race_cells), RaceCell{});
         s.parallel.worker_free.assign(static_cast<size_t>(p.workers), 0);
         s.parallel.busy.assign(static_cast<size_t>(p.workers), 0);
     }
@@ -342,6 +344,16 @@ void check_fits_in_run(const Program& p) {
                                fmt::format("{} too large to run (at most {} elements in all, {} bytes each while running)",
                                            a.base == 0 ? fmt::format("array '{}' is", a.name) : "the arrays are", kMaxRunDram,
                                            kStateBytesPerElement<double>));
+    // The race table of parallel loops (sizeof(RaceCell) more an element of each array they
+    // write) fits in the same budget: the first array whose cells do not is where the error points.
+    constexpr std::int64_t budget = kMaxRunDram * kStateBytesPerElement<double>;
+    constexpr auto cell = static_cast<std::int64_t>(sizeof(RaceCell));
+    for (const auto& a : p.arrays)
+        if (a.race_base >= 0 && p.dram_size * kStateBytesPerElement<double> + (a.race_base + a.size) * cell > budget)
+            throw ToyError(ErrorKind::TooLargeToRun, a.loc,
+                           fmt::format("array '{}' is too large to run with race checking: a parallel loop writes it, and each element "
+                                       "its loops write takes {} more bytes to check (at most {} bytes in all while running)",
+                                       a.name, cell, budget));
 }
 
 
@@ -402,17 +414,20 @@ void Machine<Domain>::undo(const Event<Value>& e) {
     if constexpr (std::is_same_v<Value, std::uint32_t>)
         for (std::int64_t at : e.named_inputs) s.dram[static_cast<size_t>(at)] = kUnnamedInput;
     size_t race_k = 0;
-    for (const DramAccess& a : e.accesses)
+    for (const DramAccess& a : e.accesses) {
+        const ArrayInfo& array = p.arrays[static_cast<size_t>(a.array)];
+        const bool race_followed = array.race_base >= 0 && !e.race_old.empty();
         for (std::int64_t i = 0, k = 0; i < a.rows; ++i)
             for (std::int64_t j = 0; j < a.cols; ++j, ++k) {
                 auto at = static_cast<size_t>(a.at(i, j));
-                if (race_k < e.race_old.size()) s.race[at] = e.race_old[race_k++];
+                if (race_followed) s.race[at - static_cast<size_t>(array.base - array.race_base)] = e.race_old[race_k++];
                 if (reads_dram(a.kind)) --s.reads[at];
                 if (writes_dram(a.kind)) {
                     s.dram[at] = e.dram_old[static_cast<size_t>(k)];
                     s.present[at] = e.dram_was_present[static_cast<size_t>(k)];
                 }
             }
+    }
 }
 
 template <class Domain>

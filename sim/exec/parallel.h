@@ -45,6 +45,19 @@ std::uint64_t total_work(const Program& p, const MachineState<Value>& s) {
     return total;
 }
 
+// The cycles the instructions of a loop's body have run so far: an iteration's cost is the
+// difference across it, without summing the whole program. (A body of scalar instructions
+// costs LoopInfo::iteration_cycles an iteration: nothing to sum.)
+template <class Value>
+std::uint64_t body_work(const Program& p, const MachineState<Value>& s, const LoopInfo& l) {
+    if (l.iteration_cycles >= 0) return 0;
+    std::uint64_t total = 0;
+    for (auto pc = static_cast<size_t>(l.body.first); pc < static_cast<size_t>(l.body.second); ++pc)
+        if (is_instruction(p.code[pc].code))
+            total += units_done(p, s, pc) * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(p.op_at(static_cast<std::int32_t>(pc)))]);
+    return total;
+}
+
 // The serial part that ends now (at work `now`) ran on worker 0.
 inline void end_serial_part(ParallelState& s, std::uint64_t now) {
     s.clock += now - s.clock_work;
@@ -52,19 +65,21 @@ inline void end_serial_part(ParallelState& s, std::uint64_t now) {
     s.clock_work = now;
 }
 
-// An iteration begins at work `now`: the first free worker (the lowest-numbered among equals)
-// takes it.
-inline void begin_iteration(ParallelState& s, std::uint64_t now) {
+// An iteration begins, its loop's body having done `body_now` work: the first free worker (the
+// lowest-numbered among equals) takes it.
+inline void begin_iteration(ParallelState& s, std::uint64_t body_now) {
     s.iteration = ++s.ids_used;
-    s.iteration_work = now;
+    s.iteration_work = s.grid_work;
+    s.iteration_body_work = body_now;
     s.worker = static_cast<std::uint32_t>(std::min_element(s.worker_free.begin(), s.worker_free.end()) - s.worker_free.begin());
 }
 
-// The running iteration, begun at work s.iteration_work, ends now on its worker.
-inline void end_iteration(ParallelState& s, std::uint64_t now) {
-    std::uint64_t cost = now - s.iteration_work;
+// The running iteration of loop l ends on its worker, l's body having done `body_now` work.
+inline void end_iteration(ParallelState& s, const LoopInfo& l, std::uint64_t body_now) {
+    std::uint64_t cost = l.iteration_cycles >= 0 ? static_cast<std::uint64_t>(l.iteration_cycles) : body_now - s.iteration_body_work;
     s.worker_free[s.worker] += cost;
     s.busy[s.worker] += cost;
+    s.grid_work += cost;
 }
 
 // When the instruction that brought the work to `now` ended on its worker's clock.
@@ -103,17 +118,18 @@ void parallel_loop_begin(const Program& p, MachineState<Value>& m, const LoopInf
         s.first_iteration = s.ids_used + 1;
         std::copy(vars, vars + kMaxLoopDepth, s.grid_start_vars.begin());
         end_serial_part(s, total_work(p, m));
+        s.grid_work = s.clock_work;
         std::fill(s.worker_free.begin(), s.worker_free.end(), s.clock);
     }
-    if (entering && l.grid_inner) begin_iteration(s, total_work(p, m));
+    if (entering && l.grid_inner) begin_iteration(s, body_work(p, m, l));
 }
 
 // After LoopEnd of a parallel loop: `continuing` or not.
 template <class Value>
 void parallel_loop_end(const Program& p, MachineState<Value>& m, const LoopInfo& l, bool continuing) {
     ParallelState& s = m.parallel;
-    std::uint64_t now = l.grid_inner || (!continuing && l.grid_outer) ? total_work(p, m) : 0;
-    if (l.grid_inner) end_iteration(s, now);  // the iteration that ends here
+    std::uint64_t now = l.grid_inner ? body_work(p, m, l) : 0;
+    if (l.grid_inner) end_iteration(s, l, now);  // the iteration that ends here
     if (continuing && l.grid_inner) {
         if (s.ids_used == std::numeric_limits<std::uint32_t>::max())
             throw ToyError(l.loc, "this parallel loop has more than 2,147,483,647 iterations: too many to check for races");
@@ -124,7 +140,7 @@ void parallel_loop_end(const Program& p, MachineState<Value>& m, const LoopInfo&
         s.iteration = 0;
         s.worker = 0;
         s.clock = *std::max_element(s.worker_free.begin(), s.worker_free.end());
-        s.clock_work = now;
+        s.clock_work = s.grid_work;  // every instruction of a grid is in an iteration
     }
 }
 
@@ -140,11 +156,11 @@ inline std::optional<RaceAccess> race_with(const ParallelState& s, const RaceCel
     return accumulated ? RaceAccess::Accumulate : RaceAccess::Read;
 }
 
-// Checks an access without recording it (a slice is checked whole before it moves).
+// Checks an access to the element at address `at`, whose cell is `c`, without recording it (a
+// slice is checked whole before it moves).
 template <class Value>
-inline void race_check(const Program& p, const MachineState<Value>& s, std::int64_t at, std::int32_t pc, const std::int64_t* vars,
-                       RaceAccess now) {
-    const RaceCell& c = s.race[static_cast<size_t>(at)];
+inline void race_check(const Program& p, const MachineState<Value>& s, const RaceCell& c, std::int64_t at, std::int32_t pc,
+                       const std::int64_t* vars, RaceAccess now) {
     if (auto then = race_with(s.parallel, c, now); __builtin_expect(then.has_value(), 0))
         fail_race(p, s.parallel, pc, at, now, c.iteration, *then == RaceAccess::Read ? c.read_pc : c.pc, *then, vars);
 }
@@ -162,11 +178,17 @@ inline void race_record(const ParallelState& s, RaceCell& c, std::int32_t pc, Ra
     }
 }
 
+// A scalar access through `m` to the element at `at`, on an array that race checking follows.
 template <class Value>
-inline void race_access(const Program& p, MachineState<Value>& s, std::int64_t at, std::int32_t pc, const std::int64_t* vars,
+inline RaceCell& race_cell(MachineState<Value>& s, const MemRef& m, std::int64_t at) {
+    return s.race[static_cast<size_t>(at - m.race_shift)];
+}
+
+template <class Value>
+inline void race_access(const Program& p, MachineState<Value>& s, RaceCell& c, std::int64_t at, std::int32_t pc, const std::int64_t* vars,
                         RaceAccess now) {
-    race_check(p, s, at, pc, vars, now);
-    race_record(s.parallel, s.race[static_cast<size_t>(at)], pc, now);
+    race_check(p, s, c, at, pc, vars, now);
+    race_record(s.parallel, c, pc, now);
 }
 
 }  // namespace toysim

@@ -33,6 +33,9 @@ struct ParallelState {
     std::uint32_t worker = 0;  // the worker that runs the running iteration (0 outside a parallel loop)
     std::array<std::int64_t, kMaxLoopDepth> grid_start_vars{};
     std::uint64_t clock = 0, clock_work = 0, iteration_work = 0;
+    // In a parallel loop: the work done by the end of its last finished iteration, and the work
+    // of the iteration loop's body (all its iterations so far) when the running one began.
+    std::uint64_t grid_work = 0, iteration_body_work = 0;
     std::vector<std::uint64_t> worker_free, busy;
     bool operator==(const ParallelState&) const = default;
 };

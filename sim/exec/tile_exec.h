@@ -47,15 +47,19 @@ V stored_value(Op op, Domain& D, V a, [[maybe_unused]] V b) {
 // A slice moved inside a parallel loop: every element is checked for a race first (the
 // instruction faults before anything changes), then recorded as this iteration's.
 template <bool Listening, class V>
-void race_slice(const Program& p, MachineState<V>& s, Event<V>* ev, const SliceGeometry& g, RaceAccess kind, std::int32_t pc,
-                const std::int64_t* vars) {
-    for (std::int64_t i = 0; i < g.rows; ++i)
-        for (std::int64_t j = 0; j < g.cols; ++j) race_check(p, s, g.address + i * g.row_stride + j * g.col_stride, pc, vars, kind);
+void race_slice(const Program& p, MachineState<V>& s, Event<V>* ev, const MemRef& m, const SliceGeometry& g, RaceAccess kind,
+                std::int32_t pc, const std::int64_t* vars) {
+    if (!m.race_tracked) return;  // nothing writes its array in a parallel loop: it cannot race
     for (std::int64_t i = 0; i < g.rows; ++i)
         for (std::int64_t j = 0; j < g.cols; ++j) {
-            auto at = static_cast<size_t>(g.address + i * g.row_stride + j * g.col_stride);
-            if constexpr (Listening) ev->race_old.push_back(s.race[at]);
-            race_record(s.parallel, s.race[at], pc, kind);
+            std::int64_t at = g.address + i * g.row_stride + j * g.col_stride;
+            race_check(p, s, race_cell(s, m, at), at, pc, vars, kind);
+        }
+    for (std::int64_t i = 0; i < g.rows; ++i)
+        for (std::int64_t j = 0; j < g.cols; ++j) {
+            RaceCell& cell = race_cell(s, m, g.address + i * g.row_stride + j * g.col_stride);
+            if constexpr (Listening) ev->race_old.push_back(cell);
+            race_record(s.parallel, cell, pc, kind);
         }
 }
 
@@ -173,7 +177,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
                 for (std::int64_t j = 0; j < g.cols; ++j)
                     if (!s.present[static_cast<size_t>(g.address + i * g.row_stride + j * g.col_stride)]) fail_unwritten_element(p, pc, m, vars);
         if (t.op == Op::LOAD) {
-            if (s.parallel.iteration != 0) race_slice<Listening>(p, s, ev, g, RaceAccess::Read, pc, vars);
+            if (s.parallel.iteration != 0) race_slice<Listening>(p, s, ev, m, g, RaceAccess::Read, pc, vars);
             View<V> out = destination(g.rows, g.cols);
             for (std::int64_t i = 0; i < g.rows; ++i)
                 for (std::int64_t j = 0; j < g.cols; ++j) {
@@ -190,7 +194,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
                 fail_tile(p, pc, 0, fmt::format("{}: {} is {} but the slice {} is {}", op.mnemonic, name_of(0), shape_text(in.rows, in.cols),
                                                 slice_text(p, m, vars), shape_text(g.rows, g.cols)), vars);
             if (s.parallel.iteration != 0)
-                race_slice<Listening>(p, s, ev, g, kind == AccessKind::Accumulate ? RaceAccess::Accumulate : RaceAccess::Write, pc, vars);
+                race_slice<Listening>(p, s, ev, m, g, kind == AccessKind::Accumulate ? RaceAccess::Accumulate : RaceAccess::Write, pc, vars);
             for (std::int64_t i = 0; i < g.rows; ++i)
                 for (std::int64_t j = 0; j < g.cols; ++j) {
                     auto at = static_cast<size_t>(g.address + i * g.row_stride + j * g.col_stride);

@@ -114,6 +114,7 @@ void Compiler::lower_loop(const ast::Loop& l) {
     p_.code[static_cast<size_t>(end)].loop = index;
     p_.code[static_cast<size_t>(end)].jump = begin;
     p_.code[static_cast<size_t>(begin)].jump = end;
+    p_.loops[static_cast<size_t>(index)].body = {begin + 1, end};
 }
 
 // Every named register and tile some instruction of `body` writes.

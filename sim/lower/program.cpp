@@ -91,8 +91,58 @@ int Program::array_of_address(std::int64_t address) const {
 
 ast::Program parse_file(const std::string& path) { return parse(SourceFile::read(path)); }
 
+namespace {
+
+// Which arrays race checking follows: those that some instruction inside a parallel loop
+// writes or adds to. Only those can race (reads alone never do), so only they get cells.
+void plan_race_checking(Program& p) {
+    std::vector<bool> written(p.arrays.size(), false);
+    for (size_t pc = 0; pc < p.code.size(); ++pc) {
+        const Inst& in = p.code[pc];
+        const bool tile = in.code == Code::Tile;
+        if (!tile && static_cast<int>(in.code) >= kOpCount) continue;  // loop control, the end
+        const Op op = p.op_at(static_cast<std::int32_t>(pc));
+        const std::int32_t mem = tile ? p.tile_insts[static_cast<size_t>(in.mem)].mem : in.mem;
+        if (!writes_dram(op) || mem < 0) continue;
+        const auto& loops = p.enclosing_loops[pc];
+        if (std::any_of(loops.begin(), loops.end(), [&](int l) { return p.loops[static_cast<size_t>(l)].parallel; }))
+            written[static_cast<size_t>(p.mems[static_cast<size_t>(mem)].array)] = true;
+    }
+    for (size_t a = 0; a < p.arrays.size(); ++a)
+        if (written[a]) {
+            p.arrays[a].race_base = p.race_cells;
+            p.race_cells += p.arrays[a].size;
+        }
+    for (MemRef& m : p.mems) {
+        const ArrayInfo& a = p.arrays[static_cast<size_t>(m.array)];
+        m.race_tracked = a.race_base >= 0;
+        m.race_shift = a.base - a.race_base;
+    }
+}
+
+// The cycles of one iteration of each parallel loop whose body is scalar instructions only, so
+// that the time on the workers costs nothing to follow there.
+void plan_iteration_cycles(Program& p) {
+    for (LoopInfo& l : p.loops) {
+        if (!l.parallel) continue;
+        std::int64_t cycles = 0;
+        for (std::int32_t pc = l.body.first; pc < l.body.second && cycles >= 0; ++pc) {
+            const Code code = p.code[static_cast<size_t>(pc)].code;
+            cycles = static_cast<int>(code) < kOpCount ? cycles + p.cycles[static_cast<size_t>(code)] : -1;
+        }
+        l.iteration_cycles = cycles;
+    }
+}
+
+}  // namespace
+
 Program compile(std::shared_ptr<const ast::Program> tree, const ParamSettings& settings) {
-    return detail::Compiler(std::move(tree), settings).take();
+    Program p = detail::Compiler(std::move(tree), settings).take();
+    if (p.has_parallel) {
+        plan_race_checking(p);
+        plan_iteration_cycles(p);
+    }
+    return p;
 }
 
 }  // namespace toysim

@@ -82,6 +82,9 @@ struct ArrayInfo {
     std::vector<std::int64_t> strides;
     std::int64_t base = 0;  // first flat DRAM address
     std::int64_t size = 1;
+    // Where its elements' cells start in the race table (sim/exec/parallel.h), or -1: no
+    // iteration of a parallel loop writes or adds to it, so its accesses cannot race.
+    std::int64_t race_base = -1;
     ast::Fill fill;
     std::vector<int> fill_args;  // Reference fill: the arrays it is computed from
     Loc loc;
@@ -110,6 +113,9 @@ struct MemRef {
     // the array is clipped to it (the edge tile), so only the elements really there move.
     std::vector<std::uint8_t> is_range;
     std::vector<Affine> ends;
+    // Its array's race_base >= 0: the element at address a has the race cell a − race_shift.
+    bool race_tracked = false;
+    std::int64_t race_shift = 0;
     int range_count() const;
 };
 
@@ -172,6 +178,10 @@ struct LoopInfo {
     // (both, for a grid of one loop).
     bool parallel = false;
     bool grid_outer = false, grid_inner = false;
+    std::pair<std::int32_t, std::int32_t> body;  // its body's code: pcs first..last + 1
+    // A parallel loop whose body is scalar instructions only: the cycles of one iteration (each
+    // runs every instruction once); -1 otherwise.
+    std::int64_t iteration_cycles = -1;
 };
 
 struct DynamicRegister {
@@ -218,6 +228,7 @@ struct Program {
     int registers = 0;           // the register file (SRAM) in elements: tiles and scalar registers
     std::int64_t workers = 1;    // `workers P`: each with its own register file; DRAM is shared
     bool has_parallel = false;   // some loop is `parallel for`
+    std::int64_t race_cells = 0; // the race table's size: the elements of the arrays with a race_base
     int scalar_registers = 0;    // R0.. : what the tiles leave
     std::vector<Tile> tiles;
     std::int64_t tile_elements = 0;
