@@ -44,6 +44,10 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
     std::uint64_t empty_entries = s.empty_entries;
     std::int32_t pc = s.pc;
     std::int32_t resolved[kMaxRegisterOperands];
+    // Inside an iteration of a parallel loop: memory accesses are checked for races. A local
+    // copy, kept where the loop begins and ends, so the compiler need not reload it after every
+    // store (a byte store may alias anything).
+    bool in_parallel = s.parallel.iteration != 0;
     // One compare a step, marked unlikely: the nearer of the pause and the step limit.
     const std::uint64_t stop = std::min(pause_at, max_steps);
     // Whatever way the loop ends (a pause, the end, a fault), the state gets its position back.
@@ -112,7 +116,10 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             case Code::LoopBegin: {
                 const LoopInfo& l = p.loops[static_cast<size_t>(in.loop)];
                 if (!l.lo.eval_checked(vars, vars[l.slot]) || !l.hi.eval_checked(vars, limit[l.slot])) fail_loop_bound(p, pc, vars);
-                if (__builtin_expect(l.parallel, 0)) parallel_loop_begin(p, s, l, vars, vars[l.slot] < limit[l.slot]);
+                if (__builtin_expect(l.parallel, 0)) {
+                    parallel_loop_begin(p, s, l, vars, vars[l.slot] < limit[l.slot]);
+                    in_parallel = s.parallel.iteration != 0;
+                }
                 if (vars[l.slot] < limit[l.slot]) {
                     ++pc;
                 } else {
@@ -124,7 +131,10 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             case Code::LoopEnd: {
                 const LoopInfo& l = p.loops[static_cast<size_t>(in.loop)];
                 bool again = ++vars[l.slot] < limit[l.slot];
-                if (__builtin_expect(l.parallel, 0)) parallel_loop_end(p, s, l, again);
+                if (__builtin_expect(l.parallel, 0)) {
+                    parallel_loop_end(p, s, l, again);
+                    in_parallel = s.parallel.iteration != 0;
+                }
                 pc = again ? in.jump + 1 : pc + 1;
                 continue;
             }
@@ -142,7 +152,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
                 if (!m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
-                if (__builtin_expect(s.parallel.iteration != 0, 0) && m.race_tracked) {
+                if (__builtin_expect(in_parallel, 0) && m.race_tracked) {
                     RaceCell& cell = race_cell(s, m, at);
                     if constexpr (Listening) ev.race_old.push_back(cell);
                     race_access(p, s, cell, at, pc, vars, RaceAccess::Read);
@@ -167,7 +177,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
                 if (accumulate && !m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
-                if (__builtin_expect(s.parallel.iteration != 0, 0)) {  // a write: its array is followed
+                if (__builtin_expect(in_parallel, 0)) {  // a write: its array is followed
                     RaceCell& cell = race_cell(s, m, at);
                     if constexpr (Listening) ev.race_old.push_back(cell);
                     race_access(p, s, cell, at, pc, vars, accumulate ? RaceAccess::Accumulate : RaceAccess::Write);
