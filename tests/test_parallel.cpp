@@ -354,3 +354,22 @@ TEST_CASE("race checking follows only the arrays a parallel loop writes or adds 
     // A program with no parallel loop has no race table.
     CHECK(toysim::testing::build_file("programs/attention/fa2_backward_no_d_trick.toy").race_cells == 0);
 }
+
+TEST_CASE("print W:R3 shows a register or tile as worker W holds it", "[parallel]") {
+    // Flash-Decoding, 8 splits on 4 workers; step 100 is in split 2, on worker 2.
+    CliResult r = toysim::testing::run_cli_input({"step", "programs/attention/flash_decoding.toy", "--set", "S=8", "--set", "P=4"},
+                                                 "goto 100\np 2:m\np 1:m\np 3:q[0][1]\np 9:m\np 1:Q[0][0]\ngoto 300\np 1:m\nback 200\n");
+    INFO(r.out);
+    INFO(r.err);
+    CHECK(contains(r.out, "(toysim) p 2:m\nworker 2 (it runs this step's iteration):\nm: 1×1 (of 1×1) = [0.268]\n"));
+    CHECK(contains(r.out, "(toysim) p 1:m\nworker 1, as its last iteration left it at step 74:\nm: 1×1 (of 1×1) = [0.1419]\n"));
+    CHECK(contains(r.out, "(toysim) p 3:q[0][1]\nworker 3 has not begun an iteration of this parallel loop: it holds the registers and "
+                          "tiles as the loop found them\n"));
+    CHECK(contains(r.err, "error: there is no worker 9: the machine has 4 workers (workers 0..3)\n"));
+    CHECK(contains(r.err, "error: 'Q[0][0]': print W:WHAT shows a register or a tile of worker W (R3, o, o[1][2]); DRAM is shared by "
+                          "every worker: print it without W:\n"));
+    CHECK(contains(r.out, "(toysim) p 1:m\nno parallel loop is running: worker 0 runs alone, and its registers are the machine's\n"
+                          "m: 1×1 (of 1×1) = [1.2189]\n"));
+    // Looking at another worker leaves the session where it was: back 200 from step 300.
+    CHECK(contains(r.out, "(toysim) back 200\nstep 100, cycle 161 on worker 2, work 553"));
+}

@@ -56,6 +56,37 @@ const std::vector<std::string_view> kStepCommands = {"step", "next", "back", "re
 
 }  // namespace
 
+// print W:R3 (or W:o, W:o[1][2]): a register or tile as worker W holds it in the running
+// parallel loop: where the running iteration is W's, now; else as W's last iteration left it.
+template <class Domain>
+std::string print_on_worker(Session<Domain>& s, const std::string& worker_text, const std::string& what, const StepStyle& style) {
+    const Program& p = s.program();
+    auto w = parse_whole_number(worker_text);
+    if (!w || *w >= static_cast<std::uint64_t>(p.workers))
+        throw ToyError(fmt::format("there is no worker {}: the machine has {} (workers 0..{})", worker_text,
+                                   p.workers == 1 ? "one worker" : fmt::format("{} workers", p.workers), p.workers - 1));
+    std::string name(trim(what.substr(0, what.find('['))));
+    const bool register_name = (name.size() > 1 && (name[0] == 'R' || name[0] == 'r') && name.find_first_not_of("0123456789", 1) == std::string::npos);
+    if (!register_name && p.find_tile(name) < 0)
+        throw ToyError(fmt::format("{}: print W:WHAT shows a register or a tile of worker W (R3, o, o[1][2]); DRAM is shared by every "
+                                   "worker: print it without W:", quoted_name(what)));
+    const auto worker = static_cast<std::uint32_t>(*w);
+    const ParallelState& now = s.state().parallel;
+    if (now.iteration == 0)
+        return fmt::format("no parallel loop is running: worker 0 runs alone, and its registers are the machine's\n{}",
+                           format_print(s, what, style));
+    if (worker == now.worker) return fmt::format("worker {} (it runs this step's iteration):\n{}", worker, format_print(s, what, style));
+    auto step = s.last_step_of_worker(worker);
+    if (!step)
+        return fmt::format("worker {} has not begun an iteration of this parallel loop: it holds the registers and tiles as the loop "
+                           "found them\n", worker);
+    const std::uint64_t here = s.position();
+    s.go_to(*step);
+    std::string text = format_print(s, what, style);
+    s.go_to(here);
+    return fmt::format("worker {}, as its last iteration left it at step {}:\n{}", worker, *step, text);
+}
+
 template <class Domain>
 bool execute_step_command(Session<Domain>& s, const std::string& line, const StepStyle& style, std::ostream& out, bool interactive) {
     std::string word = line.substr(0, line.find(' '));
@@ -97,7 +128,10 @@ bool execute_step_command(Session<Domain>& s, const std::string& line, const Ste
         else if (arg == "checkpoints") out << format_checkpoints(s);
         else throw ToyError("info breakpoints, info registers or info checkpoints");
     } else if (word == "print" || word == "p") {
-        out << format_print(s, arg, style);
+        if (size_t colon = arg.find(':'); colon != std::string::npos && colon > 0 &&
+                                           arg.find_first_not_of("0123456789") == colon)
+            out << print_on_worker(s, arg.substr(0, colon), arg.substr(colon + 1), style);
+        else out << format_print(s, arg, style);
     } else if (word == "regs") {
         out << format_registers(s, style);
     } else if (word == "mem" || word == "x") {

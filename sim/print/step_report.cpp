@@ -446,6 +446,7 @@ std::string step_help() {
            "  info breakpoints, i b        list them;  delete N, d N (delete: all)\n"
            "looking:\n"
            "  print WHAT, p WHAT           R3, a tile o, o[1][2], x[2], a counter such as reads(K)\n"
+           "  print W:R3, print W:o        in a parallel loop, a register or tile as worker W holds it\n"
            "  regs, info registers         every register and tile\n"
            "  mem ARRAY [ROW], x ARRAY     an array's values and reads per element\n"
            "  counters                     every counter so far\n"

@@ -289,6 +289,40 @@ Stop Session<Domain>::run_backward() {
 }
 
 template <class Domain>
+std::optional<std::uint64_t> Session<Domain>::last_step_of_worker(std::uint32_t worker) {
+    // The steps of this loop are the events whose iteration id is at least its first.
+    struct Scan : EventSink<Value> {
+        std::uint32_t worker, first;
+        std::uint64_t found = 0;
+        bool before_loop = false;
+        void on_event(const Event<Value>& e) override {
+            if (e.parallel.iteration < first) before_loop = true;
+            else if (e.parallel.worker == worker) found = e.step;
+        }
+    };
+    const std::uint64_t here = position();
+    const std::uint32_t first = state().parallel.first_iteration;
+    std::optional<std::uint64_t> result;
+    // Segment by segment, newest first: events (checkpoint, upper].
+    std::uint64_t upper = here;
+    auto it = std::upper_bound(checkpoints_.begin(), checkpoints_.end(), upper, [](std::uint64_t v, const Checkpoint& c) { return v < c.step; });
+    for (auto index = static_cast<std::ptrdiff_t>(it - checkpoints_.begin()) - 1; upper > 0 && index >= 0 && !result; --index) {
+        const Checkpoint& c = checkpoints_[static_cast<size_t>(index)];
+        if (c.step == upper) continue;
+        Scan scan;
+        scan.worker = worker;
+        scan.first = first;
+        restore(c);
+        machine_.run_until(upper, limits_.max_steps, scan);  // replays steps that ran before: no fault
+        if (scan.found) result = scan.found;
+        else if (scan.before_loop) break;
+        upper = c.step;
+    }
+    land(here);
+    return result;
+}
+
+template <class Domain>
 bool Session<Domain>::visit_all(EventSink<Value>& sink, std::uint64_t limit) {
     restore(checkpoints_.front());
     bool whole = true;
