@@ -93,6 +93,7 @@ json build(const Program& p, const Recording<Value>& r, bool symbolic, const Tex
         }
     j["tiles"] = json::array();
     for (const auto& t : p.tiles) j["tiles"].push_back({{"name", t.name}, {"rows", t.rows}, {"cols", t.cols}});
+    if (p.workers > 1) j["workers"] = p.workers;
     j["arrays"] = json::array();
     for (const auto& a : p.arrays) j["arrays"].push_back(array_json(a));
     std::vector<CounterRef> counters = counters_of(p);
@@ -104,6 +105,8 @@ json build(const Program& p, const Recording<Value>& r, bool symbolic, const Tex
         const ast::Instruction* origin = p.origin[static_cast<size_t>(s.pc)];
         json e = {{"cycle", s.cycle}, {"line", origin ? origin->loc.line : 0}, {"text", render_instruction(p, s.pc, s.vars.data())}};
         if (p.workers > 1) e["worker"] = s.worker;
+        if (p.workers > 1 && s.grid) e["grid"] = s.grid;
+        if (p.workers > 1) e["makespan"] = s.makespan;
         if (s.reg >= 0 && index[static_cast<size_t>(s.reg)] >= 0) {
             e["reg"] = index[static_cast<size_t>(s.reg)];
             e["value"] = text(s.value);

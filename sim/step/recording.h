@@ -19,6 +19,8 @@ struct RecordedStep {
     std::array<std::int64_t, kMaxLoopDepth> vars{};
     std::uint64_t cycle = 0, cost = 0, work = 0;
     std::uint32_t worker = 0;  // the worker that ran it (programs with a parallel loop)
+    std::uint32_t grid = 0;    // inside a parallel loop: the loop's first iteration id, which names that run of it
+    std::uint64_t makespan = 0;  // on several workers: the cycles counter (the makespan) after it
     std::int32_t reg = -1;  // scalar register written
     Value value{};          // its new value; a one-element STORE's value
     std::int32_t tile = -1; // tile written: its shape, and pool_rows × pool_cols values at `first`

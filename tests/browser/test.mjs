@@ -22,6 +22,9 @@ const cases = [
   { name: "scalar_array", args: ["tests/view/scalar_array.toy"], full: true, at: 2 },
   { name: "p5_online_softmax_n8", args: ["programs/p5_online_softmax.toy", "--set", "n=8"], full: true },
   { name: "seed001_fa2_tiled", args: ["programs/attention/seed001_fa2_tiled.toy"], full: true },
+  // Four workers: cycles is the makespan, and the register panel shows any worker's tiles.
+  { name: "flash_decoding_p4", args: ["programs/attention/flash_decoding.toy", "--set", "S=8", "--set", "P=4"], full: true, at: 100,
+    worker: { select: "1", tile: "m", value: "0.14185", note: "worker 1, as its last iteration left them at step 74" } },
   { name: "fa2_n4096", args: ["programs/attention/fa2.toy", "--set", "n=4096", "--set", "d=64", "--set", "Br=64", "--set", "Bc=64"], full: false, timed: true },
 ];
 
@@ -56,6 +59,10 @@ function counterMap(c) {
   m.set("registers", c.registers);
   m.set("compute", c.compute);
   m.set("arithmetic_intensity", c.arithmetic_intensity);
+  if (c.workers) {
+    m.set("work", c.workers.work);
+    m.set("utilization", c.workers.utilization);
+  }
   return m;
 }
 
@@ -82,7 +89,8 @@ function expectedCells(data, traceSteps, k) {
         for (let d = 0; d < A.dims.length; d++) off = off * A.dims[d] + idx[d];
         const row = Math.floor(off / A.cols), col = off % A.cols;
         const cell = cellOf(row, A.rows, A.grid_rows) * A.grid_cols + cellOf(col, A.cols, A.grid_cols);
-        (acc.access === "write" ? cells[ai].writes : cells[ai].reads)[cell]++;
+        if (acc.access !== "write") cells[ai].reads[cell]++;   // a read, or an add (STORE_ADD): both
+        if (acc.access !== "read") cells[ai].writes[cell]++;
         count++;
         let d = idx.length - 1;
         while (d >= 0 && idx[d] === last[d]) { idx[d] = first[d]; d--; }
@@ -124,7 +132,8 @@ function compareCounters(shown, expected, label) {
     }
     const v = Number(text.replace(/,/g, ""));
     const want = expected.get(name);
-    const ok = name === "arithmetic_intensity" ? Math.abs(v - want) <= 5e-4 * Math.max(1, Math.abs(want)) : v === want;
+    const ratio = name === "arithmetic_intensity" || name === "utilization";
+    const ok = ratio ? Math.abs(v - want) <= 5e-4 * Math.max(1, Math.abs(want)) : v === want;
     check(ok, `${label}: counter ${name} shows ${text}, the JSON says ${want}`);
     compared++;
   }
@@ -238,6 +247,17 @@ try {
     // Counters after step `at`.
     const nCounters = compareCounters(state.counters, counterMap(five.counters), `step ${at}`);
     console.log(`  step ${at} as the trace says: ${cellCount} DRAM cells (${readSum} reads), ${nCounters} counters${tileCells ? `, ${tileCells} tile values` : ""}; a step took ${Math.max(...moves).toFixed(1)} ms at most`);
+
+    // Another worker's registers: its tile as its last iteration left it.
+    if (c.worker) {
+      await page.selectOption("#worker-select", c.worker.select);
+      const title = await page.evaluate((t) => document.querySelector(`#tile-${t} .hm .t`).title, c.worker.tile);
+      check(title.endsWith(`= ${c.worker.value}`), `worker ${c.worker.select}'s tile ${c.worker.tile} shows "${title}", expected ${c.worker.value}`);
+      const note = await page.textContent("#worker-note");
+      check(note === c.worker.note, `worker note "${note}"`);
+      await page.selectOption("#worker-select", "-1");
+      check((await page.textContent("#worker-note")) === "", "back to this step's worker: no note");
+    }
 
     // The buttons.
     // (At the run's last step the forward button is disabled.)
