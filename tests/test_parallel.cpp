@@ -373,3 +373,19 @@ TEST_CASE("print W:R3 shows a register or tile as worker W holds it", "[parallel
     // Looking at another worker leaves the session where it was: back 200 from step 300.
     CHECK(contains(r.out, "(toysim) back 200\nstep 100, cycle 161 on worker 2, work 553"));
 }
+
+TEST_CASE("trace on several workers: a Worker column, and cycles on P workers with the work", "[parallel]") {
+    CliResult r = toysim::testing::run_cli({"trace", "tests/view/workers_copy.toy"});
+    CHECK(r.code == 0);
+    CHECK(r.out ==
+          "Step  Worker  Instruction     R0\n"
+          "----  ------  --------------  --\n"
+          "   1       0  LOAD x[0], R0   x0\n"
+          "   2       0  STORE R0, y[0]  x0\n"
+          "   3       1  LOAD x[1], R0   x1\n"
+          "   4       1  STORE R0, y[1]  x1\n"
+          "   5       0  LOAD x[2], R0   x2\n"
+          "   6       0  STORE R0, y[2]  x2\n"
+          "\n"
+          "4 cycles on 2 workers (work 6), 6 instructions (3 LOAD, 3 STORE); DRAM: 3 reads, 3 writes; 1 register used\n");
+}

@@ -82,7 +82,10 @@ std::string trace_summary(const Program& p, const Counters& c) {
         if (auto n = c.by_opcode[static_cast<size_t>(row.op)]) mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", n, row.mnemonic);
     std::string registers = p.has_tiles() ? fmt::format("{} of {} registers used", c.peak_registers, p.registers)
                                           : fmt::format("{} used", plural(static_cast<std::uint64_t>(c.peak_registers), "register"));
-    return fmt::format("{}, {} ({}); DRAM: {}, {}; {}", plural(c.cycles, "cycle"), plural(c.instructions, "instruction"),
+    // On several workers, cycles is the makespan: say so, with the work (the cycles on one).
+    std::string cycles = c.workers > 1 ? fmt::format("{} on {} workers (work {})", plural(c.cycles, "cycle"), c.workers, c.work)
+                                       : plural(c.cycles, "cycle");
+    return fmt::format("{}, {} ({}); DRAM: {}, {}; {}", cycles, plural(c.instructions, "instruction"),
                        mix.empty() ? "none" : mix, plural(c.dram_reads, "read"), plural(c.dram_writes, "write"), registers);
 }
 
@@ -233,6 +236,14 @@ std::string finish_trace(const Program& p, const Trace& tr, const TraceOptions& 
     return out;
 }
 
+// On several workers: a Worker column after Step, the worker that ran each row's step.
+void add_worker_column(const Program& p, const Trace& tr, Table& t) {
+    if (p.workers < 2 || t.rows.size() != tr.steps.size()) return;
+    t.header.insert(t.header.begin() + 1, "Worker");
+    t.right_aligned.insert(t.right_aligned.begin() + 1, true);
+    for (size_t i = 0; i < t.rows.size(); ++i) t.rows[i].insert(t.rows[i].begin() + 1, std::to_string(tr.steps[i].worker));
+}
+
 // Tile programs: one row per instruction with the block it wrote (or stored), since a row of
 // register columns cannot show tiles.
 std::string format_tile_trace(const Program& p, const Trace& tr, const TraceOptions& options, const ValueText& vt) {
@@ -247,6 +258,7 @@ std::string format_tile_trace(const Program& p, const Trace& tr, const TraceOpti
         if (options.format == Format::Json) events.push_back(event_json(p, s, i, instruction, vt));
         else t.rows.push_back({std::to_string(i + 1), instruction, target.empty() ? text : target + " = " + text});
     }
+    add_worker_column(p, tr, t);
     return finish_trace(p, tr, options, t, std::move(events), vt.names ? vt.names->legend() : Legend{}, json());
 }
 
@@ -289,6 +301,7 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
     }
     json registers = json::array();
     for (size_t k = first_register; k < t.header.size(); ++k) registers.push_back(t.header[k]);
+    add_worker_column(p, tr, t);
     return finish_trace(p, tr, options, t, std::move(events), vt.names ? vt.names->legend() : Legend{}, std::move(registers));
 }
 
