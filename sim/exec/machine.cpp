@@ -27,6 +27,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
     if (s.halted) return;
     const Inst* code = p.code.data();
     const MemRef* mems = p.mems.data();
+    const LoopInfo* loops = p.loops.data();
     V* regs = s.regs.data();
     std::uint8_t* written = s.written.data();
     V* dram = s.dram.data();
@@ -114,7 +115,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
         const Inst& in = code[pc];
         switch (in.code) {
             case Code::LoopBegin: {
-                const LoopInfo& l = p.loops[static_cast<size_t>(in.loop)];
+                const LoopInfo& l = loops[in.loop];
                 if (!l.lo.eval_checked(vars, vars[l.slot]) || !l.hi.eval_checked(vars, limit[l.slot])) fail_loop_bound(p, pc, vars);
                 if (__builtin_expect(l.parallel, 0)) {
                     parallel_loop_begin(p, s, l, vars, vars[l.slot] < limit[l.slot]);
@@ -129,7 +130,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 continue;
             }
             case Code::LoopEnd: {
-                const LoopInfo& l = p.loops[static_cast<size_t>(in.loop)];
+                const LoopInfo& l = loops[in.loop];
                 bool again = ++vars[l.slot] < limit[l.slot];
                 if (__builtin_expect(l.parallel, 0)) {
                     parallel_loop_end(p, s, l, again);
