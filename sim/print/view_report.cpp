@@ -106,7 +106,10 @@ json build(const Program& p, const Recording<Value>& r, bool symbolic, const Tex
         json e = {{"cycle", s.cycle}, {"line", origin ? origin->loc.line : 0}, {"text", render_instruction(p, s.pc, s.vars.data())}};
         if (p.workers > 1) e["worker"] = s.worker;
         if (p.workers > 1 && s.grid) e["grid"] = s.grid;
-        if (p.workers > 1) e["makespan"] = s.makespan;
+        if (p.workers > 1) {
+            e["makespan"] = s.makespan;
+            e["clock"] = s.clock;
+        }
         if (s.reg >= 0 && index[static_cast<size_t>(s.reg)] >= 0) {
             e["reg"] = index[static_cast<size_t>(s.reg)];
             e["value"] = text(s.value);

@@ -26,7 +26,10 @@ struct Recorder final : EventSink<Value> {
         s.work = e.work;
         s.worker = e.parallel.worker;
         s.grid = e.parallel.iteration != 0 ? e.parallel.first_iteration : 0;
-        if (!e.parallel.worker_free.empty()) s.makespan = makespan(e.parallel, e.cycle);
+        if (!e.parallel.worker_free.empty()) {
+            s.makespan = makespan(e.parallel, e.cycle);
+            s.clock = worker_clock(e.parallel, e.cycle);
+        }
         s.reg = e.reg;
         if (e.reg >= 0) s.value = e.reg_new;
         else if (writes_dram(e.op) && e.dram_new.size() == 1) s.value = e.dram_new.front();

@@ -21,6 +21,7 @@ struct RecordedStep {
     std::uint32_t worker = 0;  // the worker that ran it (programs with a parallel loop)
     std::uint32_t grid = 0;    // inside a parallel loop: the loop's first iteration id, which names that run of it
     std::uint64_t makespan = 0;  // on several workers: the cycles counter (the makespan) after it
+    std::uint64_t clock = 0;     // and the cycle it ended on, on its worker's clock
     std::int32_t reg = -1;  // scalar register written
     Value value{};          // its new value; a one-element STORE's value
     std::int32_t tile = -1; // tile written: its shape, and pool_rows × pool_cols values at `first`
