@@ -389,3 +389,19 @@ TEST_CASE("trace on several workers: a Worker column, and cycles on P workers wi
           "\n"
           "4 cycles on 2 workers (work 6), 6 instructions (3 LOAD, 3 STORE); DRAM: 3 reads, 3 writes; 1 register used\n");
 }
+
+TEST_CASE("causal attention on workers: Q tiles handed out heaviest first keep every worker busy", "[parallel]") {
+    // n = 1024, d = 64, B = 64: 16 Q tiles, tile i costing about i + 1 K/V tiles.
+    auto counters = [](const char* program, std::int64_t workers) {
+        return run_counters(toysim::testing::build_file(std::string("programs/attention/") + program,
+                                                        {{"n", 1024}, {"d", 64}, {"B", 64}, {"P", workers}}));
+    };
+    for (std::int64_t workers : {4, 8}) {
+        INFO("workers " << workers);
+        Counters in_order = counters("fa2_causal.toy", workers), heaviest_first = counters("fa2_causal_heaviest_first.toy", workers);
+        CHECK(heaviest_first.work == 75'586'560);
+        CHECK(in_order.work == heaviest_first.work);
+        CHECK(heaviest_first.cycles * static_cast<std::uint64_t>(workers) == heaviest_first.work);  // utilization 1
+        CHECK(in_order.cycles == (workers == 4 ? 22'216'704u : 13'321'728u));
+    }
+}
