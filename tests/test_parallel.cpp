@@ -361,7 +361,7 @@ TEST_CASE("print W:R3 shows a register or tile as worker W holds it", "[parallel
                                                  "goto 100\np 2:m\np 1:m\np 3:q[0][1]\np 9:m\np 1:Q[0][0]\ngoto 300\np 1:m\nback 200\n");
     INFO(r.out);
     INFO(r.err);
-    CHECK(contains(r.out, "(toysim) p 2:m\nworker 2 (it runs this step's iteration):\nm: 1×1 (of 1×1) = [0.268]\n"));
+    CHECK(contains(r.out, "(toysim) p 2:m\nworker 2 (it ran this step):\nm: 1×1 (of 1×1) = [0.268]\n"));
     CHECK(contains(r.out, "(toysim) p 1:m\nworker 1, as its last iteration left it at step 74:\nm: 1×1 (of 1×1) = [0.1419]\n"));
     CHECK(contains(r.out, "(toysim) p 3:q[0][1]\nworker 3 has not begun an iteration of this parallel loop: it holds the registers and "
                           "tiles as the loop found them\n"));
@@ -372,6 +372,14 @@ TEST_CASE("print W:R3 shows a register or tile as worker W holds it", "[parallel
                           "m: 1×1 (of 1×1) = [1.2189]\n"));
     // Looking at another worker leaves the session where it was: back 200 from step 300.
     CHECK(contains(r.out, "(toysim) back 200\nstep 100, cycle 161 on worker 2, work 553"));
+
+    // At an iteration's last step the machine already stands in the next one: the step's worker
+    // is the one that ran it. Step 4 ends worker 1's iteration; step 6 ends the loop.
+    CliResult edge = toysim::testing::run_cli_input({"step", "tests/view/workers_copy.toy"},
+                                                    "goto 4\np 1:R0\np 0:R0\ngoto 6\np 1:R0\n");
+    CHECK(contains(edge.out, "(toysim) p 1:R0\nworker 1 (it ran this step):\nR0 = x1\n"));
+    CHECK(contains(edge.out, "(toysim) p 0:R0\nworker 0, as its last iteration left it at step 2:\nR0 = x0\n"));
+    CHECK(contains(edge.out, "(toysim) p 1:R0\nworker 1, as its last iteration left it at step 4:\nR0 = x1\n"));
 }
 
 TEST_CASE("trace on several workers: a Worker column, and cycles on P workers with the work", "[parallel]") {

@@ -71,12 +71,15 @@ std::string print_on_worker(Session<Domain>& s, const std::string& worker_text, 
         throw ToyError(fmt::format("{}: print W:WHAT shows a register or a tile of worker W (R3, o, o[1][2]); DRAM is shared by every "
                                    "worker: print it without W:", quoted_name(what)));
     const auto worker = static_cast<std::uint32_t>(*w);
-    const ParallelState& now = s.state().parallel;
-    if (now.iteration == 0)
+    // The step shown is the last one run: its worker and its run of a parallel loop (the machine
+    // may already stand in the next iteration, or past the loop).
+    const auto* last = s.last_event();
+    if (!last || last->parallel.iteration == 0)
         return fmt::format("no parallel loop is running: worker 0 runs alone, and its registers are the machine's\n{}",
                            format_print(s, what, style));
-    if (worker == now.worker) return fmt::format("worker {} (it runs this step's iteration):\n{}", worker, format_print(s, what, style));
-    auto step = s.last_step_of_worker(worker);
+    if (worker == last->parallel.worker)
+        return fmt::format("worker {} (it ran this step):\n{}", worker, format_print(s, what, style));
+    auto step = s.last_step_of_worker(worker, last->parallel.first_iteration);
     if (!step)
         return fmt::format("worker {} has not begun an iteration of this parallel loop: it holds the registers and tiles as the loop "
                            "found them\n", worker);

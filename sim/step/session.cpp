@@ -289,7 +289,7 @@ Stop Session<Domain>::run_backward() {
 }
 
 template <class Domain>
-std::optional<std::uint64_t> Session<Domain>::last_step_of_worker(std::uint32_t worker) {
+std::optional<std::uint64_t> Session<Domain>::last_step_of_worker(std::uint32_t worker, std::uint32_t first) {
     // The steps of this loop are the events whose iteration id is at least its first.
     struct Scan : EventSink<Value> {
         std::uint32_t worker, first;
@@ -301,7 +301,6 @@ std::optional<std::uint64_t> Session<Domain>::last_step_of_worker(std::uint32_t 
         }
     };
     const std::uint64_t here = position();
-    const std::uint32_t first = state().parallel.first_iteration;
     std::optional<std::uint64_t> result;
     // Segment by segment, newest first: events (checkpoint, upper].
     std::uint64_t upper = here;

@@ -73,10 +73,10 @@ public:
     Stop run_forward();
     Stop run_backward();
 
-    // Inside a parallel loop: the last step, at or before this one, that worker `worker` ran in
-    // this loop (whose registers and tiles are then what that worker holds now); nullopt when it
-    // has not begun an iteration of it. Stays at this step.
-    std::optional<std::uint64_t> last_step_of_worker(std::uint32_t worker);
+    // The last step, at or before this one, that worker `worker` ran in the run of a parallel
+    // loop whose first iteration id is `first` (whose registers and tiles are then what that
+    // worker holds); nullopt when it has not begun an iteration of it. Stays at this step.
+    std::optional<std::uint64_t> last_step_of_worker(std::uint32_t worker, std::uint32_t first);
 
     // Runs the program from the start with every event to `sink`, at most `limit` steps, and
     // stays where it stopped: false when the run is longer than `limit`.
