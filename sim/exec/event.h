@@ -15,14 +15,6 @@
 
 namespace toysim {
 
-// Accumulate: STORE_ADD, which reads each element and writes it back with the register added.
-enum class AccessKind : std::uint8_t { Read, Write, Accumulate };
-inline constexpr bool reads_dram(AccessKind k) { return k != AccessKind::Write; }
-inline constexpr bool writes_dram(AccessKind k) { return k != AccessKind::Read; }
-inline constexpr const char* access_kind_name(AccessKind k) {
-    return k == AccessKind::Read ? "read" : k == AccessKind::Write ? "write" : "accumulate";
-}
-
 // A block of one DRAM array moved by a LOAD or STORE: element (i, j) is at
 // address + i·row_stride + j·col_stride (one element: rows = cols = 1).
 struct DramAccess {

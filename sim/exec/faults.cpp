@@ -201,8 +201,8 @@ std::string iteration_text(const std::vector<const LoopInfo*>& grid, const std::
 
 }  // namespace
 
-void fail_race(const Program& p, const ParallelState& s, std::int32_t pc, std::int64_t at, RaceAccess now, std::uint32_t other,
-               std::int32_t other_pc, RaceAccess then, const std::int64_t* vars) {
+void fail_race(const Program& p, const ParallelState& s, std::int32_t pc, std::int64_t at, AccessKind now, std::uint32_t other,
+               std::int32_t other_pc, AccessKind then, const std::int64_t* vars) {
     std::vector<const LoopInfo*> grid = grid_at(p, pc);
     std::array<std::int64_t, kMaxLoopDepth> other_vars = s.grid_start_vars;
     std::uint64_t ordinal = other - s.first_iteration;
@@ -212,11 +212,11 @@ void fail_race(const Program& p, const ParallelState& s, std::int32_t pc, std::i
     const std::string element = p.element_ref(array, at - p.arrays[static_cast<size_t>(array)].base);
     const LoopInfo& outer = grid.empty() ? p.loops.front() : *grid.front();
     const ast::Instruction* then_in = p.origin[static_cast<size_t>(other_pc)];
-    auto verb = [](RaceAccess a, bool present) {
+    auto verb = [](AccessKind a, bool present) {
         switch (a) {
-            case RaceAccess::Read: return present ? "reads" : "read";
-            case RaceAccess::Write: return present ? "writes" : "wrote";
-            case RaceAccess::Accumulate: break;
+            case AccessKind::Read: return present ? "reads" : "read";
+            case AccessKind::Write: return present ? "writes" : "wrote";
+            case AccessKind::Accumulate: break;
         }
         return present ? "adds to" : "added to";
     };

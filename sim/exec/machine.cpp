@@ -156,7 +156,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 if (__builtin_expect(in_parallel, 0) && m.race_tracked) {
                     RaceCell& cell = race_cell(s, m, at);
                     if constexpr (Listening) ev.race_old.push_back(cell);
-                    race_access(p, s, cell, at, pc, vars, RaceAccess::Read);
+                    race_access(p, s, cell, at, pc, vars, AccessKind::Read);
                 }
                 ++reads[at];
                 will_write(R[0]);
@@ -174,6 +174,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             case Code::STORE_ADD: {
                 TOYSIM_STEP();
                 const bool accumulate = in.code == Code::STORE_ADD;
+                const AccessKind kind = accumulate ? AccessKind::Accumulate : AccessKind::Write;
                 V v = read(in, R, 0);
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
@@ -181,10 +182,10 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 if (__builtin_expect(in_parallel, 0)) {  // a write: its array is followed
                     RaceCell& cell = race_cell(s, m, at);
                     if constexpr (Listening) ev.race_old.push_back(cell);
-                    race_access(p, s, cell, at, pc, vars, accumulate ? RaceAccess::Accumulate : RaceAccess::Write);
+                    race_access(p, s, cell, at, pc, vars, kind);
                 }
                 if constexpr (Listening) {
-                    ev.accesses.push_back({m.array, accumulate ? AccessKind::Accumulate : AccessKind::Write, at});
+                    ev.accesses.push_back({m.array, kind, at});
                     ev.dram_old.push_back(dram[at]);
                     ev.dram_was_present.push_back(present[at]);
                 }

@@ -31,31 +31,32 @@
 
 namespace toysim {
 
-enum class RaceAccess : std::uint8_t { Read, Write, Accumulate };
+inline constexpr std::uint8_t race_bit(AccessKind a) { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(a)); }
 
-inline constexpr std::uint8_t race_bit(RaceAccess a) { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(a)); }
-
-// The cycles every instruction run so far took, summed: units of work times cycles per unit.
+// The cycles the instructions at pcs first..last − 1 took so far, summed: units of work times
+// cycles per unit.
 template <class Value>
-std::uint64_t total_work(const Program& p, const MachineState<Value>& s) {
+std::uint64_t work_of_code(const Program& p, const MachineState<Value>& s, size_t first, size_t last) {
     std::uint64_t total = 0;
-    for (size_t pc = 0; pc < p.code.size(); ++pc)
+    for (size_t pc = first; pc < last; ++pc)
         if (is_instruction(p.code[pc].code))
             total += units_done(p, s, pc) * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(p.op_at(static_cast<std::int32_t>(pc)))]);
     return total;
 }
 
-// The cycles the instructions of a loop's body have run so far: an iteration's cost is the
-// difference across it, without summing the whole program. (A body of scalar instructions
-// costs LoopInfo::iteration_cycles an iteration: nothing to sum.)
+// Every instruction's: the work done so far.
+template <class Value>
+std::uint64_t total_work(const Program& p, const MachineState<Value>& s) {
+    return work_of_code(p, s, 0, p.code.size());
+}
+
+// A loop body's: an iteration's cost is the difference across it, without summing the whole
+// program. (A body of scalar instructions costs LoopInfo::iteration_cycles an iteration:
+// nothing to sum.)
 template <class Value>
 std::uint64_t body_work(const Program& p, const MachineState<Value>& s, const LoopInfo& l) {
     if (l.iteration_cycles >= 0) return 0;
-    std::uint64_t total = 0;
-    for (auto pc = static_cast<size_t>(l.body.first); pc < static_cast<size_t>(l.body.second); ++pc)
-        if (is_instruction(p.code[pc].code))
-            total += units_done(p, s, pc) * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(p.op_at(static_cast<std::int32_t>(pc)))]);
-    return total;
+    return work_of_code(p, s, static_cast<size_t>(l.body.first), static_cast<size_t>(l.body.second));
 }
 
 // The serial part that ends now (at work `now`) ran on worker 0.
@@ -88,15 +89,16 @@ inline std::uint64_t worker_clock(const ParallelState& s, std::uint64_t now) {
     return s.worker_free[s.worker] + (now - s.iteration_work);
 }
 
-// The makespan so far: the serial time, plus (inside a parallel loop) the latest worker or the
-// running iteration on the first free one, whichever ends later; then what worker 0 ran since.
+// The makespan so far: outside a parallel loop, worker 0's clock (every other worker finished
+// before it went on alone); inside one, the latest of the workers' finished iterations and the
+// running one.
 inline std::uint64_t makespan(const ParallelState& s, std::uint64_t now) {
-    if (s.iteration == 0) return s.clock + (now - s.clock_work);
-    return std::max(*std::max_element(s.worker_free.begin(), s.worker_free.end()), s.worker_free[s.worker] + (now - s.iteration_work));
+    if (s.iteration == 0) return worker_clock(s, now);
+    return std::max(*std::max_element(s.worker_free.begin(), s.worker_free.end()), worker_clock(s, now));
 }
 
 [[noreturn]] __attribute__((cold)) void fail_race(const Program& p, const ParallelState& s, std::int32_t pc, std::int64_t at,
-                                                  RaceAccess now, std::uint32_t other, std::int32_t other_pc, RaceAccess then,
+                                                  AccessKind now, std::uint32_t other, std::int32_t other_pc, AccessKind then,
                                                   const std::int64_t* vars);
 
 // An id recorded in a RaceCell is another iteration of the running loop.
@@ -146,34 +148,34 @@ void parallel_loop_end(const Program& p, MachineState<Value>& m, const LoopInfo&
 
 // The access the running iteration would make races with the cell's iteration: the kind of
 // that iteration's access it races with, or nothing.
-inline std::optional<RaceAccess> race_with(const ParallelState& s, const RaceCell& c, RaceAccess now) {
+inline std::optional<AccessKind> race_with(const ParallelState& s, const RaceCell& c, AccessKind now) {
     if (!other_iteration(s, c.iteration)) return std::nullopt;
     // Sharing: all reading, or all accumulating.
-    if (c.kinds == race_bit(now) && now != RaceAccess::Write) return std::nullopt;
-    if (c.kinds & race_bit(RaceAccess::Write)) return RaceAccess::Write;
-    bool accumulated = c.kinds & race_bit(RaceAccess::Accumulate), read = c.kinds & race_bit(RaceAccess::Read);
-    if (now == RaceAccess::Accumulate) return read ? RaceAccess::Read : RaceAccess::Accumulate;
-    return accumulated ? RaceAccess::Accumulate : RaceAccess::Read;
+    if (c.kinds == race_bit(now) && now != AccessKind::Write) return std::nullopt;
+    if (c.kinds & race_bit(AccessKind::Write)) return AccessKind::Write;
+    bool accumulated = c.kinds & race_bit(AccessKind::Accumulate), read = c.kinds & race_bit(AccessKind::Read);
+    if (now == AccessKind::Accumulate) return read ? AccessKind::Read : AccessKind::Accumulate;
+    return accumulated ? AccessKind::Accumulate : AccessKind::Read;
 }
 
 // Checks an access to the element at address `at`, whose cell is `c`, without recording it (a
 // slice is checked whole before it moves).
 template <class Value>
 inline void race_check(const Program& p, const MachineState<Value>& s, const RaceCell& c, std::int64_t at, std::int32_t pc,
-                       const std::int64_t* vars, RaceAccess now) {
+                       const std::int64_t* vars, AccessKind now) {
     if (auto then = race_with(s.parallel, c, now); __builtin_expect(then.has_value(), 0))
-        fail_race(p, s.parallel, pc, at, now, c.iteration, *then == RaceAccess::Read ? c.read_pc : c.pc, *then, vars);
+        fail_race(p, s.parallel, pc, at, now, c.iteration, *then == AccessKind::Read ? c.read_pc : c.pc, *then, vars);
 }
 
 // Records a checked access: the running iteration's own, or one more of a shared kind.
-inline void race_record(const ParallelState& s, RaceCell& c, std::int32_t pc, RaceAccess now) {
+inline void race_record(const ParallelState& s, RaceCell& c, std::int32_t pc, AccessKind now) {
     if (c.iteration < s.first_iteration) c = RaceCell{s.iteration, 0, 0, 0};
     if (c.iteration != s.iteration) return;  // shared: the first sharer stays
     bool first_of_kind = !(c.kinds & race_bit(now));
     c.kinds |= race_bit(now);
-    if (now == RaceAccess::Read) {
+    if (now == AccessKind::Read) {
         if (first_of_kind) c.read_pc = pc;
-    } else if (now == RaceAccess::Write || !(c.kinds & race_bit(RaceAccess::Write))) {
+    } else if (now == AccessKind::Write || !(c.kinds & race_bit(AccessKind::Write))) {
         c.pc = pc;  // a write is what another iteration's access races with first
     }
 }
@@ -186,7 +188,7 @@ inline RaceCell& race_cell(MachineState<Value>& s, const MemRef& m, std::int64_t
 
 template <class Value>
 inline void race_access(const Program& p, MachineState<Value>& s, RaceCell& c, std::int64_t at, std::int32_t pc, const std::int64_t* vars,
-                        RaceAccess now) {
+                        AccessKind now) {
     race_check(p, s, c, at, pc, vars, now);
     race_record(s.parallel, c, pc, now);
 }

@@ -10,8 +10,17 @@
 
 namespace toysim {
 
+// How an instruction touches DRAM: events say it, and race checking keeps it per element.
+// Accumulate: STORE_ADD, which reads each element and writes it back with the register added.
+enum class AccessKind : std::uint8_t { Read, Write, Accumulate };
+inline constexpr bool reads_dram(AccessKind k) { return k != AccessKind::Write; }
+inline constexpr bool writes_dram(AccessKind k) { return k != AccessKind::Read; }
+inline constexpr const char* access_kind_name(AccessKind k) {
+    return k == AccessKind::Read ? "read" : k == AccessKind::Write ? "write" : "accumulate";
+}
+
 // Race checking of parallel loops (sim/exec/parallel.h), per DRAM element: an iteration that
-// touched it in the running loop and how (RaceAccess bits: read, write, accumulate), with the
+// touched it in the running loop and how (AccessKind bits: read, write, accumulate), with the
 // instruction of its write or accumulation and of its first read. Iterations have ids that
 // count up over the run (0: none); an id from before the running loop's first is stale.
 struct RaceCell {

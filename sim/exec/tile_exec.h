@@ -21,10 +21,6 @@ struct View {
     V& at(std::int64_t i, std::int64_t j) const { return data[i * rs + j * cs]; }
 };
 
-// One tile instruction. Shapes follow numpy: element-wise operations broadcast a dimension of
-// 1 (a column of row maxima against a tile); MAC/MAC_Z of two tiles is a matrix product;
-// ROWMAX/ROWSUM reduce each row to one column. Returns the units of work (elements moved or
-// produced, multiply-adds, or elements reduced), which the cost model charges.
 // The value a Memory row writes, by its semantics in the ISA table: a is the register's value,
 // b the element's old one (read only by a row that accumulates).
 template <class Domain, class V>
@@ -47,7 +43,7 @@ V stored_value(Op op, Domain& D, V a, [[maybe_unused]] V b) {
 // A slice moved inside a parallel loop: every element is checked for a race first (the
 // instruction faults before anything changes), then recorded as this iteration's.
 template <bool Listening, class V>
-void race_slice(const Program& p, MachineState<V>& s, Event<V>* ev, const MemRef& m, const SliceGeometry& g, RaceAccess kind,
+void race_slice(const Program& p, MachineState<V>& s, Event<V>* ev, const MemRef& m, const SliceGeometry& g, AccessKind kind,
                 std::int32_t pc, const std::int64_t* vars) {
     if (!m.race_tracked) return;  // nothing writes its array in a parallel loop: it cannot race
     for (std::int64_t i = 0; i < g.rows; ++i)
@@ -63,6 +59,10 @@ void race_slice(const Program& p, MachineState<V>& s, Event<V>* ev, const MemRef
         }
 }
 
+// One tile instruction. Shapes follow numpy: element-wise operations broadcast a dimension of
+// 1 (a column of row maxima against a tile); MAC/MAC_Z of two tiles is a matrix product;
+// ROWMAX/ROWSUM reduce each row to one column. Returns the units of work (elements moved or
+// produced, multiply-adds, or elements reduced), which the cost model charges.
 template <class Domain, bool Listening>
 std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Domain::Value>& s, std::vector<typename Domain::Value>& scratch_area,
                            Event<typename Domain::Value>* ev, std::int32_t pc, const std::int64_t* vars) {
@@ -177,7 +177,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
                 for (std::int64_t j = 0; j < g.cols; ++j)
                     if (!s.present[static_cast<size_t>(g.address + i * g.row_stride + j * g.col_stride)]) fail_unwritten_element(p, pc, m, vars);
         if (t.op == Op::LOAD) {
-            if (s.parallel.iteration != 0) race_slice<Listening>(p, s, ev, m, g, RaceAccess::Read, pc, vars);
+            if (s.parallel.iteration != 0) race_slice<Listening>(p, s, ev, m, g, AccessKind::Read, pc, vars);
             View<V> out = destination(g.rows, g.cols);
             for (std::int64_t i = 0; i < g.rows; ++i)
                 for (std::int64_t j = 0; j < g.cols; ++j) {
@@ -194,7 +194,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
                 fail_tile(p, pc, 0, fmt::format("{}: {} is {} but the slice {} is {}", op.mnemonic, name_of(0), shape_text(in.rows, in.cols),
                                                 slice_text(p, m, vars), shape_text(g.rows, g.cols)), vars);
             if (s.parallel.iteration != 0)
-                race_slice<Listening>(p, s, ev, m, g, kind == AccessKind::Accumulate ? RaceAccess::Accumulate : RaceAccess::Write, pc, vars);
+                race_slice<Listening>(p, s, ev, m, g, kind, pc, vars);
             for (std::int64_t i = 0; i < g.rows; ++i)
                 for (std::int64_t j = 0; j < g.cols; ++j) {
                     auto at = static_cast<size_t>(g.address + i * g.row_stride + j * g.col_stride);

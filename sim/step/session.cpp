@@ -254,36 +254,40 @@ Stop Session<Domain>::run_forward() {
 }
 
 template <class Domain>
+template <class Replay>
+bool Session<Domain>::back_over_segments(std::uint64_t upper, Replay&& replay) {
+    auto it = std::upper_bound(checkpoints_.begin(), checkpoints_.end(), upper, [](std::uint64_t v, const Checkpoint& c) { return v < c.step; });
+    for (auto index = static_cast<std::ptrdiff_t>(it - checkpoints_.begin()) - 1; upper > 0 && index >= 0; --index) {
+        const Checkpoint& c = checkpoints_[static_cast<size_t>(index)];
+        if (c.step == upper) continue;
+        restore(c);
+        if (replay(upper, c.step)) return true;
+        upper = c.step;
+    }
+    return false;
+}
+
+template <class Domain>
 Stop Session<Domain>::run_backward() {
     if (position() == 0) return Stop{Stop::Reason::Start};
     // The latest step a breakpoint may stop at is the one before this.
-    std::uint64_t upper = position() - 1;
-    if (!breakpoints_.empty()) {
-        auto it = std::upper_bound(checkpoints_.begin(), checkpoints_.end(), upper, [](std::uint64_t v, const Checkpoint& c) { return v < c.step; });
-        auto index = static_cast<std::ptrdiff_t>(it - checkpoints_.begin()) - 1;
-        // Segment by segment, newest first: events (checkpoint, upper].
-        while (upper > 0 && index >= 0) {
-            if (checkpoints_[static_cast<size_t>(index)].step == upper) {
-                --index;
-                continue;
-            }
+    std::optional<Stop> stop;
+    if (!breakpoints_.empty())
+        back_over_segments(position() - 1, [&](std::uint64_t to, std::uint64_t from) {
             Scanner<Value> scan(*program_, breakpoints_, true);
-            restore(checkpoints_[static_cast<size_t>(index)]);
             if (scan.has_counters()) scan.start_counters(counters());
-            machine_.run_until(upper, limits_.max_steps, scan);  // replays steps that ran before: no fault
+            machine_.run_until(to, limits_.max_steps, scan);  // replays steps that ran before: no fault
             if (scan.hit >= 0) {
                 land(scan.hit_step);
                 ++breakpoints_[static_cast<size_t>(scan.hit)].hits;
-                return Stop{Stop::Reason::Breakpoint, scan.hit};
+                stop = Stop{Stop::Reason::Breakpoint, scan.hit};
+            } else if (interrupted && interrupted()) {
+                land(from);
+                stop = Stop{Stop::Reason::Interrupted};
             }
-            upper = checkpoints_[static_cast<size_t>(index)].step;
-            --index;
-            if (interrupted && interrupted()) {
-                land(upper);
-                return Stop{Stop::Reason::Interrupted};
-            }
-        }
-    }
+            return stop.has_value();
+        });
+    if (stop) return *stop;
     land(0);
     return Stop{Stop::Reason::Start};
 }
@@ -302,21 +306,14 @@ std::optional<std::uint64_t> Session<Domain>::last_step_of_worker(std::uint32_t 
     };
     const std::uint64_t here = position();
     std::optional<std::uint64_t> result;
-    // Segment by segment, newest first: events (checkpoint, upper].
-    std::uint64_t upper = here;
-    auto it = std::upper_bound(checkpoints_.begin(), checkpoints_.end(), upper, [](std::uint64_t v, const Checkpoint& c) { return v < c.step; });
-    for (auto index = static_cast<std::ptrdiff_t>(it - checkpoints_.begin()) - 1; upper > 0 && index >= 0 && !result; --index) {
-        const Checkpoint& c = checkpoints_[static_cast<size_t>(index)];
-        if (c.step == upper) continue;
+    back_over_segments(here, [&](std::uint64_t to, std::uint64_t) {
         Scan scan;
         scan.worker = worker;
         scan.first = first;
-        restore(c);
-        machine_.run_until(upper, limits_.max_steps, scan);  // replays steps that ran before: no fault
+        machine_.run_until(to, limits_.max_steps, scan);  // replays steps that ran before: no fault
         if (scan.found) result = scan.found;
-        else if (scan.before_loop) break;
-        upper = c.step;
-    }
+        return scan.found || scan.before_loop;  // found, or the loop began in this segment
+    });
     land(here);
     return result;
 }

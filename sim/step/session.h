@@ -124,6 +124,11 @@ private:
     void settle_after_fault(const ToyError& e);
     // Puts the machine exactly at `step` (<= the end) with the event that got it there.
     void land(std::uint64_t step);
+    // Goes back over the steps up to `upper`, segment by segment, newest first: restores each
+    // segment's checkpoint and calls replay(to, from), which replays steps (from, to] and says
+    // whether to stop there. Returns whether one did.
+    template <class Replay>
+    bool back_over_segments(std::uint64_t upper, Replay&& replay);
     Stop at_end_reason() const;
     std::uint64_t next_boundary() const;
 };
