@@ -98,18 +98,31 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
         }
     };
     // Every ISA instruction: pause or fault at the stop, count it in its execution counter.
-#define TOYSIM_STEP()                                                         \
+#define TOYSIM_COUNT_STEP()                                                   \
     if (__builtin_expect(steps == stop, 0)) {                                 \
         if (stop == pause_at) return;                                         \
         fail_step_limit(p, pc, max_steps, vars);                              \
     }                                                                         \
     ++steps;                                                                  \
-    ++executed[pc];                                                           \
+    ++executed[pc]
+#define TOYSIM_STEP()                                                         \
+    TOYSIM_COUNT_STEP();                                                      \
     if constexpr (Listening) {                                                \
         ev.clear();                                                           \
         entries_before = empty_entries;                                       \
     }                                                                         \
     const std::int32_t* R = registers_of(in)
+    // The short path of an instruction that needs no check (Inst::unchecked), in a plain run:
+    // no event, no flag to test but this one. BODY ends with the instruction done.
+#define TOYSIM_UNCHECKED(BODY)                                                \
+    if constexpr (!Listening)                                                 \
+        if (__builtin_expect(in.unchecked, 1)) {                              \
+            TOYSIM_COUNT_STEP();                                              \
+            const std::int32_t* R = in.reg.data();                            \
+            BODY;                                                             \
+            ++pc;                                                             \
+            continue;                                                         \
+        }
 
     for (;;) {
         const Inst& in = code[pc];
@@ -149,6 +162,14 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 break;
             }
             case Code::LOAD: {
+                TOYSIM_UNCHECKED({
+                    const MemRef& m = mems[in.mem];
+                    std::int64_t at = m.address.eval(vars);
+                    if (__builtin_expect(in.race_checked, 0)) race_access(p, s, race_cell(s, m, at), at, pc, vars, AccessKind::Read);
+                    ++reads[at];
+                    regs[R[0]] = dom.load(dram[at], at);
+                    written[R[0]] = 1;
+                });
                 TOYSIM_STEP();
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
@@ -172,6 +193,20 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             }
             case Code::STORE:
             case Code::STORE_ADD: {
+                TOYSIM_UNCHECKED({
+                    const MemRef& m = mems[in.mem];
+                    std::int64_t at = m.address.eval(vars);
+                    V v = regs[R[0]];
+                    if (__builtin_expect(in.race_checked, 0))
+                        race_access(p, s, race_cell(s, m, at), at, pc, vars, in.code == Code::STORE_ADD ? AccessKind::Accumulate : AccessKind::Write);
+                    if (in.code == Code::STORE_ADD) {
+                        ++reads[at];
+                        v = stored_value(Op::STORE_ADD, dom, v, dom.load(dram[at], at));
+                    }
+                    dram[at] = v;
+                    present[at] = 1;
+                    dom.stored(v, at);
+                });
                 TOYSIM_STEP();
                 const bool accumulate = in.code == Code::STORE_ADD;
                 const AccessKind kind = accumulate ? AccessKind::Accumulate : AccessKind::Write;
@@ -206,8 +241,18 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
 #define TOYSIM_ALU_Compute(NAME, SIG, SEM) TOYSIM_ALU(NAME, SIG, SEM)
 #define TOYSIM_ALU(NAME, SIG, SEM)                                                \
     case Code::NAME: {                                                            \
-        TOYSIM_STEP();                                                            \
         constexpr int sources = register_reads(SIG);                              \
+        TOYSIM_UNCHECKED({                                                        \
+            [[maybe_unused]] V a = regs[R[0]];                                    \
+            [[maybe_unused]] V b = sources > 1 ? regs[R[1]] : a;                  \
+            [[maybe_unused]] V c = sources > 2 ? regs[R[2]] : a;                  \
+            [[maybe_unused]] Domain& D = dom;                                     \
+            [[maybe_unused]] double imm = 0;                                      \
+            if constexpr (SIG[0] == 'i') imm = p.immediates[static_cast<size_t>(in.mem)]; \
+            regs[R[sources]] = SEM;                                               \
+            written[R[sources]] = 1;                                              \
+        });                                                                       \
+        TOYSIM_STEP();                                                            \
         [[maybe_unused]] V a = read(in, R, 0);                                    \
         [[maybe_unused]] V b = sources > 1 ? read(in, R, 1) : a;                  \
         [[maybe_unused]] V c = sources > 2 ? read(in, R, 2) : a;                  \
@@ -242,6 +287,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
 #undef TOYSIM_SCALAR_SEM_Product
 #undef TOYSIM_SCALAR_SEM_Fill
 #undef TOYSIM_SCALAR_SEM_Mask
+            default: __builtin_unreachable();  // every code has its case: no range check to pay
         }
         if constexpr (Listening) {
             Op op = p.op_at(pc);
@@ -264,6 +310,8 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
         ++pc;
     }
 #undef TOYSIM_STEP
+#undef TOYSIM_COUNT_STEP
+#undef TOYSIM_UNCHECKED
 }
 
 template <class Value>

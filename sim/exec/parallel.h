@@ -126,9 +126,10 @@ void parallel_loop_begin(const Program& p, MachineState<Value>& m, const LoopInf
     if (entering && l.grid_inner) begin_iteration(s, body_work(p, m, l));
 }
 
-// After LoopEnd of a parallel loop: `continuing` or not.
+// After LoopEnd of a parallel loop: `continuing` or not. Inlined: in a loop of a few scalar
+// instructions, a call here cost as much as the race checks.
 template <class Value>
-void parallel_loop_end(const Program& p, MachineState<Value>& m, const LoopInfo& l, bool continuing) {
+[[gnu::always_inline]] inline void parallel_loop_end(const Program& p, MachineState<Value>& m, const LoopInfo& l, bool continuing) {
     ParallelState& s = m.parallel;
     std::uint64_t now = l.grid_inner ? body_work(p, m, l) : 0;
     if (l.grid_inner) end_iteration(s, l, now);  // the iteration that ends here

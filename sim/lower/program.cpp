@@ -134,6 +134,25 @@ void plan_iteration_cycles(Program& p) {
     }
 }
 
+// Which instructions need no check while they run but the race check (Inst::unchecked), and
+// which need that (Inst::race_checked). After plan_race_checking.
+void plan_unchecked(Program& p) {
+    std::vector<bool> in_parallel(p.code.size(), false);
+    for (const LoopInfo& l : p.loops)
+        if (l.parallel) std::fill(in_parallel.begin() + l.body.first, in_parallel.begin() + l.body.second, true);
+    for (size_t pc = 0; pc < p.code.size(); ++pc) {
+        Inst& in = p.code[pc];
+        if (static_cast<int>(in.code) >= kOpCount) continue;  // tiles, loop control, the end
+        bool unchecked = !in.dynamic_registers && in.unproven_reads == 0;
+        if (info(static_cast<Op>(in.code)).klass == OpClass::Memory) {
+            const MemRef& m = p.mems[static_cast<size_t>(in.mem)];
+            unchecked = unchecked && m.bounds_proven && (m.always_present || !reads_dram(static_cast<Op>(in.code)));
+            in.race_checked = in_parallel[pc] && m.race_tracked;
+        }
+        in.unchecked = unchecked;
+    }
+}
+
 }  // namespace
 
 Program compile(std::shared_ptr<const ast::Program> tree, const ParamSettings& settings) {
@@ -142,6 +161,7 @@ Program compile(std::shared_ptr<const ast::Program> tree, const ParamSettings& s
         plan_race_checking(p);
         plan_iteration_cycles(p);
     }
+    plan_unchecked(p);
     return p;
 }
 

@@ -36,7 +36,16 @@ struct Affine {
     // undefined behaviour; for values nothing proved small, use eval_checked.
     std::int64_t eval(const std::int64_t* vars) const {
         auto v = static_cast<std::uint64_t>(constant);
-        for (int t = 0; t < terms; ++t) v += static_cast<std::uint64_t>(coef[t]) * static_cast<std::uint64_t>(vars[var[t]]);
+        auto term = [&](int t) { return static_cast<std::uint64_t>(coef[t]) * static_cast<std::uint64_t>(vars[var[t]]); };
+        // Most addresses have one to three terms: unrolled, the executor's hottest arithmetic.
+        switch (terms) {
+            case 0: break;
+            case 1: v += term(0); break;
+            case 2: v += term(0) + term(1); break;
+            case 3: v += term(0) + term(1) + term(2); break;
+            default:
+                for (int t = 0; t < terms; ++t) v += term(t);
+        }
         return static_cast<std::int64_t>(v);
     }
     // The same with overflow detection: false when a product or a partial sum overflows.
@@ -157,7 +166,13 @@ enum class Code : std::uint8_t {
 
 struct Inst {
     Code code;
-    bool dynamic_registers = false;  // some register operand is R[expr]
+    bool dynamic_registers : 1 = false;  // some register operand is R[expr]
+    // Needs none of the executor's checks but the race check: no dynamic register, no
+    // unproven read, and a memory operand (if any) proven in bounds and holding a value where
+    // it is read. The plain run takes a short path for it (plan_unchecked in program.cpp).
+    bool unchecked : 1 = false;
+    // A LOAD, STORE or STORE_ADD inside a parallel loop on an array race checking follows.
+    bool race_checked : 1 = false;
     std::uint8_t reg_count = 0;
     // Bit k: register operand k might be read before any write reaches it, so the executor
     // checks it. Reads the compiler proves safe (definite assignment) skip the check.
@@ -167,6 +182,7 @@ struct Inst {
     std::int32_t loop = -1;             // LoopInfo index (LoopBegin/LoopEnd)
     std::int32_t jump = -1;             // LoopBegin: its LoopEnd; LoopEnd: its LoopBegin
 };
+static_assert(sizeof(Inst) == 32, "the executor indexes code by a shift: keep an instruction 32 bytes");
 
 struct LoopInfo {
     int slot;  // nesting depth: index into the loop variable array
