@@ -57,6 +57,19 @@ inline constexpr bool accumulates(Op op) { return op == Op::STORE_ADD; }
 inline constexpr bool reads_dram(Op op) { return op == Op::LOAD || accumulates(op); }
 inline constexpr bool writes_dram(Op op) { return op == Op::STORE || accumulates(op); }
 
+// How an instruction touches DRAM: events say it, and race checking keeps it per element.
+// Accumulate: STORE_ADD, which reads each element and writes it back with the register added.
+enum class AccessKind : std::uint8_t { Read, Write, Accumulate };
+inline constexpr bool reads_dram(AccessKind k) { return k != AccessKind::Write; }
+inline constexpr bool writes_dram(AccessKind k) { return k != AccessKind::Read; }
+inline constexpr const char* access_kind_name(AccessKind k) {
+    return k == AccessKind::Read ? "read" : k == AccessKind::Write ? "write" : "accumulate";
+}
+// A memory instruction's access (LOAD, STORE, STORE_ADD).
+inline constexpr AccessKind access_kind(Op op) {
+    return accumulates(op) ? AccessKind::Accumulate : writes_dram(op) ? AccessKind::Write : AccessKind::Read;
+}
+
 enum class OperandKind : std::uint8_t { RegRead, RegWrite, MemRead, MemWrite, Immediate };
 
 struct OpInfo {

@@ -10,15 +10,6 @@
 
 namespace toysim {
 
-// How an instruction touches DRAM: events say it, and race checking keeps it per element.
-// Accumulate: STORE_ADD, which reads each element and writes it back with the register added.
-enum class AccessKind : std::uint8_t { Read, Write, Accumulate };
-inline constexpr bool reads_dram(AccessKind k) { return k != AccessKind::Write; }
-inline constexpr bool writes_dram(AccessKind k) { return k != AccessKind::Read; }
-inline constexpr const char* access_kind_name(AccessKind k) {
-    return k == AccessKind::Read ? "read" : k == AccessKind::Write ? "write" : "accumulate";
-}
-
 // Race checking of parallel loops (sim/exec/parallel.h), per DRAM element: an iteration that
 // touched it in the running loop and how (AccessKind bits: read, write, accumulate), with the
 // instruction of its write or accumulation and of its first read. Iterations have ids that
@@ -84,8 +75,6 @@ struct MachineState {
     bool operator==(const MachineState&) const = default;
 };
 
-// Loop control and the end are not instructions: they cost nothing and count nowhere.
-inline bool is_instruction(Code code) { return code != Code::LoopBegin && code != Code::LoopEnd && code != Code::Halt; }
 
 // The units of work the instruction at pc has done so far: a scalar one is one unit a run.
 template <class Value>

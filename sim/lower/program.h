@@ -164,6 +164,9 @@ enum class Code : std::uint8_t {
     Tile,  // an instruction on tiles or slices: Inst::mem indexes Program::tile_insts
 };
 
+// Loop control and the end are not instructions: they cost nothing and count nowhere.
+inline bool is_instruction(Code code) { return code != Code::LoopBegin && code != Code::LoopEnd && code != Code::Halt; }
+
 struct Inst {
     Code code;
     bool dynamic_registers : 1 = false;  // some register operand is R[expr]

@@ -19,7 +19,7 @@ std::string value_cell(const std::optional<std::int64_t>& value, std::uint64_t c
 }  // namespace
 
 nlohmann::ordered_json cost_json(const Program& p, const std::vector<ArrayFormulas>& formulas,
-                                 const std::vector<ArrayTraffic>& counted) {
+                                 const std::vector<ArrayTraffic>& counted, const std::vector<RaceProof>& races) {
     using json = nlohmann::ordered_json;
     json j;
     j["program"] = p.source ? p.source->path : std::string();
@@ -47,12 +47,18 @@ nlohmann::ordered_json cost_json(const Program& p, const std::vector<ArrayFormul
     j["lets"] = json::array();
     for (const auto& l : let_legend(p, formulas))
         j["lets"].push_back({{"name", l.name}, {"definition", l.definition}, {"math", l.math}, {"value", l.value}});
+    j["parallel"] = json::array();
+    for (const RaceProof& r : races)
+        j["parallel"].push_back({{"line", p.loops[static_cast<size_t>(r.loop)].loc.line},
+                                 {"vars", r.vars},
+                                 {"proven", r.proven},
+                                 {"verdict", describe_race_proof(p, r)}});
     return j;
 }
 
 std::string format_cost(const Program& p, const std::vector<ArrayFormulas>& formulas, const std::vector<ArrayTraffic>& counted,
-                        Format format) {
-    if (format == Format::Json) return json_text(cost_json(p, formulas, counted));
+                        Format format, const std::vector<RaceProof>& races) {
+    if (format == Format::Json) return json_text(cost_json(p, formulas, counted, races));
     size_t n = std::min({p.arrays.size(), formulas.size(), counted.size()});
     if (format == Format::Csv) {
         Table t{{"array", "reads", "reads_value", "reads_counted", "writes", "writes_value", "writes_counted", "exact", "note"},
@@ -96,6 +102,13 @@ std::string format_cost(const Program& p, const std::vector<ArrayFormulas>& form
     // Say what the figures rest on: the formulas' values were compared with counting the loops.
     out += all_agree ? "\nEvery value equals the count-only pass over the loops (elements, as `run` counts them).\n"
                      : "\n* where a formula is an estimate, \"counted\" is the exact figure from the count-only pass.\n";
+    if (!races.empty()) out += "\n";
+    for (const RaceProof& r : races) {
+        std::string vars;
+        for (const auto& v : r.vars) vars += (vars.empty() ? "" : ", ") + v;
+        out += fmt::format("{}parallel loop over {} (line {}): {}\n", md ? "- " : "", vars, p.loops[static_cast<size_t>(r.loop)].loc.line,
+                           describe_race_proof(p, r));
+    }
     return out;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/analysis/cost.h"
+#include "sim/analysis/races.h"
 #include "sim/print/format.h"
 
 namespace toysim {
@@ -16,13 +17,15 @@ namespace toysim {
 // parameters. Where the exact count differs (an inexact formula) the cell shows both,
 // "72 (counted 64) *", with the note below. Then the lets' legend. CSV has one row per array
 // with separate columns (array, reads, reads_value, reads_counted, writes, writes_value,
-// writes_counted, exact, note); JSON is cost_json.
+// writes_counted, exact, note); JSON is cost_json. Then, per parallel loop, what the subscripts
+// prove about races (not in CSV).
 std::string format_cost(const Program& program, const std::vector<ArrayFormulas>& formulas,
-                        const std::vector<ArrayTraffic>& counted, Format format);
+                        const std::vector<ArrayTraffic>& counted, Format format, const std::vector<RaceProof>& races = {});
 // {"program", "params": {name: value}, "arrays": {NAME: {"role", "shape", "reads": {"formula",
 //  "value", "counted"}, "writes": {...}, "exact", "note"}}, "lets": [{"name", "definition",
-//  "math", "value"}]}; "value" is null where the formula cannot be evaluated, "note" null when exact.
+//  "math", "value"}], "parallel": [{"line", "vars", "proven", "verdict"}]}; "value" is null where the
+//  formula cannot be evaluated, "note" null when exact.
 nlohmann::ordered_json cost_json(const Program& program, const std::vector<ArrayFormulas>& formulas,
-                                 const std::vector<ArrayTraffic>& counted);
+                                 const std::vector<ArrayTraffic>& counted, const std::vector<RaceProof>& races = {});
 
 }  // namespace toysim

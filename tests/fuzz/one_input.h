@@ -89,7 +89,8 @@ inline std::string one_input(std::string_view input) {
     stage([&] {
         auto formulas = derive_formulas(program);
         auto counted = count_traffic(program);
-        for (Format f : formats) printed += format_cost(program, formulas, counted, f);
+        auto races = prove_race_freedom(program);
+        for (Format f : formats) printed += format_cost(program, formulas, counted, f, races);
     });
     RunOptions run_options, trace_options;
     run_options.max_steps = kRunSteps;
