@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gpu/common.cuh"
+#include "gpu/l2_flush.cuh"
 #include "gpu/profiler.h"
 
 namespace toysim::gpu {
@@ -113,18 +114,6 @@ void decode(const unsigned char* in, DType t, std::size_t elements, double* out)
 }
 
 // No fmt in .cu files: nvcc 13 cannot compile fmt 9's compile-time format checks.
-// Reads every byte of a buffer (and writes one word no one reads): after the flush buffer
-// is written, this evicts its dirty lines before the measured launch, so that the launch's
-// DRAM writes are its own and not the flush's write-backs.
-__global__ void read_through(const uint4* p, std::size_t n, unsigned* sink) {
-    unsigned x = 0;
-    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-        uint4 v = p[i];
-        x ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (x == 0x9e3779b9u) *sink = x;
-}
-
 std::string gib(double bytes) {
     char text[32];
     std::snprintf(text, sizeof text, "%.2f GiB", bytes / double(1ull << 30));
@@ -203,10 +192,7 @@ void measure_stages(L2State l2, const DeviceInfo& device, cudaStream_t stream, i
         auto prepare = [&] {
             restore();
             if (l2 == L2State::Cold) {
-                cuda_check(cudaMemsetAsync(flush.ptr, 0x5a, flush.bytes, stream), "flushing the L2");
-                read_through<<<static_cast<unsigned>(4 * device.sm_count), 512, 0, stream>>>(static_cast<const uint4*>(flush.ptr),
-                                                                                            flush.bytes / 16, static_cast<unsigned*>(sink.ptr));
-                check_launch("the L2 flush");
+                cuda_check(flush_l2(flush.ptr, flush.bytes, static_cast<unsigned*>(sink.ptr), device.sm_count, stream), "flushing the L2");
             } else {
                 launcher(s, args);  // the warm-up launch: what it leaves in the L2 is what the measured one finds
                 restore();
