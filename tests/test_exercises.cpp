@@ -157,8 +157,8 @@ const std::vector<Wrong> kWrong = {
     {"fa2_parallel", "starter.toy", 30, kAllPartial, 1, {"missed the target cycles <= 22992: 91968 cycles"}},
     // Test 2 (n = 20) has two K/V tiles: FA1's parallel loop (from the second) runs once, no race.
     {"fa2_parallel", "kv_loop_parallel_fa1.toy", 4, {"fault", "partial", "fault", "fault", "fault"}, 1,
-     {"kv_loop_parallel_fa1.toy:56:14: error: data race on O[0][0]: iteration j = 2 of the parallel loop at line 42 reads it "
-      "here, and iteration j = 1 wrote it at line 70 (STORE o, O[i*Br..i*Br+Br][0..d]); iterations of a parallel loop may "
+     {"kv_loop_parallel_fa1.toy:70:18: error: data race on O[0][0]: iteration j = 1 of the parallel loop at line 42 writes it "
+      "here, and iteration j = 3 read it at line 56 (LOAD O[i*Br..i*Br+Br][0..d], o); iterations of a parallel loop may "
       "share an element only by all reading it or all adding to it with STORE_ADD"}},
     {"fa2_parallel", "kv_loop_parallel_fa2.toy", 0, kAllRejected, 1,
      {"kv_loop_parallel_fa2.toy:30:13: error: tile 'm' is read before this iteration of the parallel loop over j (line 25) "

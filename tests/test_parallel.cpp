@@ -55,7 +55,7 @@ Counters run_counters(const Program& p) {
 
 }  // namespace
 
-TEST_CASE("the race checker's verdict equals a pairwise comparison of the iterations' read and write sets", "[parallel]") {
+TEST_CASE("the race checker's verdict equals a pairwise comparison of the iterations' read and write sets, in either order", "[parallel]") {
     std::mt19937 rng(20261124);
     int races = 0, clean = 0;
     for (int trial = 0; trial < 900; ++trial) {
@@ -85,19 +85,24 @@ TEST_CASE("the race checker's verdict equals a pairwise comparison of the iterat
                 for (int e : mine[static_cast<size_t>(Kind::Add)])
                     if (theirs[static_cast<size_t>(Kind::Read)].count(e)) conflicting.insert(e);
             }
-        Verdict v = run_checked(source);
-        INFO(source);
-        INFO(v.message);
-        CHECK(v.race == !conflicting.empty());
-        if (v.race) {
-            ++races;
-            // The element it names is one that two iterations conflict on.
-            auto at = v.message.find("data race on a[");
-            REQUIRE(at != std::string::npos);
-            int element = std::stoi(v.message.substr(at + 15));
-            CHECK(conflicting.count(element) == 1);
-        } else {
-            ++clean;
+        // One worker runs the iterations one after another; three interleave them an instruction
+        // at a time. The verdict must not depend on the order.
+        for (int workers : {1, 3}) {
+            std::string program = workers == 1 ? source : "workers 3\n" + source;
+            Verdict v = run_checked(program);
+            INFO(program);
+            INFO(v.message);
+            CHECK(v.race == !conflicting.empty());
+            if (v.race) {
+                ++races;
+                // The element it names is one that two iterations conflict on.
+                auto at = v.message.find("data race on a[");
+                REQUIRE(at != std::string::npos);
+                int element = std::stoi(v.message.substr(at + 15));
+                CHECK(conflicting.count(element) == 1);
+            } else {
+                ++clean;
+            }
         }
     }
     // Both verdicts were exercised.
@@ -322,9 +327,11 @@ TEST_CASE("the worker of each step: step's header, break worker W, and the trace
     CliResult r = toysim::testing::run_cli_input({"step", "programs/attention/flash_decoding.toy", "--set", "S=8", "--set", "P=4"},
                                                  "break worker 2\ncontinue\ncontinue\ncontinue\nbreak worker 4\nbreak worker\n");
     INFO(r.out);
-    // Splits take 196 cycles: split 2 starts at cycle 0 on worker 2, split 6 at 196.
-    CHECK(contains(r.out, "breakpoint 1: break worker 2\nstep 75, cycle 4 on worker 2, work 396  programs/attention/flash_decoding.toy:70\n"));
-    CHECK(contains(r.out, "breakpoint 1: break worker 2\nstep 223, cycle 200 on worker 2, work 1180  programs/attention/flash_decoding.toy:70\n"));
+    // Splits take 196 cycles: split 2 starts at cycle 0 on worker 2, split 6 at 196. The workers
+    // run one instruction at a time, the earliest clock first (the lowest-numbered among
+    // equals): worker 2's first instruction is the run's third.
+    CHECK(contains(r.out, "breakpoint 1: break worker 2\nstep 3, cycle 4 on worker 2, work 12  programs/attention/flash_decoding.toy:70\n"));
+    CHECK(contains(r.out, "breakpoint 1: break worker 2\nstep 151, cycle 200 on worker 2, work 796  programs/attention/flash_decoding.toy:70\n"));
     CHECK(contains(r.err, "error: there is no worker 4: the machine has 4 workers (workers 0..3); `workers P` gives it more\n"));
     CHECK(contains(r.err, "error: break worker W takes a worker number from 0, e.g. break worker 2\n"));
     // The third continue runs to the end: no iteration is left for worker 2.
@@ -356,30 +363,35 @@ TEST_CASE("race checking follows only the arrays a parallel loop writes or adds 
 }
 
 TEST_CASE("print W:R3 shows a register or tile as worker W holds it", "[parallel]") {
-    // Flash-Decoding, 8 splits on 4 workers; step 100 is in split 2, on worker 2.
+    // Flash-Decoding, 8 splits on 4 workers; step 100 is worker 3's, in split 3.
     CliResult r = toysim::testing::run_cli_input({"step", "programs/attention/flash_decoding.toy", "--set", "S=8", "--set", "P=4"},
-                                                 "goto 100\np 2:m\np 1:m\np 3:q[0][1]\np 9:m\np 1:Q[0][0]\ngoto 300\np 1:m\nback 200\n");
+                                                 "goto 100\np 3:q[0][1]\np 2:m\np 1:m\np 9:m\np 1:Q[0][0]\np m\ngoto 300\np 1:m\n"
+                                                 "p 0:m\nback 200\n");
     INFO(r.out);
     INFO(r.err);
-    CHECK(contains(r.out, "(toysim) p 2:m\nworker 2 (it ran this step):\nm: 1×1 (of 1×1) = [0.268]\n"));
-    CHECK(contains(r.out, "(toysim) p 1:m\nworker 1, as its last iteration left it at step 74:\nm: 1×1 (of 1×1) = [0.1419]\n"));
-    CHECK(contains(r.out, "(toysim) p 3:q[0][1]\nworker 3 has not begun an iteration of this parallel loop: it holds the registers and "
-                          "tiles as the loop found them\n"));
+    CHECK(contains(r.out, "(toysim) p 3:q[0][1]\nworker 3 (it ran this step):\nq[0][1] = -0.5298\n"));
+    CHECK(contains(r.out, "(toysim) p 2:m\nworker 2, as its last step left it:\nm: 1×1 (of 1×1) = [0.268]\n"));
+    CHECK(contains(r.out, "(toysim) p 1:m\nworker 1, as its last step left it:\nm: 1×1 (of 1×1) = [0.0781]\n"));
     CHECK(contains(r.err, "error: there is no worker 9: the machine has 4 workers (workers 0..3)\n"));
     CHECK(contains(r.err, "error: 'Q[0][0]': print W:WHAT shows a register or a tile of worker W (R3, o, o[1][2]); DRAM is shared by "
                           "every worker: print it without W:\n"));
-    CHECK(contains(r.out, "(toysim) p 1:m\nno parallel loop is running: worker 0 runs alone, and its registers are the machine's\n"
-                          "m: 1×1 (of 1×1) = [1.2189]\n"));
+    // Without W: the registers of the worker that ran the step shown (the machine already
+    // stands at the next worker's instruction).
+    CHECK(contains(r.out, "(toysim) p m\nm: 1×1 (of 1×1) = [0.4146]\n"));
+    // After the loop: each worker's registers as the loop left them; worker 0 goes on alone.
+    CHECK(contains(r.out, "(toysim) p 1:m\nworker 1, as the last parallel loop left it:\nm: 1×1 (of 1×1) = [1.0066]\n"));
+    CHECK(contains(r.out, "(toysim) p 0:m\nno parallel loop is running: worker 0 runs alone, and its registers are the machine's\n"));
     // Looking at another worker leaves the session where it was: back 200 from step 300.
-    CHECK(contains(r.out, "(toysim) back 200\nstep 100, cycle 161 on worker 2, work 553"));
+    CHECK(contains(r.out, "(toysim) back 200\nstep 100, cycle 157 on worker 3, work 628"));
 
-    // At an iteration's last step the machine already stands in the next one: the step's worker
-    // is the one that ran it. Step 4 ends worker 1's iteration; step 6 ends the loop.
+    // Two workers copying three elements: 1 LOAD (w0), 2 LOAD (w1), 3 STORE (w0), 4 STORE (w1),
+    // 5 and 6 worker 0's second iteration. Each holds its own R0.
     CliResult edge = toysim::testing::run_cli_input({"step", "tests/view/workers_copy.toy"},
-                                                    "goto 4\np 1:R0\np 0:R0\ngoto 6\np 1:R0\n");
+                                                    "goto 4\np 1:R0\np 0:R0\np R0\ngoto 6\np 1:R0\n");
     CHECK(contains(edge.out, "(toysim) p 1:R0\nworker 1 (it ran this step):\nR0 = x1\n"));
-    CHECK(contains(edge.out, "(toysim) p 0:R0\nworker 0, as its last iteration left it at step 2:\nR0 = x0\n"));
-    CHECK(contains(edge.out, "(toysim) p 1:R0\nworker 1, as its last iteration left it at step 4:\nR0 = x1\n"));
+    CHECK(contains(edge.out, "(toysim) p 0:R0\nworker 0, as its last step left it:\nR0 = x0\n"));
+    CHECK(contains(edge.out, "(toysim) p R0\nR0 = x1\n"));
+    CHECK(contains(edge.out, "(toysim) p 1:R0\nworker 1, as its last step left it:\nR0 = x1\n"));
 }
 
 TEST_CASE("trace on several workers: a Worker column, and cycles on P workers with the work", "[parallel]") {
@@ -389,8 +401,8 @@ TEST_CASE("trace on several workers: a Worker column, and cycles on P workers wi
           "Step  Worker  Instruction     R0\n"
           "----  ------  --------------  --\n"
           "   1       0  LOAD x[0], R0   x0\n"
-          "   2       0  STORE R0, y[0]  x0\n"
-          "   3       1  LOAD x[1], R0   x1\n"
+          "   2       1  LOAD x[1], R0   x1\n"
+          "   3       0  STORE R0, y[0]  x0\n"
           "   4       1  STORE R0, y[1]  x1\n"
           "   5       0  LOAD x[2], R0   x2\n"
           "   6       0  STORE R0, y[2]  x2\n"

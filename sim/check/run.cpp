@@ -66,6 +66,7 @@ struct TraceRecorder final : EventSink<Value> {
         s.cost = e.cost;
         s.work = e.work;
         s.worker = e.parallel.worker;
+        s.grid = e.parallel.iteration != 0 ? e.parallel.first_iteration : 0;
         s.vars = e.vars;
         s.reg = e.reg;
         s.tile = e.tile;

@@ -59,6 +59,7 @@ struct TraceStep {
     Op op = Op::LOAD;
     std::uint64_t cycle = 0, cost = 0, work = 0;
     std::uint32_t worker = 0;  // the worker that ran it (programs with a parallel loop)
+    std::uint32_t grid = 0;    // in a parallel loop: the loop's first iteration id, which names that run of it
     std::array<std::int64_t, kMaxLoopDepth> vars{};
     std::int32_t reg = -1;   // scalar register written, or -1
     std::int32_t tile = -1;  // tile written, or -1

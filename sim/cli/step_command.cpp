@@ -4,6 +4,7 @@
 #include <atomic>
 #include <csignal>
 #include <fmt/format.h>
+#include <optional>
 
 #include "sim/analysis/cost.h"
 #include "sim/cli/common.h"
@@ -56,8 +57,8 @@ const std::vector<std::string_view> kStepCommands = {"step", "next", "back", "re
 
 }  // namespace
 
-// print W:R3 (or W:o, W:o[1][2]): a register or tile as worker W holds it in the running
-// parallel loop: where the running iteration is W's, now; else as W's last iteration left it.
+// print W:R3 (or W:o, W:o[1][2]): a register or tile as worker W holds it: its own register
+// file, as its last step left it.
 template <class Domain>
 std::string print_on_worker(Session<Domain>& s, const std::string& worker_text, const std::string& what, const StepStyle& style) {
     const Program& p = s.program();
@@ -71,24 +72,53 @@ std::string print_on_worker(Session<Domain>& s, const std::string& worker_text, 
         throw ToyError(fmt::format("{}: print W:WHAT shows a register or a tile of worker W (R3, o, o[1][2]); DRAM is shared by every "
                                    "worker: print it without W:", quoted_name(what)));
     const auto worker = static_cast<std::uint32_t>(*w);
-    // The step shown is the last one run: its worker and its run of a parallel loop (the machine
-    // may already stand in the next iteration, or past the loop).
+    // Each worker's registers and tiles change only on its own steps, so what it holds now is
+    // what it held after its last step.
     const auto* last = s.last_event();
-    if (!last || last->parallel.iteration == 0)
+    const bool in_loop = last && last->parallel.iteration != 0;
+    if (!in_loop && (worker == 0 || s.state().contexts.empty()))
         return fmt::format("no parallel loop is running: worker 0 runs alone, and its registers are the machine's\n{}",
                            format_print(s, what, style));
-    if (worker == last->parallel.worker)
+    if (s.state().contexts.empty())  // one worker: it runs every step
         return fmt::format("worker {} (it ran this step):\n{}", worker, format_print(s, what, style));
-    auto step = s.last_step_of_worker(worker, last->parallel.first_iteration);
-    if (!step)
-        return fmt::format("worker {} has not begun an iteration of this parallel loop: it holds the registers and tiles as the loop "
-                           "found them\n", worker);
-    const std::uint64_t here = s.position();
-    s.go_to(*step);
-    std::string text = format_print(s, what, style);
-    s.go_to(here);
-    return fmt::format("worker {}, as its last iteration left it at step {}:\n{}", worker, *step, text);
+    std::string heading = in_loop && worker == last->parallel.worker ? fmt::format("worker {} (it ran this step):", worker)
+                          : in_loop ? fmt::format("worker {}, as its last step left it:", worker)
+                                    : fmt::format("worker {}, as the last parallel loop left it:", worker);
+    s.exchange_worker_part(worker);
+    std::string text;
+    try {
+        text = format_print(s, what, style);
+    } catch (...) {
+        s.exchange_worker_part(worker);
+        throw;
+    }
+    s.exchange_worker_part(worker);
+    return heading + "\n" + text;
 }
+
+// On several workers the machine already stands at the next worker's instruction: registers
+// and tiles are shown as the worker that ran the step shown holds them, for as long as this
+// lives.
+template <class Domain>
+class StepWorkerShown {
+public:
+    explicit StepWorkerShown(Session<Domain>& s) : s_(s) {
+        const auto* last = s.last_event();
+        if (last && last->parallel.iteration != 0 && !s.state().contexts.empty() && last->parallel.worker != s.state().parallel.worker) {
+            worker_ = last->parallel.worker;
+            s.exchange_worker_part(*worker_);
+        }
+    }
+    ~StepWorkerShown() {
+        if (worker_) s_.exchange_worker_part(*worker_);
+    }
+    StepWorkerShown(const StepWorkerShown&) = delete;
+    StepWorkerShown& operator=(const StepWorkerShown&) = delete;
+
+private:
+    Session<Domain>& s_;
+    std::optional<std::uint32_t> worker_;
+};
 
 template <class Domain>
 bool execute_step_command(Session<Domain>& s, const std::string& line, const StepStyle& style, std::ostream& out, bool interactive) {
@@ -127,15 +157,22 @@ bool execute_step_command(Session<Domain>& s, const std::string& line, const Ste
         }
     } else if (word == "info" || word == "i") {
         if (arg == "breakpoints" || arg == "b" || arg == "break" || arg == "watchpoints") out << format_breakpoints(s.breakpoints());
-        else if (arg == "registers" || arg == "r" || arg == "regs") out << format_registers(s, style);
+        else if (arg == "registers" || arg == "r" || arg == "regs") {
+            StepWorkerShown<Domain> shown(s);
+            out << format_registers(s, style);
+        }
         else if (arg == "checkpoints") out << format_checkpoints(s);
         else throw ToyError("info breakpoints, info registers or info checkpoints");
     } else if (word == "print" || word == "p") {
         if (size_t colon = arg.find(':'); colon != std::string::npos && colon > 0 &&
                                            arg.find_first_not_of("0123456789") == colon)
             out << print_on_worker(s, arg.substr(0, colon), arg.substr(colon + 1), style);
-        else out << format_print(s, arg, style);
+        else {
+            StepWorkerShown<Domain> shown(s);
+            out << format_print(s, arg, style);
+        }
     } else if (word == "regs") {
+        StepWorkerShown<Domain> shown(s);
         out << format_registers(s, style);
     } else if (word == "mem" || word == "x") {
         std::string array = arg.substr(0, arg.find(' '));

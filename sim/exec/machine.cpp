@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sim/exec/faults.h"
+#include "sim/exec/interleave.h"
 #include "sim/exec/parallel.h"
 #include "sim/exec/tile_exec.h"
 
@@ -45,10 +46,15 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
     std::uint64_t empty_entries = s.empty_entries;
     std::int32_t pc = s.pc;
     std::int32_t resolved[kMaxRegisterOperands];
+    std::uint64_t last_units = 0;  // the last tile instruction's units of work
     // Inside an iteration of a parallel loop: memory accesses are checked for races. A local
     // copy, kept where the loop begins and ends, so the compiler need not reload it after every
     // store (a byte store may alias anything).
     bool in_parallel = s.parallel.iteration != 0;
+    // A grid running interleaved on several workers (sim/exec/interleave.h): after each
+    // instruction the earliest worker runs the next, so the worker part in the locals below is
+    // written back and read again around a switch.
+    bool interleaved = s.parallel.interleaved;
     // One compare a step, marked unlikely: the nearer of the pause and the step limit.
     const std::uint64_t stop = std::min(pause_at, max_steps);
     // Whatever way the loop ends (a pause, the end, a fault), the state gets its position back.
@@ -67,6 +73,21 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             s.empty_entries = empty_entries;
         }
     } write_back{s, pc, vars, limit, steps, empty_entries};
+    // Around a change of the running worker: the locals out to the state, then back.
+    auto sync_out = [&] {
+        s.pc = pc;
+        std::copy(vars, vars + kMaxLoopDepth, s.vars.begin());
+        std::copy(limit, limit + kMaxLoopDepth, s.limit.begin());
+    };
+    auto sync_in = [&] {
+        pc = s.pc;
+        std::copy(s.vars.begin(), s.vars.end(), vars);
+        std::copy(s.limit.begin(), s.limit.end(), limit);
+        regs = s.regs.data();
+        written = s.written.data();
+        in_parallel = s.parallel.iteration != 0;
+        interleaved = s.parallel.interleaved;
+    };
     [[maybe_unused]] Event<V> ev;
     [[maybe_unused]] std::uint64_t entries_before = 0;
 
@@ -131,8 +152,17 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 const LoopInfo& l = loops[in.loop];
                 if (!l.lo.eval_checked(vars, vars[l.slot]) || !l.hi.eval_checked(vars, limit[l.slot])) fail_loop_bound(p, pc, vars);
                 if (__builtin_expect(l.parallel, 0)) {
-                    parallel_loop_begin(p, s, l, vars, vars[l.slot] < limit[l.slot]);
-                    in_parallel = s.parallel.iteration != 0;
+                    if (p.workers > 1 && l.grid_outer) {
+                        if (vars[l.slot] < limit[l.slot]) {
+                            sync_out();
+                            begin_interleaved_grid(p, s, static_cast<size_t>(in.loop));
+                            sync_in();
+                            continue;
+                        }
+                    } else {
+                        parallel_loop_begin(p, s, l, vars, vars[l.slot] < limit[l.slot]);
+                        in_parallel = s.parallel.iteration != 0;
+                    }
                 }
                 if (vars[l.slot] < limit[l.slot]) {
                     ++pc;
@@ -144,6 +174,12 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             }
             case Code::LoopEnd: {
                 const LoopInfo& l = loops[in.loop];
+                if (__builtin_expect(interleaved && l.grid_inner, 0)) {
+                    sync_out();
+                    end_interleaved_iteration(p, s, grid_outer_of(p, in.loop));
+                    sync_in();
+                    continue;
+                }
                 bool again = ++vars[l.slot] < limit[l.slot];
                 if (__builtin_expect(l.parallel, 0)) {
                     parallel_loop_end(p, s, l, again);
@@ -158,6 +194,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 (void)R;
                 std::uint64_t units = execute_tile<Domain, Listening>(p, dom, s, scratch, Listening ? &ev : nullptr, pc, vars);
                 work[pc] += units;
+                last_units = units;
                 if constexpr (Listening) ev.work = units;
                 break;
             }
@@ -289,6 +326,11 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
 #undef TOYSIM_SCALAR_SEM_Mask
             default: __builtin_unreachable();  // every code has its case: no range check to pay
         }
+        if (__builtin_expect(interleaved, 0)) {
+            const Op op = p.op_at(pc);
+            const std::uint64_t units = in.code == Code::Tile ? last_units : 1;
+            account_interleaved(s, units * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(op)]));
+        }
         if constexpr (Listening) {
             Op op = p.op_at(pc);
             if (in.code != Code::Tile) ev.work = 1;
@@ -305,9 +347,19 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             ++pc;  // the machine stands at the next instruction when the sink looks
             s.pc = pc;
             sink->on_event(ev);
+            if (__builtin_expect(interleaved, 0)) {
+                sync_out();
+                switch_interleaved(s);
+                sync_in();
+            }
             continue;
         }
         ++pc;
+        if (__builtin_expect(interleaved, 0)) {
+            sync_out();
+            switch_interleaved(s);
+            sync_in();
+        }
     }
 #undef TOYSIM_STEP
 #undef TOYSIM_COUNT_STEP
@@ -352,8 +404,17 @@ Counters tally(const Program& p, const MachineState<Value>& s) {
             st.max_reads = std::max(st.max_reads, r);
         }
     }
-    for (auto w : s.written) c.peak_registers += w;
-    for (auto w : s.tile_touched) c.peak_registers += w;
+    // Registers any worker wrote: every worker's file has the same layout, and this is how much
+    // of it the program uses (on several workers, the union of their files' written marks).
+    auto count_touched = [&](const std::vector<std::uint8_t>& mine, auto member) {
+        for (size_t r = 0; r < mine.size(); ++r) {
+            bool any = mine[r] != 0;
+            for (const auto& ctx : s.contexts) any = any || (ctx.*member)[r] != 0;
+            c.peak_registers += any;
+        }
+    };
+    count_touched(s.written, &WorkerContext<Value>::written);
+    count_touched(s.tile_touched, &WorkerContext<Value>::tile_touched);
     if (p.has_parallel) {
         // On P workers: cycles is the makespan, work what cycles would be on one.
         c.workers = p.workers;
@@ -387,6 +448,7 @@ MachineState<Value> fresh_state(const Program& p) {
         if (a.starts_filled()) std::fill(s.present.begin() + a.base, s.present.begin() + a.base + a.size, std::uint8_t{1});
     if (p.has_parallel) {
         s.race.assign(static_cast<size_t>(p.race_cells), RaceCell{});
+        if (p.workers > 1) s.race_sharers.assign(static_cast<size_t>(p.race_cells), RaceSharer{});
         s.parallel.worker_free.assign(static_cast<size_t>(p.workers), 0);
         s.parallel.busy.assign(static_cast<size_t>(p.workers), 0);
     }
@@ -407,7 +469,17 @@ void check_fits_in_run(const Program& p) {
     // The race table of parallel loops (sizeof(RaceCell) more an element of each array they
     // write) fits in the same budget: the first array whose cells do not is where the error points.
     constexpr std::int64_t budget = kMaxRunDram * kStateBytesPerElement<double>;
-    constexpr auto cell = static_cast<std::int64_t>(sizeof(RaceCell));
+    const auto cell = static_cast<std::int64_t>(sizeof(RaceCell) + (p.workers > 1 ? sizeof(RaceSharer) : 0));
+    // On several workers each holds a register file of its own while a grid runs.
+    if (p.has_parallel && p.workers > 1) {
+        const std::int64_t per_worker = (p.scalar_registers + p.tile_elements) * static_cast<std::int64_t>(sizeof(double) + 1) +
+                                        static_cast<std::int64_t>(p.tiles.size()) * 16;
+        if (p.dram_size * kStateBytesPerElement<double> + p.race_cells * cell + p.workers * per_worker > budget)
+            throw ToyError(ErrorKind::TooLargeToRun, p.workers_loc,
+                           fmt::format("{} workers with {} bytes of registers and tiles each do not fit beside the arrays (at most {} "
+                                       "bytes in all while running)",
+                                       p.workers, per_worker, budget));
+    }
     for (const auto& a : p.arrays)
         if (a.race_base >= 0 && p.dram_size * kStateBytesPerElement<double> + (a.race_base + a.size) * cell > budget)
             throw ToyError(ErrorKind::TooLargeToRun, a.loc,
@@ -444,6 +516,10 @@ template <class Domain>
 void Machine<Domain>::undo(const Event<Value>& e) {
     const Program& p = *program_;
     auto& s = state_;
+    // An interleaved step may be followed by a switch of workers, which an event does not
+    // record: the stepper goes back by replaying from a checkpoint instead.
+    if (s.parallel.interleaved || e.parallel.interleaved)
+        throw ToyError("internal: Machine::undo does not go back over an interleaved step (several workers)");
     auto pc = static_cast<size_t>(e.pc);
     // Where it was: the instruction, its loop variables and bounds, the step counter.
     s.pc = e.pc;

@@ -8,10 +8,12 @@
 // with their loop indices and both instructions (as ThreadSanitizer reports a race: the
 // location, the two accesses, which one wrote).
 //
-// The iterations run one after another, in order, so per element it is enough to keep one
-// iteration: the only one that touched it so far, or the first of several that shared it the
-// same way. The running iteration is the newest, so where several shared, the first is
-// another iteration than the running one, and a conflicting access races with it.
+// Per element it is enough to keep two iterations: the first that touched it, and the latest
+// of the others that shared it the same way. A conflicting access by any iteration but the
+// first races with the first; by the first, with the sharer. This holds whatever order the
+// iterations' instructions interleave in (on several workers they run one instruction at a
+// time). When they run one after another (one worker) the first never comes back once another
+// has shared, so only that it was shared is kept, not who.
 //
 // Time. The machine runs the iterations one after another, but counts time as P workers would
 // spend it, handing out iterations as a GPU's block scheduler hands out blocks: the next
@@ -32,6 +34,8 @@
 namespace toysim {
 
 inline constexpr std::uint8_t race_bit(AccessKind a) { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(a)); }
+// In RaceCell::kinds beside the access bits: another iteration shared the element.
+inline constexpr std::uint8_t kRaceShared = 1u << 3;
 
 // The cycles the instructions at pcs first..last − 1 took so far, summed: units of work times
 // cycles per unit.
@@ -86,6 +90,7 @@ inline void end_iteration(ParallelState& s, const LoopInfo& l, std::uint64_t bod
 // When the instruction that brought the work to `now` ended on its worker's clock.
 inline std::uint64_t worker_clock(const ParallelState& s, std::uint64_t now) {
     if (s.iteration == 0) return s.clock + (now - s.clock_work);
+    if (s.interleaved) return s.worker_free[s.worker];  // each worker's clock, kept as it runs
     return s.worker_free[s.worker] + (now - s.iteration_work);
 }
 
@@ -101,29 +106,33 @@ inline std::uint64_t makespan(const ParallelState& s, std::uint64_t now) {
                                                   AccessKind now, std::uint32_t other, std::int32_t other_pc, AccessKind then,
                                                   const std::int64_t* vars);
 
-// An id recorded in a RaceCell is another iteration of the running loop.
-inline bool other_iteration(const ParallelState& s, std::uint32_t id) { return id >= s.first_iteration && id != s.iteration; }
-
 // A parallel loop's LoopBegin (entering: its range is not empty) and LoopEnd (continuing: it
 // goes round again), after the loop variable is set.
+// A grid begins (its outermost loop's LoopBegin, entering): ids, the serial part's end, every
+// worker free from now.
+template <class Value>
+void begin_grid(const Program& p, MachineState<Value>& m, const std::int64_t* vars) {
+    ParallelState& s = m.parallel;
+    // A new loop: every older id is stale. Ids count up; near the end of 32 bits they start
+    // again from 1 over a cleared table.
+    if (s.ids_used > std::numeric_limits<std::uint32_t>::max() / 2) {
+        std::fill(m.race.begin(), m.race.end(), RaceCell{});
+        s.ids_used = 0;
+    }
+    s.first_iteration = s.ids_used + 1;
+    std::copy(vars, vars + kMaxLoopDepth, s.grid_start_vars.begin());
+    end_serial_part(s, total_work(p, m));
+    s.grid_work = s.clock_work;
+    std::fill(s.worker_free.begin(), s.worker_free.end(), s.clock);
+}
+
 template <class Value>
 void parallel_loop_begin(const Program& p, MachineState<Value>& m, const LoopInfo& l, const std::int64_t* vars, bool entering) {
-    ParallelState& s = m.parallel;
     if (l.grid_outer) {
         if (!entering) return;
-        // A new loop: every older id is stale. Ids count up; near the end of 32 bits they start
-        // again from 1 over a cleared table.
-        if (s.ids_used > std::numeric_limits<std::uint32_t>::max() / 2) {
-            std::fill(m.race.begin(), m.race.end(), RaceCell{});
-            s.ids_used = 0;
-        }
-        s.first_iteration = s.ids_used + 1;
-        std::copy(vars, vars + kMaxLoopDepth, s.grid_start_vars.begin());
-        end_serial_part(s, total_work(p, m));
-        s.grid_work = s.clock_work;
-        std::fill(s.worker_free.begin(), s.worker_free.end(), s.clock);
+        begin_grid(p, m, vars);
     }
-    if (entering && l.grid_inner) begin_iteration(s, body_work(p, m, l));
+    if (entering && l.grid_inner) begin_iteration(m.parallel, body_work(p, m, l));
 }
 
 // After LoopEnd of a parallel loop: `continuing` or not. Inlined: in a loop of a few scalar
@@ -147,31 +156,48 @@ template <class Value>
     }
 }
 
-// The access the running iteration would make races with the cell's iteration: the kind of
-// that iteration's access it races with, or nothing.
+// The access the running iteration would make races with the cell's iteration (or its
+// sharer's): the kind of that access it races with, or nothing.
 inline std::optional<AccessKind> race_with(const ParallelState& s, const RaceCell& c, AccessKind now) {
-    if (!other_iteration(s, c.iteration)) return std::nullopt;
+    if (c.iteration < s.first_iteration) return std::nullopt;                            // stale: nobody in this loop
+    if (c.iteration == s.iteration && !(c.kinds & kRaceShared)) return std::nullopt;  // its own element so far
+    const auto kinds = static_cast<std::uint8_t>(c.kinds & ~kRaceShared);
     // Sharing: all reading, or all accumulating.
-    if (c.kinds == race_bit(now) && now != AccessKind::Write) return std::nullopt;
-    if (c.kinds & race_bit(AccessKind::Write)) return AccessKind::Write;
-    bool accumulated = c.kinds & race_bit(AccessKind::Accumulate), read = c.kinds & race_bit(AccessKind::Read);
+    if (kinds == race_bit(now) && now != AccessKind::Write) return std::nullopt;
+    if (kinds & race_bit(AccessKind::Write)) return AccessKind::Write;
+    bool accumulated = kinds & race_bit(AccessKind::Accumulate), read = kinds & race_bit(AccessKind::Read);
     if (now == AccessKind::Accumulate) return read ? AccessKind::Read : AccessKind::Accumulate;
     return accumulated ? AccessKind::Accumulate : AccessKind::Read;
 }
 
-// Checks an access to the element at address `at`, whose cell is `c`, without recording it (a
-// slice is checked whole before it moves).
+// Checks an access to the element at address `at`, whose cell is `c` (in m.race), without
+// recording it (a slice is checked whole before it moves).
 template <class Value>
-inline void race_check(const Program& p, const MachineState<Value>& s, const RaceCell& c, std::int64_t at, std::int32_t pc,
+inline void race_check(const Program& p, const MachineState<Value>& m, const RaceCell& c, std::int64_t at, std::int32_t pc,
                        const std::int64_t* vars, AccessKind now) {
-    if (auto then = race_with(s.parallel, c, now); __builtin_expect(then.has_value(), 0))
-        fail_race(p, s.parallel, pc, at, now, c.iteration, *then == AccessKind::Read ? c.read_pc : c.pc, *then, vars);
+    if (auto then = race_with(m.parallel, c, now); __builtin_expect(then.has_value(), 0)) {
+        // The first iteration; or, when that is the running one, the latest that shared it.
+        std::uint32_t other = c.iteration;
+        std::int32_t other_pc = *then == AccessKind::Read ? c.read_pc : c.pc;
+        if (other == m.parallel.iteration && !m.race_sharers.empty()) {
+            const RaceSharer& sharer = m.race_sharers[static_cast<size_t>(&c - m.race.data())];
+            other = sharer.iteration;
+            other_pc = sharer.pc;
+        }
+        fail_race(p, m.parallel, pc, at, now, other, other_pc, *then, vars);
+    }
 }
 
 // Records a checked access: the running iteration's own, or one more of a shared kind.
-inline void race_record(const ParallelState& s, RaceCell& c, std::int32_t pc, AccessKind now) {
+template <class Value>
+inline void race_record(MachineState<Value>& m, RaceCell& c, std::int32_t pc, AccessKind now) {
+    const ParallelState& s = m.parallel;
     if (c.iteration < s.first_iteration) c = RaceCell{s.iteration, 0, 0, 0};
-    if (c.iteration != s.iteration) return;  // shared: the first sharer stays
+    if (c.iteration != s.iteration) {  // shared: the first stays; on several workers the latest other is kept
+        c.kinds |= kRaceShared;
+        if (!m.race_sharers.empty()) m.race_sharers[static_cast<size_t>(&c - m.race.data())] = {s.iteration, pc};
+        return;
+    }
     bool first_of_kind = !(c.kinds & race_bit(now));
     c.kinds |= race_bit(now);
     if (now == AccessKind::Read) {
@@ -191,7 +217,7 @@ template <class Value>
 inline void race_access(const Program& p, MachineState<Value>& s, RaceCell& c, std::int64_t at, std::int32_t pc, const std::int64_t* vars,
                         AccessKind now) {
     race_check(p, s, c, at, pc, vars, now);
-    race_record(s.parallel, c, pc, now);
+    race_record(s, c, pc, now);
 }
 
 }  // namespace toysim

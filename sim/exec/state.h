@@ -4,21 +4,32 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "sim/lower/program.h"
 
 namespace toysim {
 
-// Race checking of parallel loops (sim/exec/parallel.h), per DRAM element: an iteration that
-// touched it in the running loop and how (AccessKind bits: read, write, accumulate), with the
-// instruction of its write or accumulation and of its first read. Iterations have ids that
-// count up over the run (0: none); an id from before the running loop's first is stale.
+// Race checking of parallel loops (sim/exec/parallel.h), per DRAM element: the first iteration
+// that touched it in the running loop and how (AccessKind bits: read, write, accumulate; and a
+// bit set once another iteration shared it the same way), with the instruction of its write or
+// accumulation and of its first read. Iterations have ids that count up over the run (0:
+// none); an id from before the running loop's first is stale.
 struct RaceCell {
     std::uint32_t iteration = 0;
     std::int32_t pc = 0, read_pc = 0;
     std::uint8_t kinds = 0;
     bool operator==(const RaceCell&) const = default;
+};
+
+// On several workers, per DRAM element beside its RaceCell: the latest other iteration that
+// shared it, and its instruction. (On one worker the iterations run one after another, and the
+// first never comes back to an element another shared: no need to keep who.)
+struct RaceSharer {
+    std::uint32_t iteration = 0;
+    std::int32_t pc = 0;
+    bool operator==(const RaceSharer&) const = default;
 };
 
 // Where the running parallel loop and the workers stand (sim/exec/parallel.h): the running
@@ -37,7 +48,32 @@ struct ParallelState {
     // of the iteration loop's body (all its iterations so far) when the running one began.
     std::uint64_t grid_work = 0, iteration_body_work = 0;
     std::vector<std::uint64_t> worker_free, busy;
+    // On several workers (Program::workers > 1) a grid runs interleaved: each worker holds an
+    // iteration, and the worker whose clock is earliest (the lowest-numbered among equals) runs
+    // the next instruction. worker_free is then each worker's clock; `worker` and `iteration`
+    // are the running instruction's.
+    bool interleaved = false;
+    std::vector<std::uint32_t> worker_iteration;    // per worker: its iteration's id (0: none)
+    std::vector<std::uint32_t> ready;               // the workers with an iteration, a heap: earliest clock on top
+    std::vector<std::uint8_t> iteration_fresh;      // per worker: its iteration has run no instruction yet
+    bool first_of_iteration = false;                // the last instruction was the first of its iteration
+    std::array<std::int64_t, kMaxLoopDepth> next_vars{};  // the next iteration to hand out
+    bool next_exists = false;
     bool operator==(const ParallelState&) const = default;
+};
+
+// One worker's own part of the machine (sim/exec/parallel.h): where it is and its register
+// file. The running worker's is the machine's own; the others wait here.
+template <class Value>
+struct WorkerContext {
+    std::int32_t pc = 0;
+    std::array<std::int64_t, kMaxLoopDepth> vars{}, limit{};
+    std::vector<Value> regs;
+    std::vector<std::uint8_t> written;
+    std::vector<Value> tiles;
+    std::vector<std::int64_t> tile_rows, tile_cols;
+    std::vector<std::uint8_t> tile_touched;
+    bool operator==(const WorkerContext&) const = default;
 };
 
 template <class Value>
@@ -70,10 +106,34 @@ struct MachineState {
     // Parallel loops (only when the program has one; empty otherwise): per DRAM element its
     // RaceCell, and where the running parallel loop and the workers stand.
     std::vector<RaceCell> race;
+    std::vector<RaceSharer> race_sharers;  // on several workers: one per RaceCell
     ParallelState parallel;
+    // Per worker, while a grid runs interleaved and after it: the workers' own parts (the running
+    // worker's entry is stale: its part is the machine's, above).
+    std::vector<WorkerContext<Value>> contexts;
 
     bool operator==(const MachineState&) const = default;
 };
+
+// Exchanges the machine's worker part with `c`.
+template <class Value>
+void swap_context(MachineState<Value>& s, WorkerContext<Value>& c) {
+    std::swap(s.pc, c.pc);
+    std::swap(s.vars, c.vars);
+    std::swap(s.limit, c.limit);
+    s.regs.swap(c.regs);
+    s.written.swap(c.written);
+    s.tiles.swap(c.tiles);
+    s.tile_rows.swap(c.tile_rows);
+    s.tile_cols.swap(c.tile_cols);
+    s.tile_touched.swap(c.tile_touched);
+}
+
+// The machine's worker part, copied.
+template <class Value>
+WorkerContext<Value> copy_context(const MachineState<Value>& s) {
+    return {s.pc, s.vars, s.limit, s.regs, s.written, s.tiles, s.tile_rows, s.tile_cols, s.tile_touched};
+}
 
 
 // The units of work the instruction at pc has done so far: a scalar one is one unit a run.

@@ -55,7 +55,7 @@ void race_slice(const Program& p, MachineState<V>& s, Event<V>* ev, const MemRef
         for (std::int64_t j = 0; j < g.cols; ++j) {
             RaceCell& cell = race_cell(s, m, g.address + i * g.row_stride + j * g.col_stride);
             if constexpr (Listening) ev->race_old.push_back(cell);
-            race_record(s.parallel, cell, pc, kind);
+            race_record(s, cell, pc, kind);
         }
 }
 

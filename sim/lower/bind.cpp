@@ -89,6 +89,7 @@ void Compiler::bind_machine() {
         if (w < 1 || w > kMaxWorkers)
             throw ToyError(tree_->workers->loc, fmt::format("the machine must have 1 to {} workers, not {}", kMaxWorkers, w));
         p_.workers = w;
+        p_.workers_loc = tree_->workers->loc;
     }
     bind_tiles();
     definitely_written_.assign(static_cast<size_t>(p_.scalar_registers), false);

@@ -143,7 +143,9 @@ void plan_unchecked(Program& p) {
     for (size_t pc = 0; pc < p.code.size(); ++pc) {
         Inst& in = p.code[pc];
         if (static_cast<int>(in.code) >= kOpCount) continue;  // tiles, loop control, the end
-        bool unchecked = !in.dynamic_registers && in.unproven_reads == 0;
+        // On several workers a parallel loop's instructions run interleaved: each is followed by
+        // a choice of the next worker, which the short path would skip.
+        bool unchecked = !in.dynamic_registers && in.unproven_reads == 0 && !(p.workers > 1 && in_parallel[pc]);
         if (info(static_cast<Op>(in.code)).klass == OpClass::Memory) {
             const MemRef& m = p.mems[static_cast<size_t>(in.mem)];
             unchecked = unchecked && m.bounds_proven && (m.always_present || !reads_dram(static_cast<Op>(in.code)));

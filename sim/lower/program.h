@@ -34,7 +34,8 @@ struct Affine {
     // The value, computed modulo 2^64: exact whenever the true value is a 64-bit integer (an
     // address whose subscripts are in bounds, say), even if a partial sum is not. Never
     // undefined behaviour; for values nothing proved small, use eval_checked.
-    std::int64_t eval(const std::int64_t* vars) const {
+    // Always inlined: the executor's hottest arithmetic, and a call costs as much as the sum.
+    [[gnu::always_inline]] std::int64_t eval(const std::int64_t* vars) const {
         auto v = static_cast<std::uint64_t>(constant);
         auto term = [&](int t) { return static_cast<std::uint64_t>(coef[t]) * static_cast<std::uint64_t>(vars[var[t]]); };
         // Most addresses have one to three terms: unrolled, the executor's hottest arithmetic.
@@ -246,6 +247,7 @@ struct Program {
     std::vector<std::pair<std::string, std::int64_t>> params;  // in declaration order (lets too)
     int registers = 0;           // the register file (SRAM) in elements: tiles and scalar registers
     std::int64_t workers = 1;    // `workers P`: each with its own register file; DRAM is shared
+    Loc workers_loc;             // where `workers` is declared (none: the default, 1)
     bool has_parallel = false;   // some loop is `parallel for`
     std::int64_t race_cells = 0; // the race table's size: the elements of the arrays with a race_base
     int scalar_registers = 0;    // R0.. : what the tiles leave

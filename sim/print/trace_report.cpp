@@ -269,10 +269,14 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
     if (tr.symbolic) vt.names.emplace(tr.arena, p, shown_symbols(tr));
     if (p.has_tiles()) return format_tile_trace(p, tr, options, vt);
 
-    // Column per register the run used; cells hold the register's value after each step.
+    // Column per register the run used; cells hold the register's value after each step, in
+    // the register file of the worker that ran it (each worker has its own: at the start of a
+    // parallel loop every worker's is worker 0's).
     std::map<int, size_t> column;
     for (size_t i = 0; i < tr.registers_used.size(); ++i) column[tr.registers_used[i]] = i;
-    std::vector<std::string> current(tr.registers_used.size());
+    std::vector<std::vector<std::string>> files(static_cast<size_t>(p.workers), std::vector<std::string>(tr.registers_used.size()));
+    std::uint32_t grid_seen = 0;
+    std::vector<std::string> shown;  // the row above
     // Step counts instructions from 1; with the seed's costs (1 cycle each) it is also the
     // cycle. When a program sets other costs, a Cycle column shows when each step finishes.
     size_t first_register = unit_costs(p) ? 2 : 3;
@@ -280,8 +284,14 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
     json events = json::array();
     for (size_t i = 0; i < tr.steps.size(); ++i) {
         const TraceStep& s = tr.steps[i];
-        std::vector<std::string> previous = current;
+        if (s.grid != 0 && s.grid != grid_seen) {
+            grid_seen = s.grid;
+            for (auto& file : files) file = files[0];
+        }
+        std::vector<std::string>& current = files[std::min<size_t>(s.worker, files.size() - 1)];
+        std::vector<std::string> previous = shown.empty() ? current : shown;
         if (s.reg >= 0) current[column[s.reg]] = vt.scalar(s, false);
+        shown = current;
         std::string instruction = render_instruction(p, s.pc, s.vars.data());
         if (options.format == Format::Json) {
             json e = event_json(p, s, i, instruction, vt);

@@ -289,7 +289,8 @@ bool stops_at(const Program& p, const Breakpoint& bp, const Event<Value>& e, std
             return false;
         }
         case K::Worker:  // the iteration began with this instruction
-            return e.parallel.iteration != 0 && e.parallel.worker == bp.worker && e.cycle - e.cost == e.parallel.iteration_work;
+            return e.parallel.iteration != 0 && e.parallel.worker == bp.worker &&
+                   (e.parallel.interleaved ? e.parallel.first_of_iteration : e.cycle - e.cost == e.parallel.iteration_work);
         case K::Counter: {
             std::uint64_t after = counter_before + counter_delta(p, bp.counter, e);
             return !compare(counter_before, bp.comparison, bp.value) && compare(after, bp.comparison, bp.value);

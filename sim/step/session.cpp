@@ -18,10 +18,18 @@ std::size_t bytes_of(const std::vector<T>& v) {
 }
 
 template <class Value>
+std::size_t context_bytes(const MachineState<Value>& s) {
+    std::size_t n = bytes_of(s.contexts) + bytes_of(s.parallel.worker_iteration);
+    for (const auto& c : s.contexts)
+        n += bytes_of(c.regs) + bytes_of(c.written) + bytes_of(c.tiles) + bytes_of(c.tile_rows) + bytes_of(c.tile_cols) + bytes_of(c.tile_touched);
+    return n;
+}
+
+template <class Value>
 std::size_t state_bytes(const MachineState<Value>& s) {
     return sizeof(s) + bytes_of(s.regs) + bytes_of(s.written) + bytes_of(s.tiles) + bytes_of(s.tile_rows) + bytes_of(s.tile_cols) +
            bytes_of(s.tile_touched) + bytes_of(s.dram) + bytes_of(s.present) + bytes_of(s.reads) + bytes_of(s.executed) + bytes_of(s.work) +
-           bytes_of(s.race) + bytes_of(s.parallel.worker_free) + bytes_of(s.parallel.busy);
+           bytes_of(s.race) + bytes_of(s.race_sharers) + bytes_of(s.parallel.worker_free) + bytes_of(s.parallel.busy) + context_bytes(s);
 }
 
 template <class Value>
@@ -293,29 +301,14 @@ Stop Session<Domain>::run_backward() {
 }
 
 template <class Domain>
-std::optional<std::uint64_t> Session<Domain>::last_step_of_worker(std::uint32_t worker, std::uint32_t first) {
-    // The steps of this loop are the events whose iteration id is at least its first.
-    struct Scan : EventSink<Value> {
-        std::uint32_t worker, first;
-        std::uint64_t found = 0;
-        bool before_loop = false;
-        void on_event(const Event<Value>& e) override {
-            if (e.parallel.iteration < first) before_loop = true;
-            else if (e.parallel.worker == worker) found = e.step;
-        }
-    };
-    const std::uint64_t here = position();
-    std::optional<std::uint64_t> result;
-    back_over_segments(here, [&](std::uint64_t to, std::uint64_t) {
-        Scan scan;
-        scan.worker = worker;
-        scan.first = first;
-        machine_.run_until(to, limits_.max_steps, scan);  // replays steps that ran before: no fault
-        if (scan.found) result = scan.found;
-        return scan.found || scan.before_loop;  // found, or the loop began in this segment
-    });
-    land(here);
-    return result;
+void Session<Domain>::exchange_worker_part(std::uint32_t worker) {
+    auto& st = machine_.state();
+    const std::uint32_t running = st.parallel.worker;
+    if (worker == running || worker >= st.contexts.size()) return;
+    // Twice the same exchanges undo them: the running worker's part to its place, W's in.
+    swap_context(st, st.contexts[running]);
+    swap_context(st, st.contexts[worker]);
+    std::swap(st.contexts[running], st.contexts[worker]);
 }
 
 template <class Domain>

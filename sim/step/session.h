@@ -73,10 +73,10 @@ public:
     Stop run_forward();
     Stop run_backward();
 
-    // The last step, at or before this one, that worker `worker` ran in the run of a parallel
-    // loop whose first iteration id is `first` (whose registers and tiles are then what that
-    // worker holds); nullopt when it has not begun an iteration of it. Stays at this step.
-    std::optional<std::uint64_t> last_step_of_worker(std::uint32_t worker, std::uint32_t first);
+    // Puts worker `worker`'s registers and tiles where the machine's are (sim/exec/interleave.h)
+    // and the running worker's in its place; called again with the same worker, puts them back.
+    // Nothing else changes: for showing what a worker holds.
+    void exchange_worker_part(std::uint32_t worker);
 
     // Runs the program from the start with every event to `sink`, at most `limit` steps, and
     // stays where it stopped: false when the run is longer than `limit`.

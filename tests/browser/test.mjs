@@ -24,7 +24,7 @@ const cases = [
   { name: "seed001_fa2_tiled", args: ["programs/attention/seed001_fa2_tiled.toy"], full: true },
   // Four workers: cycles is the makespan, and the register panel shows any worker's tiles.
   { name: "flash_decoding_p4", args: ["programs/attention/flash_decoding.toy", "--set", "S=8", "--set", "P=4"], full: true, at: 80,
-    worker: { select: "1", tile: "m", value: "0.14185", note: "worker 1, as its last iteration left them at step 74" } },
+    worker: { select: "1", tile: "m", value: "0.078107", note: "worker 1's registers and tiles, as its last step left them" } },
   { name: "fa2_n4096", args: ["programs/attention/fa2.toy", "--set", "n=4096", "--set", "d=64", "--set", "Br=64", "--set", "Bc=64"], full: false, timed: true },
 ];
 
@@ -248,7 +248,8 @@ try {
     const nCounters = compareCounters(state.counters, counterMap(five.counters), `step ${at}`);
     console.log(`  step ${at} as the trace says: ${cellCount} DRAM cells (${readSum} reads), ${nCounters} counters${tileCells ? `, ${tileCells} tile values` : ""}; a step took ${Math.max(...moves).toFixed(1)} ms at most`);
 
-    // Another worker's registers: its tile as its last iteration left it; the step's DRAM boxes
+    // Another worker's registers: its tile as its last step left it (step 80 is worker 3's; worker
+    // 1 last wrote m at step 74, in the interleaved order); the step's DRAM boxes
     // carry the step's worker.
     if (c.worker) {
       const boxes = await page.evaluate(() => Array.from(document.querySelectorAll("#arrays .box"), (b) => b.getAttribute("data-worker")));
