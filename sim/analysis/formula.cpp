@@ -304,8 +304,7 @@ private:
             }
         }
         if (position < 0 || static_cast<size_t>(position) >= in.operands.size()) return;
-        const Inst& inst = p_.code[static_cast<size_t>(pc)];
-        int mem = inst.code == Code::Tile ? p_.tile_insts[static_cast<size_t>(inst.mem)].mem : inst.mem;
+        const std::int32_t mem = p_.memref_at(static_cast<std::int32_t>(pc));
         if (mem < 0) return;
         int array = p_.mems[static_cast<size_t>(mem)].array;
         const ast::Operand& o = in.operands[static_cast<size_t>(position)];

@@ -50,7 +50,7 @@ Affine without(Affine a, int slot) {
 
 struct Side {
     std::optional<Extent> extent;  // nullopt: its end overflows, nothing is proven from it
-    std::vector<Interval> ranges;
+    const std::vector<Interval>* ranges;  // the values of its loop variables
 };
 
 // Whether dimension d keeps two iterations that differ in grid slot g apart for accesses x, y:
@@ -69,7 +69,7 @@ bool separates(const Side& x, const Side& y, int g, const std::vector<int>& grid
             if (other != g && f->coefficient(other) != 0) return false;
     }
     auto span = [&](const Side& s, const std::vector<bool>& cancelled) -> std::optional<Interval> {
-        std::vector<Interval> ranges = s.ranges;
+        std::vector<Interval> ranges = *s.ranges;
         for (int slot = 0; slot < outer_slots; ++slot)
             if (cancelled[static_cast<size_t>(slot)]) ranges[static_cast<size_t>(slot)] = Interval::point(0);
         auto lo = without(s.extent->start, g).range(ranges.data()), hi = without(s.extent->end, g).range(ranges.data());
@@ -116,20 +116,20 @@ std::vector<RaceProof> prove_race_freedom(const Program& p) {
             if (p.loops[inner].grid_inner) break;
         }
         const int outer_slots = p.loops[k].slot;
+        // Each access, with its MemRef and the values its loop variables take (found once).
         std::vector<ParallelAccess> accesses;
+        std::vector<const MemRef*> refs;
+        std::vector<std::vector<Interval>> ranges;
         for (auto pc = p.loops[inner].body.first; pc < p.loops[inner].body.second; ++pc) {
-            const Inst& in = p.code[static_cast<size_t>(pc)];
-            if (!is_instruction(in.code)) continue;
+            const std::int32_t mem = p.memref_at(pc);
+            if (mem < 0) continue;
             const Op op = p.op_at(pc);
-            if (info(op).klass != OpClass::Memory) continue;
-            const std::int32_t mem = in.code == Code::Tile ? p.tile_insts[static_cast<size_t>(in.mem)].mem : in.mem;
-            accesses.push_back({pc, op, access_kind(op), p.mems[static_cast<size_t>(mem)].array});
+            const MemRef& m = p.mems[static_cast<size_t>(mem)];
+            accesses.push_back({pc, op, access_kind(op), m.array});
+            refs.push_back(&m);
+            ranges.push_back(variable_ranges(p, static_cast<size_t>(pc)));
         }
-        auto side = [&](const ParallelAccess& a, size_t d) {
-            const Inst& in = p.code[static_cast<size_t>(a.pc)];
-            const std::int32_t mem = in.code == Code::Tile ? p.tile_insts[static_cast<size_t>(in.mem)].mem : in.mem;
-            return Side{extent(p.mems[static_cast<size_t>(mem)], d), variable_ranges(p, static_cast<size_t>(a.pc))};
-        };
+        auto side = [&](size_t a, size_t d) { return Side{extent(*refs[a], d), &ranges[a]}; };
         proof.proven = true;
         for (size_t i = 0; i < accesses.size() && proof.proven; ++i)
             for (size_t j = i; j < accesses.size() && proof.proven; ++j) {
@@ -139,7 +139,7 @@ std::vector<RaceProof> prove_race_freedom(const Program& p) {
                 for (size_t v = 0; v < grid_slots.size(); ++v) {
                     const int g = grid_slots[v];
                     bool kept_apart = false;
-                    for (size_t d = 0; d < dims && !kept_apart; ++d) kept_apart = separates(side(x, d), side(y, d), g, grid_slots, outer_slots);
+                    for (size_t d = 0; d < dims && !kept_apart; ++d) kept_apart = separates(side(i, d), side(j, d), g, grid_slots, outer_slots);
                     if (kept_apart) continue;
                     proof.proven = false;
                     // The write goes first in the message.

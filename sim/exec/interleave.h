@@ -64,30 +64,23 @@ inline bool grid_next(const Program& p, std::size_t level, std::size_t inner, st
     return false;
 }
 
-// Gives worker part `c` the next iteration of the grid (p.loops[outer]): its variables, the
-// first instruction of its body, a new id.
-template <class Value>
-void hand_out_iteration(const Program& p, ParallelState& s, std::size_t outer, std::uint32_t worker, std::int32_t& pc,
+// Gives worker part `c` the next iteration of the grid (p.loops[outer]): its variables and
+// its grid loops' ends, the first instruction of its body, a new id.
+inline void hand_out_iteration(const Program& p, ParallelState& s, std::size_t outer, std::uint32_t worker, std::int32_t& pc,
                         std::array<std::int64_t, kMaxLoopDepth>& vars, std::array<std::int64_t, kMaxLoopDepth>& limit) {
     const std::size_t inner = grid_inner_loop(p, outer);
     const LoopInfo& in = p.loops[inner];
     if (s.ids_used == std::numeric_limits<std::uint32_t>::max())
         throw ToyError(in.loc, "this parallel loop has more than 2,147,483,647 iterations: too many to check for races");
     for (std::size_t k = outer; k <= inner; ++k) {
-        const int slot = p.loops[k].slot;
-        vars[static_cast<std::size_t>(slot)] = s.next_vars[static_cast<std::size_t>(slot)];
-    }
-    // Each grid loop's end as the iteration's variables make it (what the stepper shows).
-    std::array<std::int64_t, kMaxLoopDepth> scratch = s.next_vars;
-    for (std::size_t k = outer; k <= inner; ++k) {
-        std::int64_t hi = 0;
-        if (p.loops[k].hi.eval_checked(scratch.data(), hi)) limit[static_cast<std::size_t>(p.loops[k].slot)] = hi;
+        const auto slot = static_cast<std::size_t>(p.loops[k].slot);
+        vars[slot] = s.next_vars[slot];
+        limit[slot] = s.next_limit[slot];
     }
     pc = in.body.first;
     s.worker_iteration[worker] = ++s.ids_used;
     s.iteration_fresh[worker] = 1;
-    std::array<std::int64_t, kMaxLoopDepth> next_limit = limit;
-    s.next_exists = grid_next(p, outer, inner, s.next_vars.data(), next_limit.data());
+    s.next_exists = grid_next(p, outer, inner, s.next_vars.data(), s.next_limit.data());
 }
 
 // The heap of workers with an iteration (ParallelState::ready): on top the earliest clock, the
@@ -139,8 +132,8 @@ void begin_interleaved_grid(const Program& p, MachineState<Value>& m, std::size_
     begin_grid(p, m, m.vars.data());
     const std::size_t inner = grid_inner_loop(p, outer);
     s.next_vars = m.vars;
-    std::array<std::int64_t, kMaxLoopDepth> limit = m.limit;
-    s.next_exists = grid_first(p, outer, inner, s.next_vars.data(), limit.data());
+    s.next_limit = m.limit;
+    s.next_exists = grid_first(p, outer, inner, s.next_vars.data(), s.next_limit.data());
     s.interleaved = true;
     const auto workers = static_cast<std::uint32_t>(p.workers);
     // Every worker starts from the registers and tiles as the loop found them.
@@ -149,7 +142,7 @@ void begin_interleaved_grid(const Program& p, MachineState<Value>& m, std::size_
     s.iteration_fresh.assign(workers, 0);
     for (std::uint32_t w = 0; w < workers && s.next_exists; ++w) {
         WorkerContext<Value>& c = m.contexts[w];
-        hand_out_iteration<Value>(p, s, outer, w, c.pc, c.vars, c.limit);
+        hand_out_iteration(p, s, outer, w, c.pc, c.vars, c.limit);
     }
     s.ready.clear();
     for (std::uint32_t w = 0; w < workers; ++w)
@@ -171,7 +164,7 @@ template <class Value>
 void end_interleaved_iteration(const Program& p, MachineState<Value>& m, std::size_t outer) {
     ParallelState& s = m.parallel;
     if (s.next_exists) {
-        hand_out_iteration<Value>(p, s, outer, s.worker, m.pc, m.vars, m.limit);
+        hand_out_iteration(p, s, outer, s.worker, m.pc, m.vars, m.limit);
         s.iteration = s.worker_iteration[s.worker];
         return;
     }

@@ -195,7 +195,6 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 std::uint64_t units = execute_tile<Domain, Listening>(p, dom, s, scratch, Listening ? &ev : nullptr, pc, vars);
                 work[pc] += units;
                 last_units = units;
-                if constexpr (Listening) ev.work = units;
                 break;
             }
             case Code::LOAD: {
@@ -235,7 +234,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                     std::int64_t at = m.address.eval(vars);
                     V v = regs[R[0]];
                     if (__builtin_expect(in.race_checked, 0))
-                        race_access(p, s, race_cell(s, m, at), at, pc, vars, in.code == Code::STORE_ADD ? AccessKind::Accumulate : AccessKind::Write);
+                        race_access(p, s, race_cell(s, m, at), at, pc, vars, access_kind(static_cast<Op>(in.code)));
                     if (in.code == Code::STORE_ADD) {
                         ++reads[at];
                         v = stored_value(Op::STORE_ADD, dom, v, dom.load(dram[at], at));
@@ -246,7 +245,7 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 });
                 TOYSIM_STEP();
                 const bool accumulate = in.code == Code::STORE_ADD;
-                const AccessKind kind = accumulate ? AccessKind::Accumulate : AccessKind::Write;
+                const AccessKind kind = access_kind(static_cast<Op>(in.code));
                 V v = read(in, R, 0);
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
@@ -326,16 +325,21 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
 #undef TOYSIM_SCALAR_SEM_Mask
             default: __builtin_unreachable();  // every code has its case: no range check to pay
         }
-        if (__builtin_expect(interleaved, 0)) {
+        // The instruction's cycles: its units of work (one for a scalar instruction) times its
+        // opcode's cost, for the running worker's clock and for the listener.
+        if (Listening || __builtin_expect(interleaved, 0)) {
             const Op op = p.op_at(pc);
             const std::uint64_t units = in.code == Code::Tile ? last_units : 1;
-            account_interleaved(s, units * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(op)]));
+            const std::uint64_t cost = units * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(op)]);
+            if (interleaved) account_interleaved(s, cost);
+            if constexpr (Listening) {
+                ev.work = units;
+                ev.cost = cost;
+            }
         }
         if constexpr (Listening) {
             Op op = p.op_at(pc);
-            if (in.code != Code::Tile) ev.work = 1;
             ev.step = steps;
-            ev.cost = ev.work * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(op)]);
             cycle += ev.cost;
             ev.cycle = cycle;
             ev.pc = pc;
@@ -347,14 +351,9 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             ++pc;  // the machine stands at the next instruction when the sink looks
             s.pc = pc;
             sink->on_event(ev);
-            if (__builtin_expect(interleaved, 0)) {
-                sync_out();
-                switch_interleaved(s);
-                sync_in();
-            }
-            continue;
+        } else {
+            ++pc;
         }
-        ++pc;
         if (__builtin_expect(interleaved, 0)) {
             sync_out();
             switch_interleaved(s);
@@ -373,14 +372,12 @@ Counters tally(const Program& p, const MachineState<Value>& s) {
     for (size_t pc = 0; pc < p.code.size(); ++pc) {
         const Inst& in = p.code[pc];
         if (!is_instruction(in.code)) continue;
-        bool tile = in.code == Code::Tile;
         Op op = p.op_at(static_cast<std::int32_t>(pc));
         std::uint64_t n = s.executed[pc];
         std::uint64_t units = units_done(p, s, pc);
         c.by_opcode[static_cast<size_t>(op)] += n;
         c.work_by_opcode[static_cast<size_t>(op)] += units;
-        std::int32_t mem = tile ? p.tile_insts[static_cast<size_t>(in.mem)].mem : in.mem;
-        if (info(op).klass == OpClass::Memory) {
+        if (std::int32_t mem = p.memref_at(static_cast<std::int32_t>(pc)); mem >= 0) {
             ArrayStats& st = c.arrays[static_cast<size_t>(p.mems[static_cast<size_t>(mem)].array)];
             if (reads_dram(op)) st.reads += units;
             if (writes_dram(op)) st.writes += units;

@@ -57,7 +57,8 @@ struct ParallelState {
     std::vector<std::uint32_t> ready;               // the workers with an iteration, a heap: earliest clock on top
     std::vector<std::uint8_t> iteration_fresh;      // per worker: its iteration has run no instruction yet
     bool first_of_iteration = false;                // the last instruction was the first of its iteration
-    std::array<std::int64_t, kMaxLoopDepth> next_vars{};  // the next iteration to hand out
+    // The next iteration to hand out: its grid variables, and its grid loops' ends.
+    std::array<std::int64_t, kMaxLoopDepth> next_vars{}, next_limit{};
     bool next_exists = false;
     bool operator==(const ParallelState&) const = default;
 };

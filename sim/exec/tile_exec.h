@@ -169,7 +169,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
             std::swap(g.rows, g.cols);
             std::swap(g.row_stride, g.col_stride);
         }
-        const AccessKind kind = t.op == Op::LOAD ? AccessKind::Read : accumulates(t.op) ? AccessKind::Accumulate : AccessKind::Write;
+        const AccessKind kind = access_kind(t.op);
         if constexpr (Listening) ev->accesses.push_back({m.array, kind, g.address, g.rows, g.cols, g.row_stride, g.col_stride});
         // Before anything changes: an element read must hold a value, and no access may race.
         if (reads_dram(t.op) && !m.always_present)

@@ -34,6 +34,13 @@ Op Program::op_at(std::int32_t pc) const {
     return in.code == Code::Tile ? tile_insts[static_cast<size_t>(in.mem)].op : static_cast<Op>(in.code);
 }
 
+std::int32_t Program::memref_at(std::int32_t pc) const {
+    const Inst& in = code[static_cast<size_t>(pc)];
+    if (in.code == Code::Tile) return tile_insts[static_cast<size_t>(in.mem)].mem;
+    if (!is_instruction(in.code) || info(static_cast<Op>(in.code)).klass != OpClass::Memory) return -1;
+    return in.mem;
+}
+
 std::string Program::register_file_text() const {
     int n = scalar_registers;
     if (tiles.empty()) return fmt::format("{} register{}: R0..R{}", n, n == 1 ? "" : "s", n - 1);
@@ -98,12 +105,8 @@ namespace {
 void plan_race_checking(Program& p) {
     std::vector<bool> written(p.arrays.size(), false);
     for (size_t pc = 0; pc < p.code.size(); ++pc) {
-        const Inst& in = p.code[pc];
-        const bool tile = in.code == Code::Tile;
-        if (!tile && static_cast<int>(in.code) >= kOpCount) continue;  // loop control, the end
-        const Op op = p.op_at(static_cast<std::int32_t>(pc));
-        const std::int32_t mem = tile ? p.tile_insts[static_cast<size_t>(in.mem)].mem : in.mem;
-        if (!writes_dram(op) || mem < 0) continue;
+        const std::int32_t mem = p.memref_at(static_cast<std::int32_t>(pc));
+        if (mem < 0 || !writes_dram(p.op_at(static_cast<std::int32_t>(pc)))) continue;
         const auto& loops = p.enclosing_loops[pc];
         if (std::any_of(loops.begin(), loops.end(), [&](int l) { return p.loops[static_cast<size_t>(l)].parallel; }))
             written[static_cast<size_t>(p.mems[static_cast<size_t>(mem)].array)] = true;

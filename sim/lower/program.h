@@ -279,6 +279,9 @@ struct Program {
     std::string register_file_text() const;
     // The op an instruction executes (ISA instructions only, not loop control).
     Op op_at(std::int32_t pc) const;
+    // The MemRef of the instruction at pc, a LOAD, STORE or STORE_ADD of a scalar or a slice;
+    // -1 for any other instruction or loop control.
+    std::int32_t memref_at(std::int32_t pc) const;
     // "a01" / "x3" (the seed's symbol style), or "a[1][10]" when an index has two digits.
     std::string element_symbol(int array, std::int64_t offset) const;
     // "a[0][1]": how instructions and errors name an element.

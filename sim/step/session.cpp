@@ -303,12 +303,9 @@ Stop Session<Domain>::run_backward() {
 template <class Domain>
 void Session<Domain>::exchange_worker_part(std::uint32_t worker) {
     auto& st = machine_.state();
-    const std::uint32_t running = st.parallel.worker;
-    if (worker == running || worker >= st.contexts.size()) return;
-    // Twice the same exchanges undo them: the running worker's part to its place, W's in.
-    swap_context(st, st.contexts[running]);
+    if (worker == st.parallel.worker || worker >= st.contexts.size()) return;
+    // One exchange, undone by the same exchange: meanwhile W's place holds the running worker's.
     swap_context(st, st.contexts[worker]);
-    std::swap(st.contexts[running], st.contexts[worker]);
 }
 
 template <class Domain>
