@@ -218,3 +218,66 @@ TEST_CASE("a symbolic run steps back to the start too: inputs read on the way ar
     for (auto it = keep.events.rbegin(); it != keep.events.rend(); ++it) m.undo(*it);
     CHECK(m.state() == start);
 }
+
+// A plain run takes the fast path (sim/exec/fast_path.h) wherever it can; a listened run never
+// does. Both, and a plain run paused at odd places, must end in the same state.
+TEST_CASE("the fast path and the listened executor end in the same state on every shipped program", "[machine]") {
+    for (const auto& path : testing::shipped_programs()) {
+        INFO(path);
+        Program p = build_file(path);
+        auto plain = fresh(p);
+        plain.run_until(kNoPause, kNoPause);
+        REQUIRE(plain.halted());
+        auto listened = fresh(p);
+        Keep<> keep;
+        listened.run_until(kNoPause, kNoPause, keep);
+        CHECK(listened.state() == plain.state());
+        auto paused = fresh(p);
+        std::mt19937_64 rng(11);
+        const std::uint64_t total = plain.state().steps;
+        for (std::uint64_t at = rng() % 7; at < total; at += 1 + rng() % (total / 5 + 1)) paused.run_until(at, kNoPause);
+        paused.run_until(kNoPause, kNoPause);
+        CHECK(paused.state() == plain.state());
+        CHECK(paused.counters().cycles == listened.counters().cycles);
+    }
+}
+
+TEST_CASE("the fast path takes addresses of many terms, empty loops, STORE_ADD and immediates", "[machine]") {
+    Program p = build(R"(registers 3
+param n = 3
+input a[n][n][n][n]
+output y[n][n][n][n]
+output t[1] = 0
+for i in 0..n {
+    for j in 0..n {
+        for z in 0..i - i {
+            SET 1.0, R0, R0
+        }
+        for k in 0..n {
+            for l in 0..n {
+                LOAD a[i][j][k][l], R0
+                SET 2.0, R0, R1
+                MUL R0, R1, R2
+                STORE R2, y[l][k][j][i]
+                STORE_ADD R0, t[0]
+            }
+        }
+    }
+}
+)");
+    auto plain = fresh(p);
+    plain.run_until(kNoPause, kNoPause);
+    auto listened = fresh(p);
+    Keep<> keep;
+    listened.run_until(kNoPause, kNoPause, keep);
+    CHECK(listened.state() == plain.state());
+    CHECK(plain.state().steps == 5 * 81);
+    const auto& s = plain.state();
+    const ArrayInfo& a = p.arrays[0];
+    const ArrayInfo& y = p.arrays[1];
+    double sum = 0;
+    for (std::int64_t i = 0; i < 81; ++i) sum += s.dram[static_cast<size_t>(a.base + i)];
+    CHECK(s.dram[static_cast<size_t>(p.arrays[2].base)] == Approx(sum));
+    // y[l][k][j][i] = 2·a[i][j][k][l]
+    CHECK(s.dram[static_cast<size_t>(y.base + 1 * 27 + 2 * 9 + 0 * 3 + 2)] == 2 * s.dram[static_cast<size_t>(a.base + 2 * 27 + 0 * 9 + 2 * 3 + 1)]);
+}

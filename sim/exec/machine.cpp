@@ -1,10 +1,12 @@
 // The executor: one loop over the flat code, one switch case per opcode, compiled for each
 // value domain with and without a listener. The machine's state lives in MachineState; the
-// loop works on local copies of the hot fields and writes them back when it stops.
+// loop works on local copies of the hot fields and writes them back when it stops. Without a
+// listener it hands the machine to the fast path (fast_exec.h) wherever that can go on.
 #include "sim/exec/machine.h"
 
 #include <fmt/format.h>
 
+#include "sim/exec/fast_exec.h"
 #include "sim/exec/faults.h"
 #include "sim/exec/interleave.h"
 #include "sim/exec/parallel.h"
@@ -14,16 +16,10 @@ namespace toysim {
 
 namespace {
 
-constexpr int register_reads(std::string_view signature) {
-    int n = 0;
-    for (char ch : signature) n += ch == 'r';
-    return n;
-}
-
 // The executor proper. Listening: build an Event per instruction and hand it to `sink`.
 template <class Domain, bool Listening>
-void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>& s, std::vector<typename Domain::Value>& scratch,
-             EventSink<typename Domain::Value>* sink, std::uint64_t pause_at, std::uint64_t max_steps, std::uint64_t cycle) {
+void execute(const Program& p, const FastInst* fast, Domain& dom, MachineState<typename Domain::Value>& s,
+             std::vector<typename Domain::Value>& scratch, EventSink<typename Domain::Value>* sink, std::uint64_t pause_at, std::uint64_t max_steps, std::uint64_t cycle) {
     using V = typename Domain::Value;
     if (s.halted) return;
     const Inst* code = p.code.data();
@@ -133,19 +129,17 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
         entries_before = empty_entries;                                       \
     }                                                                         \
     const std::int32_t* R = registers_of(in)
-    // The short path of an instruction that needs no check (Inst::unchecked), in a plain run:
-    // no event, no flag to test but this one. BODY ends with the instruction done.
-#define TOYSIM_UNCHECKED(BODY)                                                \
-    if constexpr (!Listening)                                                 \
-        if (__builtin_expect(in.unchecked, 1)) {                              \
-            TOYSIM_COUNT_STEP();                                              \
-            const std::int32_t* R = in.reg.data();                            \
-            BODY;                                                             \
-            ++pc;                                                             \
-            continue;                                                         \
-        }
 
     for (;;) {
+        // A plain run hands the machine to the fast path while it can take it (fast_path.h).
+        if constexpr (!Listening)
+            if (fast[pc].kind != FastKind::Exit && !interleaved) {
+                // Back at an instruction it does not run, at the stop, or at a loop that is empty
+                // or has a bound to report: the general case below takes that one.
+                const FastStop back = run_fast_path(p, fast, dom, s, vars, limit, pc, stop - steps);
+                pc = back.pc;
+                steps = stop - back.budget;
+            }
         const Inst& in = code[pc];
         switch (in.code) {
             case Code::LoopBegin: {
@@ -198,14 +192,6 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
                 break;
             }
             case Code::LOAD: {
-                TOYSIM_UNCHECKED({
-                    const MemRef& m = mems[in.mem];
-                    std::int64_t at = m.address.eval(vars);
-                    if (__builtin_expect(in.race_checked, 0)) race_access(p, s, race_cell(s, m, at), at, pc, vars, AccessKind::Read);
-                    ++reads[at];
-                    regs[R[0]] = dom.load(dram[at], at);
-                    written[R[0]] = 1;
-                });
                 TOYSIM_STEP();
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
@@ -229,20 +215,6 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
             }
             case Code::STORE:
             case Code::STORE_ADD: {
-                TOYSIM_UNCHECKED({
-                    const MemRef& m = mems[in.mem];
-                    std::int64_t at = m.address.eval(vars);
-                    V v = regs[R[0]];
-                    if (__builtin_expect(in.race_checked, 0))
-                        race_access(p, s, race_cell(s, m, at), at, pc, vars, access_kind(static_cast<Op>(in.code)));
-                    if (in.code == Code::STORE_ADD) {
-                        ++reads[at];
-                        v = stored_value(Op::STORE_ADD, dom, v, dom.load(dram[at], at));
-                    }
-                    dram[at] = v;
-                    present[at] = 1;
-                    dom.stored(v, at);
-                });
                 TOYSIM_STEP();
                 const bool accumulate = in.code == Code::STORE_ADD;
                 const AccessKind kind = access_kind(static_cast<Op>(in.code));
@@ -278,16 +250,6 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
 #define TOYSIM_ALU(NAME, SIG, SEM)                                                \
     case Code::NAME: {                                                            \
         constexpr int sources = register_reads(SIG);                              \
-        TOYSIM_UNCHECKED({                                                        \
-            [[maybe_unused]] V a = regs[R[0]];                                    \
-            [[maybe_unused]] V b = sources > 1 ? regs[R[1]] : a;                  \
-            [[maybe_unused]] V c = sources > 2 ? regs[R[2]] : a;                  \
-            [[maybe_unused]] Domain& D = dom;                                     \
-            [[maybe_unused]] double imm = 0;                                      \
-            if constexpr (SIG[0] == 'i') imm = p.immediates[static_cast<size_t>(in.mem)]; \
-            regs[R[sources]] = SEM;                                               \
-            written[R[sources]] = 1;                                              \
-        });                                                                       \
         TOYSIM_STEP();                                                            \
         [[maybe_unused]] V a = read(in, R, 0);                                    \
         [[maybe_unused]] V b = sources > 1 ? read(in, R, 1) : a;                  \
@@ -302,14 +264,6 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
         if constexpr (Listening) ev.reg_new = result;                             \
         break;                                                                    \
     }
-// A row reduction of a scalar register (one value) is that value.
-#define TOYSIM_SCALAR_SEM_RowReduce(SEM) a
-#define TOYSIM_SCALAR_SEM_Memory(SEM) SEM
-#define TOYSIM_SCALAR_SEM_Elementwise(SEM) SEM
-#define TOYSIM_SCALAR_SEM_Product(SEM) SEM
-#define TOYSIM_SCALAR_SEM_Fill(SEM) SEM
-// A scalar register is one element, on the diagonal.
-#define TOYSIM_SCALAR_SEM_Mask(SEM) a
 #define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) TOYSIM_ALU_##CLASS(NAME, SIG, TOYSIM_SCALAR_SEM_##SHAPE(SEM))
             TOYSIM_OPCODES(X)
 #undef X
@@ -317,12 +271,6 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
 #undef TOYSIM_ALU_Compute
 #undef TOYSIM_ALU_Move
 #undef TOYSIM_ALU_Memory
-#undef TOYSIM_SCALAR_SEM_RowReduce
-#undef TOYSIM_SCALAR_SEM_Memory
-#undef TOYSIM_SCALAR_SEM_Elementwise
-#undef TOYSIM_SCALAR_SEM_Product
-#undef TOYSIM_SCALAR_SEM_Fill
-#undef TOYSIM_SCALAR_SEM_Mask
             default: __builtin_unreachable();  // every code has its case: no range check to pay
         }
         // The instruction's cycles: its units of work (one for a scalar instruction) times its
@@ -362,7 +310,6 @@ void execute(const Program& p, Domain& dom, MachineState<typename Domain::Value>
     }
 #undef TOYSIM_STEP
 #undef TOYSIM_COUNT_STEP
-#undef TOYSIM_UNCHECKED
 }
 
 template <class Value>
@@ -488,16 +435,16 @@ void check_fits_in_run(const Program& p) {
 
 template <class Domain>
 Machine<Domain>::Machine(const Program& program, Domain domain)
-    : program_(&program), domain_(std::move(domain)), state_(fresh_state<Value>(program)) {}
+    : program_(&program), domain_(std::move(domain)), state_(fresh_state<Value>(program)), fast_(decode_fast_path(program)) {}
 
 template <class Domain>
 void Machine<Domain>::run_until(std::uint64_t pause_at, std::uint64_t max_steps) {
-    execute<Domain, false>(*program_, domain_, state_, scratch_, nullptr, pause_at, max_steps, 0);
+    execute<Domain, false>(*program_, fast_.data(), domain_, state_, scratch_, nullptr, pause_at, max_steps, 0);
 }
 
 template <class Domain>
 void Machine<Domain>::run_until(std::uint64_t pause_at, std::uint64_t max_steps, EventSink<Value>& sink) {
-    execute<Domain, true>(*program_, domain_, state_, scratch_, &sink, pause_at, max_steps, cycle());
+    execute<Domain, true>(*program_, fast_.data(), domain_, state_, scratch_, &sink, pause_at, max_steps, cycle());
 }
 
 template <class Domain>

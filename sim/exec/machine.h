@@ -18,6 +18,7 @@
 
 #include "sim/exec/counters.h"
 #include "sim/exec/event.h"
+#include "sim/exec/fast_path.h"
 #include "sim/exec/state.h"
 #include "sim/exec/symbolic.h"
 #include "sim/lower/program.h"
@@ -78,6 +79,7 @@ private:
     Domain domain_;
     MachineState<Value> state_;
     std::vector<Value> scratch_;  // a product that overwrites one of its sources is built here
+    std::vector<FastInst> fast_;  // the program decoded for the fast path (fast_path.h)
 };
 
 extern template class Machine<NumericDomain>;

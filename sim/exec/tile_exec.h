@@ -9,6 +9,7 @@
 #include "sim/exec/faults.h"
 #include "sim/exec/parallel.h"
 #include "sim/exec/state.h"
+#include "sim/exec/symbolic.h"
 
 namespace toysim {
 

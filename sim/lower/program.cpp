@@ -147,7 +147,7 @@ void plan_unchecked(Program& p) {
         Inst& in = p.code[pc];
         if (static_cast<int>(in.code) >= kOpCount) continue;  // tiles, loop control, the end
         // On several workers a parallel loop's instructions run interleaved: each is followed by
-        // a choice of the next worker, which the short path would skip.
+        // a choice of the next worker, which the fast path would skip.
         bool unchecked = !in.dynamic_registers && in.unproven_reads == 0 && !(p.workers > 1 && in_parallel[pc]);
         if (info(static_cast<Op>(in.code)).klass == OpClass::Memory) {
             const MemRef& m = p.mems[static_cast<size_t>(in.mem)];

@@ -173,7 +173,8 @@ struct Inst {
     bool dynamic_registers : 1 = false;  // some register operand is R[expr]
     // Needs none of the executor's checks but the race check: no dynamic register, no
     // unproven read, and a memory operand (if any) proven in bounds and holding a value where
-    // it is read. The plain run takes a short path for it (plan_unchecked in program.cpp).
+    // it is read. A plain run takes the fast path for it (sim/exec/fast_path.h; plan_unchecked
+    // in program.cpp).
     bool unchecked : 1 = false;
     // A LOAD, STORE or STORE_ADD inside a parallel loop on an array race checking follows.
     bool race_checked : 1 = false;
