@@ -1,6 +1,6 @@
 // What a program costs in DRAM traffic and work, found without running it.
 //
-// Three analyses of a compiled Program, none of which executes an instruction:
+// Four analyses of a compiled Program, none of which executes an instruction:
 //
 //  - count_traffic: the exact reads and writes of each array, in elements, that a full run
 //    would count. It walks the loop structure and iterates only the loops whose variable
@@ -13,6 +13,10 @@
 //    K[j*Bc..j*Bc+Bc] collapses to the array's dimension n, exactly, even when Bc does not
 //    divide n. What has no closed form here (triangular loops, other clipped ranges) gets an
 //    estimate, marked inexact, with a note saying why.
+//
+//  - derive_time: `work` and `cycles` (the makespan on the program's workers) in closed form,
+//    each instruction's units of work followed through the tile shapes its slices set, and per
+//    parallel loop its iterations and one iteration's cycles.
 //
 //  - estimate_work: the instructions a run executes (exactly) and its units of work (exactly,
 //    or an upper bound where tile shapes are only known as they run), for "this run would take
@@ -100,6 +104,36 @@ struct ArrayFormulas {
 // Throws ToyError, at the line being derived, when a coefficient overflows 64 bits or a formula
 // grows past 4096 terms or degree 64.
 std::vector<ArrayFormulas> derive_formulas(const Program& program);
+
+// ---- time ----
+
+// A grid of parallel loops (or one parallel loop) as `cost` times it: its iterations, and the
+// cycles of one. The block scheduler hands N iterations of c cycles each to P workers in
+// ⌈N/P⌉ rounds; where iterations differ, c is the heaviest (⌈N/P⌉·c is then an upper bound:
+// the j-th iteration starts by ⌊j/P⌋·c).
+struct GridTime {
+    int loop = -1;             // Program::loops index of its outermost loop
+    Formula iterations;
+    Formula iteration_cycles;
+    bool uniform = true;       // every iteration takes iteration_cycles (see note where not)
+    std::string note;
+};
+
+// What a run's `work` and `cycles` come to, in closed form over the parameters: every
+// instruction's units of work times its opcode's cycles, summed over its loops as the traffic
+// formulas are (tile shapes followed from the slices that set them). `cycles` is the makespan
+// on the program's `workers`: the serial part, plus ⌈N/P⌉·c for each grid.
+struct TimeFormulas {
+    Formula work, cycles;
+    bool exact = true;         // false: an upper bound or an estimate (see note)
+    std::string note;          // why, one clause per reason, "; "-separated
+    std::vector<GridTime> grids;
+    // Where the only reason is a grid's clipped last tiles: exact when each first divides its
+    // second (Br divides n), as exact() says at given parameters.
+    std::vector<std::pair<Formula, Formula>> exact_when;
+    bool exact_at(const std::vector<std::pair<std::string, std::int64_t>>& bindings) const;
+};
+TimeFormulas derive_time(const Program& program);
 
 // The lets a formula uses (directly, or through another let used), in declaration order.
 struct LetLegend {

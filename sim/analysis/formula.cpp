@@ -51,11 +51,26 @@ public:
         return out;
     }
 
+    TimeFormulas derive_time() {
+        timing_ = true;
+        shapes_.assign(p_.tiles.size(), Shape{});
+        walk(tree_.body);
+        TimeFormulas out;
+        out.work = formula(work_);
+        out.cycles = formula(makespan_);
+        out.exact = time_notes_.empty();
+        for (const auto& note : time_notes_) out.note += (out.note.empty() ? "" : "; ") + note;
+        out.grids = std::move(grids_);
+        if (!other_inexact_) out.exact_when = std::move(exact_when_);
+        return out;
+    }
+
 private:
     struct Level {
         std::string var;
         int atom;
         Poly lo, hi;
+        bool grid = false;  // a loop of the running grid: its iterations are the grid's, not summed
     };
 
     const Program& p_;
@@ -67,6 +82,40 @@ private:
     std::map<const ast::Instruction*, int> pc_of_;
     std::vector<Poly> reads_, writes_;
     std::vector<std::vector<std::string>> notes_;
+
+    // ---- time (derive_time) ----
+    // How far a tile or a slice reaches along one dimension: `width`, or where the slice is
+    // the standard tiling pattern along loop variable `clip` (an atom), min(width, dim − v·width),
+    // which sums over that loop to `dim` (or max(0, dim − lo·width) from lo).
+    struct Extent {
+        Poly width;
+        int clip = -1;
+        Poly dim, lo;
+    };
+    struct Shape {
+        Extent rows{pconst(1)}, cols{pconst(1)};
+        bool known = false;  // written before, in the walk's order
+    };
+    bool timing_ = false;
+    bool grid_body_is_loop_ = false;  // the loop being entered is the only statement of a grid loop
+    std::vector<Shape> shapes_;     // per tile
+    int grid_begin_ = -1;           // the running grid's outermost level in scope_ (-1: none)
+    // The running grid's iterations, and each instruction's cycles in one iteration, still to be
+    // summed over the loops around the grid.
+    Poly grid_iterations_;
+    struct PendingTerm {
+        Poly term;
+        std::vector<Extent> factors;
+        std::string what;
+    };
+    std::vector<PendingTerm> grid_terms_;
+    std::vector<std::string> grid_notes_;
+    Poly work_, makespan_;
+    std::vector<std::string> time_notes_;
+    std::vector<GridTime> grids_;
+    std::vector<std::pair<Formula, Formula>> exact_when_;
+    std::vector<std::string> divides_keys_;
+    bool other_inexact_ = false;
 
     // ---- polynomials from expressions ----
     Poly to_poly(const Expr& e, const std::vector<Level>& scope) {
@@ -271,8 +320,19 @@ private:
             Poly hi = located(l.loc, [&] { return to_poly(*l.hi, scope_); });
             Level level{l.var, static_cast<int>(atoms_.size()), std::move(lo), std::move(hi)};
             atoms_.push_back(Atom{Atom::Kind::Var, l.var, nullptr, {}, {}});
+            // A grid: a parallel loop and the parallel loops directly nested in it (as the
+            // compiler forms them).
+            const bool opens_grid = timing_ && l.parallel && grid_begin_ < 0;
+            const bool in_grid = timing_ && l.parallel && grid_begin_ >= 0 && scope_.back().grid && grid_body_is_loop_;
+            if (opens_grid) grid_begin_ = static_cast<int>(scope_.size());
+            level.grid = opens_grid || in_grid;
+            grid_body_is_loop_ = level.grid && l.body.size() == 1 && std::holds_alternative<std::unique_ptr<ast::Loop>>(l.body[0]);
             scope_.push_back(std::move(level));
+            if (opens_grid) grid_iterations_ = pconst(1);
+            if (scope_.back().grid)
+                grid_iterations_ = pmul(grid_iterations_, located(l.loc, [&] { return trip_of(scope_.size() - 1); }));
             walk(l.body);
+            if (opens_grid) located(l.loc, [&] { close_grid(l); });
             scope_.pop_back();
         }
     }
@@ -293,6 +353,7 @@ private:
         auto found = pc_of_.find(&in);
         if (found == pc_of_.end()) return;
         int pc = found->second;
+        if (timing_) return time_instruction(in, pc);
         const OpInfo& op = info(in.op);
         int position = -1;
         bool write = false;
@@ -377,6 +438,254 @@ private:
         return width;
     }
 
+
+    // ---- time ----
+    // Why the totals are not exact; `divisibility`: only until a tile width divides the
+    // dimension it tiles (exact_when_).
+    void time_note(std::string text, bool divisibility = false) {
+        if (!divisibility) other_inexact_ = true;
+        if (std::find(time_notes_.begin(), time_notes_.end(), text) == time_notes_.end()) time_notes_.push_back(std::move(text));
+    }
+
+    // A loop's trip count, HI − LO; where it depends on an enclosing loop's variable, its largest.
+    Poly trip_of(size_t k) {
+        Poly trip = padd(scope_[k].hi, scope_[k].lo, -1);
+        if (!has_var(trip)) return trip;
+        bool proven = true;
+        std::string vars = vars_in(trip);
+        trip = largest(trip, proven);
+        const std::string why = fmt::format("the bounds of loop {} depend on loop variable {}; every pass counts at its largest trip count{}",
+                                            scope_[k].var, vars, proven ? " (an upper bound)" : " (an estimate)");
+        time_note(why);
+        if (grid_begin_ >= 0) grid_note(why);
+        return trip;
+    }
+
+    // How far range d of a slice reaches in one execution.
+    Extent slice_extent(const ast::Operand& o, size_t d, const ast::Array& decl, const std::string& what) {
+        Poly start = to_poly(*o.subscripts[d], scope_), end = to_poly(*o.subscript_ends[d], scope_);
+        Poly dim = to_poly(*decl.dims[d], {});
+        Poly width = padd(end, start, -1);
+        if (has_var(width)) {
+            bool proven = true;
+            Poly w = largest(width, proven);
+            time_note(fmt::format("{}: the width of a slice of {} depends on loop variable {}; counted at its largest, {}{}", what, decl.name,
+                                  vars_in(width), poly_text(w), proven ? " (an upper bound)" : " (an estimate)"));
+            return Extent{w};
+        }
+        bool proven = true;
+        Poly last = largest(end, proven);
+        auto room = constant_of(padd(expand(dim), expand(last), -1));
+        if (proven && room && *room >= 0) return Extent{width};
+        if (!has_var(start) && !has_var(end)) {
+            if (room && *room < 0) return Extent{padd(dim, start, -1)};
+            return Extent{padd(patom(opaque("min", end, dim)), start, -1)};
+        }
+        // The tiling pattern v*W..v*W + W over `for v in LO..cdiv(D, W)`: the last tile is clipped.
+        for (size_t k = 0; k < scope_.size(); ++k) {
+            const Level& l = scope_[k];
+            if (!mentions(start, l.atom)) continue;
+            if (padd(start, pmul(width, patom(l.atom)), -1) != Poly{} || has_var(l.lo) || has_var(l.hi)) break;
+            Cover cover = covering(l.hi, dim, width);
+            if (cover == Cover::Floor) return Extent{width};
+            if (cover == Cover::Ceil) return Extent{width, l.atom, dim, l.lo};
+            break;
+        }
+        const std::string why = fmt::format("{}: a slice of {} may be clipped at its edge; counted at its full width {} (an upper bound)",
+                                            what, decl.name, poly_text(width));
+        time_note(why);
+        if (grid_begin_ >= 0) grid_note(why);
+        return Extent{width};
+    }
+
+    // The shape an operand of a tile instruction has: a tile's as last written (transposed for
+    // .T), a scalar register's 1×1.
+    Shape operand_shape(const TileOperand& a, const std::string& what) {
+        if (a.kind == TileOperand::Kind::Register) return Shape{Extent{pconst(1)}, Extent{pconst(1)}, true};
+        const Tile& t = p_.tiles[static_cast<size_t>(a.index)];
+        Shape sh = shapes_[static_cast<size_t>(a.index)];
+        if (!sh.known) {
+            time_note(fmt::format("{}: tile {} is read before the program text writes it; counted at its capacity (an upper bound)", what,
+                                  t.name));
+            sh = capacity(a.index);
+        }
+        if (a.transposed) std::swap(sh.rows, sh.cols);
+        return sh;
+    }
+
+    // A tile's capacity as declared, over the parameters: [cols] is a row, [rows][cols] a matrix.
+    Shape capacity(std::int32_t index) {
+        const Tile& t = p_.tiles[static_cast<size_t>(index)];
+        Shape sh{Extent{pconst(t.rows)}, Extent{pconst(t.cols)}, true};
+        for (const ast::Tile& decl : tree_.tiles)
+            if (decl.name == t.name && !decl.dims.empty()) {
+                sh.cols = Extent{to_poly(*decl.dims.back(), {})};
+                if (decl.dims.size() == 2) sh.rows = Extent{to_poly(*decl.dims[0], {})};
+            }
+        return sh;
+    }
+
+    static bool same_extent(const Extent& a, const Extent& b) { return a.clip == b.clip && a.width == b.width; }
+    static bool is_one(const Extent& e) { return e.clip < 0 && e.width == pconst(1); }
+
+    // Broadcasting along one dimension: equal extents, or one of them 1.
+    Extent broadcast(const Extent& a, const Extent& b, const std::string& what) {
+        if (is_one(a)) return b;
+        if (is_one(b) || same_extent(a, b)) return a;
+        time_note(fmt::format("{}: operands whose shapes are not known to be equal; counted at the larger capacity (an estimate)", what));
+        return Extent{patom(opaque("max", a.width, b.width))};
+    }
+
+    void time_instruction(const ast::Instruction& in, int pc) {
+        const Inst& inst = p_.code[static_cast<size_t>(pc)];
+        const OpInfo& op = info(in.op);
+        const std::string what = fmt::format("{} (line {})", op.mnemonic, in.loc.line);
+        std::vector<Extent> factors;  // the units of work: their product
+        if (inst.code == Code::Tile) {
+            const TileInst& t = p_.tile_insts[static_cast<size_t>(inst.mem)];
+            const TileOperand& dest = t.args[static_cast<size_t>(t.count - 1)];
+            Shape out;
+            if (op.shape == OpShape::Memory) {
+                const MemRef& m = p_.mems[static_cast<size_t>(t.mem)];
+                const ast::Array& decl = tree_.arrays[static_cast<size_t>(m.array)];
+                const ast::Operand* slice = nullptr;
+                for (int i = 0; i < op.operand_count() && static_cast<size_t>(i) < in.operands.size(); ++i)
+                    if (op.operand(i) == OperandKind::MemRead || op.operand(i) == OperandKind::MemWrite) slice = &in.operands[static_cast<size_t>(i)];
+                std::vector<Extent> ranges;
+                for (size_t d = 0; slice && d < slice->subscripts.size() && d < decl.dims.size(); ++d)
+                    if (d < slice->subscript_ends.size() && slice->subscript_ends[d]) ranges.push_back(slice_extent(*slice, d, decl, what));
+                out = Shape{Extent{pconst(1)}, Extent{pconst(1)}, true};
+                if (ranges.size() == 2) out.rows = ranges[0], out.cols = ranges[1];
+                if (ranges.size() == 1) out.cols = ranges[0];
+                if (t.column) std::swap(out.rows, out.cols);
+                factors = {out.rows, out.cols};
+                if (in.op != Op::LOAD) out.known = false;  // a STORE writes no tile
+            } else if (op.shape == OpShape::RowReduce) {
+                Shape src = operand_shape(t.args[0], what);
+                factors = {src.rows, src.cols};
+                out = Shape{src.rows, Extent{pconst(1)}, true};
+            } else if (op.shape == OpShape::Product && t.args[0].kind == TileOperand::Kind::Tile &&
+                       t.args[1].kind == TileOperand::Kind::Tile) {
+                Shape a = operand_shape(t.args[0], what), b = operand_shape(t.args[1], what);
+                factors = {a.rows, b.cols, a.cols};
+                out = Shape{a.rows, b.cols, true};
+            } else if (op.shape == OpShape::Fill) {
+                Shape src = operand_shape(t.args[0], what);
+                Extent cols = dest.kind == TileOperand::Kind::Tile ? capacity(dest.index).cols : Extent{pconst(1)};
+                out = Shape{src.rows, cols, true};
+                factors = {out.rows, out.cols};
+            } else {
+                out = operand_shape(t.args[0], what);
+                for (int k = 1; k < op.register_sources(); ++k) {
+                    Shape other = operand_shape(t.args[static_cast<size_t>(k)], what);
+                    out.rows = broadcast(out.rows, other.rows, what);
+                    out.cols = broadcast(out.cols, other.cols, what);
+                }
+                factors = {out.rows, out.cols};
+            }
+            if (out.known && dest.kind == TileOperand::Kind::Tile) shapes_[static_cast<size_t>(dest.index)] = out;
+        }
+        // Summed over the loops around it, innermost first, down to the running grid's (whose
+        // iterations are counted once); the grid sums the rest when it closes.
+        const std::int64_t cycles = p_.cycles[static_cast<size_t>(in.op)];
+        if (grid_begin_ < 0) {
+            Poly term = sum_over_loops(pconst(cycles), factors, 0, what);
+            work_ = padd(std::move(work_), term);
+            makespan_ = padd(std::move(makespan_), std::move(term));
+            return;
+        }
+        Poly term = sum_over_loops(pconst(cycles), factors, static_cast<size_t>(grid_begin_), what);
+        grid_terms_.push_back({std::move(term), std::move(factors), what});
+    }
+
+    // coef × Π factors summed over the loops scope_[floor..]: a factor that is a tile of a loop
+    // (the tiling pattern) sums to the dimension the tiles cover, where it is the only one;
+    // otherwise each loop multiplies by its trip count. A grid's loops are not summed: each
+    // iteration counts once, with full tiles. What floor leaves (tiles of loops below it) stays
+    // in `factors` for the caller; with floor 0 the product is taken.
+    Poly sum_over_loops(Poly term, std::vector<Extent>& factors, size_t floor, const std::string& what) {
+        for (size_t k = scope_.size(); k-- > floor;) {
+            const Level& l = scope_[k];
+            std::vector<size_t> clipped;
+            for (size_t f = 0; f < factors.size(); ++f)
+                if (factors[f].clip == l.atom) clipped.push_back(f);
+            if (l.grid) {
+                for (size_t f : clipped) {
+                    const std::string why = fmt::format("the last iteration of loop {} has clipped tiles unless {} divides {}; every "
+                                                        "iteration counts full ones (an upper bound)",
+                                                        l.var, poly_text(factors[f].width), poly_text(factors[f].dim));
+                    time_note(why, true);
+                    grid_note(why);
+                    const std::string key = poly_text(factors[f].width) + "|" + poly_text(factors[f].dim);
+                    if (std::find(divides_keys_.begin(), divides_keys_.end(), key) == divides_keys_.end()) {
+                        divides_keys_.push_back(key);
+                        exact_when_.push_back({formula(factors[f].width), formula(factors[f].dim)});
+                    }
+                    factors[f].clip = -1;
+                }
+                continue;
+            }
+            if (clipped.size() == 1) {  // the tiles of the loop cover the dimension once
+                Extent& e = factors[clipped[0]];
+                e.width = e.lo.empty() ? e.dim : patom(opaque("max", Poly{}, padd(e.dim, pmul(e.lo, e.width), -1)));
+                e.clip = -1;
+                continue;
+            }
+            if (clipped.size() > 1)
+                time_note(fmt::format("{}: two operands are tiles of loop {}; each counts full (an upper bound)", what, l.var));
+            for (size_t f : clipped) factors[f].clip = -1;
+            term = pmul(term, trip_of(k));
+        }
+        if (floor > 0) return term;
+        for (Extent& e : factors) {
+            if (e.clip >= 0)
+                time_note(fmt::format("{}: a tile from the last pass of loop {} counts full (an upper bound)", what,
+                                      atoms_[static_cast<size_t>(e.clip)].text));
+            term = pmul(term, e.width);
+        }
+        factors.clear();
+        return term;
+    }
+
+    void grid_note(std::string text) {
+        if (std::find(grid_notes_.begin(), grid_notes_.end(), text) == grid_notes_.end()) grid_notes_.push_back(std::move(text));
+    }
+
+    // The end of a grid: its iterations on the workers, summed over the loops around it.
+    void close_grid(const ast::Loop& l) {
+        GridTime g;
+        for (size_t i = 0; i < p_.loops.size(); ++i)
+            if (p_.loops[i].loc.line == l.loc.line && p_.loops[i].loc.col == l.loc.col) g.loop = static_cast<int>(i);
+        const Poly iterations = grid_iterations_;
+        grid_begin_ = -1;
+        Poly workers = tree_.workers ? to_poly(*tree_.workers, {}) : pconst(1);
+        Poly rounds = workers == pconst(1) ? iterations : patom(opaque("cdiv", iterations, workers));
+        // One iteration, as the grid shows it: tiles of the loops around it count full. Within a
+        // pass of those loops every iteration is alike, so the sums below stay exact.
+        Poly one;
+        for (PendingTerm& t : grid_terms_) {
+            Poly shown = t.term;
+            for (const Extent& e : t.factors) {
+                if (e.clip >= 0)
+                    grid_note(fmt::format("an iteration's cycles depend on loop {}, whose last tile is clipped unless {} divides {}; "
+                                          "shown with full tiles", atoms_[static_cast<size_t>(e.clip)].text, poly_text(e.width),
+                                          poly_text(e.dim)));
+                shown = pmul(shown, e.width);
+            }
+            one = padd(std::move(one), shown);
+            Poly total = sum_over_loops(t.term, t.factors, 0, t.what);
+            work_ = padd(std::move(work_), pmul(total, iterations));
+            makespan_ = padd(std::move(makespan_), pmul(total, rounds));
+        }
+        g.iterations = formula(iterations);
+        g.iteration_cycles = formula(one);
+        g.uniform = grid_notes_.empty();
+        for (const auto& note : grid_notes_) g.note += (g.note.empty() ? "" : "; ") + note;
+        grids_.push_back(std::move(g));
+        grid_terms_.clear();
+        grid_notes_.clear();
+    }
+
     // The standard tiling pattern: v*W..v*W + W with `for v in LO..cdiv(D, W)`. Over the loop the
     // tiles cover D exactly once, the last one clipped: trip × extent = D (LO = 0), or
     // max(0, D − LO·W) for a peeled loop. With `for v in LO..D/W` no tile is clipped.
@@ -407,6 +716,21 @@ private:
 std::vector<ArrayFormulas> derive_formulas(const Program& p) {
     if (!p.tree) throw ToyError("derive_formulas: the program has no source tree");
     return Deriver(p).derive();
+}
+
+bool TimeFormulas::exact_at(const std::vector<std::pair<std::string, std::int64_t>>& bindings) const {
+    if (exact) return true;
+    if (exact_when.empty()) return false;
+    for (const auto& [width, dim] : exact_when) {
+        auto w = width.evaluate(bindings), d = dim.evaluate(bindings);
+        if (!w || !d || *w <= 0 || *d % *w != 0) return false;
+    }
+    return true;
+}
+
+TimeFormulas derive_time(const Program& p) {
+    if (!p.tree) throw ToyError("derive_time: the program has no source tree");
+    return Deriver(p).derive_time();
 }
 
 }  // namespace toysim

@@ -76,7 +76,8 @@ int cost_command(const Options& o, Context& ctx) {
     // The counts first: an overflow is reported as the count's, whichever compiler built this.
     std::vector<ArrayTraffic> counted = count_traffic(program);
     std::vector<ArrayFormulas> formulas = derive_formulas(program);
-    ctx.out << format_cost(program, formulas, counted, parse_format(o.format), prove_race_freedom(program));
+    TimeFormulas time = derive_time(program);
+    ctx.out << format_cost(program, formulas, counted, parse_format(o.format), prove_race_freedom(program), &time);
     return kOk;
 }
 

@@ -16,10 +16,55 @@ std::string value_cell(const std::optional<std::int64_t>& value, std::uint64_t c
 }
 
 
+// The lets' legend covers the time formulas too.
+std::vector<ArrayFormulas> with_time(std::vector<ArrayFormulas> formulas, const TimeFormulas* time) {
+    if (!time) return formulas;
+    formulas.push_back(ArrayFormulas{time->work, time->cycles, true, {}});
+    for (const GridTime& g : time->grids) formulas.push_back(ArrayFormulas{g.iterations, g.iteration_cycles, true, {}});
+    return formulas;
+}
+
+std::string value_text(const Program& p, const Formula& f) {
+    auto v = f.evaluate(p.params);
+    return v ? std::to_string(*v) : std::string("?");
+}
+
+// "work = ... = N" and "cycles = ... = N" lines, then each grid's iterations.
+std::string time_text(const Program& p, const TimeFormulas& t, const std::vector<RaceProof>& races, bool md) {
+    std::string out = "\n";
+    const bool exact_here = t.exact_at(p.params);
+    const char* mark = exact_here ? "" : " *";
+    out += fmt::format("{}work   = {} = {}{}   (the cycles of every instruction: `cycles` on one worker)\n", md ? "- " : "", t.work.text(),
+                       value_text(p, t.work), mark);
+    out += fmt::format("{}cycles = {} = {}{}   (the makespan on {} worker{})\n", md ? "- " : "", t.cycles.text(), value_text(p, t.cycles),
+                       mark, p.workers, p.workers == 1 ? "" : "s");
+    if (!t.exact && exact_here) {
+        std::string conditions;
+        for (const auto& [width, dim] : t.exact_when) conditions += fmt::format("{}{} divides {}", conditions.empty() ? "" : " and ", width.text(), dim.text());
+        out += fmt::format("{}exact at these parameters, where {}; in general {}\n", md ? "- " : "", conditions, t.note);
+    } else if (!t.exact) {
+        out += fmt::format("{}* {}\n", md ? "- " : "", t.note);
+    }
+    for (const GridTime& g : t.grids) {
+        if (g.loop < 0) continue;
+        const LoopInfo& l = p.loops[static_cast<size_t>(g.loop)];
+        std::string verdict;
+        for (const RaceProof& r : races)
+            if (r.loop == g.loop) verdict = ": " + describe_race_proof(p, r);
+        out += fmt::format("\n{}parallel loop over {} (line {}){}\n", md ? "- " : "", l.var, l.loc.line, verdict);
+        out += fmt::format("{}  {} = {} iterations of {} = {} cycles{}, handed to the workers in ⌈iterations/workers⌉ rounds\n",
+                           md ? "  " : "", g.iterations.text(), value_text(p, g.iterations), g.iteration_cycles.text(),
+                           value_text(p, g.iteration_cycles), g.uniform ? " each" : " (the heaviest)");
+        if (!g.uniform) out += fmt::format("{}  ({})\n", md ? "  " : "", g.note);
+    }
+    return out;
+}
+
 }  // namespace
 
 nlohmann::ordered_json cost_json(const Program& p, const std::vector<ArrayFormulas>& formulas,
-                                 const std::vector<ArrayTraffic>& counted, const std::vector<RaceProof>& races) {
+                                 const std::vector<ArrayTraffic>& counted, const std::vector<RaceProof>& races,
+                                 const TimeFormulas* time) {
     using json = nlohmann::ordered_json;
     json j;
     j["program"] = p.source ? p.source->path : std::string();
@@ -45,7 +90,7 @@ nlohmann::ordered_json cost_json(const Program& p, const std::vector<ArrayFormul
         arr["note"] = f.exact ? json(nullptr) : json(f.note);
     }
     j["lets"] = json::array();
-    for (const auto& l : let_legend(p, formulas))
+    for (const auto& l : let_legend(p, with_time(formulas, time)))
         j["lets"].push_back({{"name", l.name}, {"definition", l.definition}, {"math", l.math}, {"value", l.value}});
     j["parallel"] = json::array();
     for (const RaceProof& r : races)
@@ -53,12 +98,32 @@ nlohmann::ordered_json cost_json(const Program& p, const std::vector<ArrayFormul
                                  {"vars", r.vars},
                                  {"proven", r.proven},
                                  {"verdict", describe_race_proof(p, r)}});
+    if (time) {
+        auto formula = [&](const Formula& f) {
+            auto v = f.evaluate(p.params);
+            return json{{"formula", f.text()}, {"value", v ? json(*v) : json(nullptr)}};
+        };
+        json& t = j["time"];
+        t["work"] = formula(time->work);
+        t["cycles"] = formula(time->cycles);
+        t["workers"] = p.workers;
+        t["exact"] = time->exact;
+        t["exact_here"] = time->exact_at(p.params);
+        t["note"] = time->exact ? json(nullptr) : json(time->note);
+        t["grids"] = json::array();
+        for (const GridTime& g : time->grids)
+            t["grids"].push_back({{"line", g.loop >= 0 ? p.loops[static_cast<size_t>(g.loop)].loc.line : 0},
+                                  {"iterations", formula(g.iterations)},
+                                  {"iteration_cycles", formula(g.iteration_cycles)},
+                                  {"uniform", g.uniform},
+                                  {"note", g.uniform ? json(nullptr) : json(g.note)}});
+    }
     return j;
 }
 
 std::string format_cost(const Program& p, const std::vector<ArrayFormulas>& formulas, const std::vector<ArrayTraffic>& counted,
-                        Format format, const std::vector<RaceProof>& races) {
-    if (format == Format::Json) return json_text(cost_json(p, formulas, counted, races));
+                        Format format, const std::vector<RaceProof>& races, const TimeFormulas* time) {
+    if (format == Format::Json) return json_text(cost_json(p, formulas, counted, races, time));
     size_t n = std::min({p.arrays.size(), formulas.size(), counted.size()});
     if (format == Format::Csv) {
         Table t{{"array", "reads", "reads_value", "reads_counted", "writes", "writes_value", "writes_counted", "exact", "note"},
@@ -84,7 +149,7 @@ std::string format_cost(const Program& p, const std::vector<ArrayFormulas>& form
     bool md = format == Format::Markdown;
     std::string out = fmt::format("program: {}   params: {}\n\n", p.source ? p.source->path : std::string("?"), format_params(p));
     out += render_table(t, format);
-    auto lets = let_legend(p, formulas);
+    auto lets = let_legend(p, with_time(formulas, time));
     if (!lets.empty()) {
         out += "\n";
         for (const auto& l : lets)
@@ -102,6 +167,7 @@ std::string format_cost(const Program& p, const std::vector<ArrayFormulas>& form
     // Say what the figures rest on: the formulas' values were compared with counting the loops.
     out += all_agree ? "\nEvery value equals the count-only pass over the loops (elements, as `run` counts them).\n"
                      : "\n* where a formula is an estimate, \"counted\" is the exact figure from the count-only pass.\n";
+    if (time) return out + time_text(p, *time, races, md);
     if (!races.empty()) out += "\n";
     for (const RaceProof& r : races) {
         std::string vars;

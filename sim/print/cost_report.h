@@ -18,14 +18,19 @@ namespace toysim {
 // "72 (counted 64) *", with the note below. Then the lets' legend. CSV has one row per array
 // with separate columns (array, reads, reads_value, reads_counted, writes, writes_value,
 // writes_counted, exact, note); JSON is cost_json. Then, per parallel loop, what the subscripts
-// prove about races (not in CSV).
+// prove about races (not in CSV). With `time`: work and cycles as formulas, and each parallel
+// loop's iterations and cycles per iteration (not in CSV).
 std::string format_cost(const Program& program, const std::vector<ArrayFormulas>& formulas,
-                        const std::vector<ArrayTraffic>& counted, Format format, const std::vector<RaceProof>& races = {});
+                        const std::vector<ArrayTraffic>& counted, Format format, const std::vector<RaceProof>& races = {},
+                        const TimeFormulas* time = nullptr);
 // {"program", "params": {name: value}, "arrays": {NAME: {"role", "shape", "reads": {"formula",
 //  "value", "counted"}, "writes": {...}, "exact", "note"}}, "lets": [{"name", "definition",
-//  "math", "value"}], "parallel": [{"line", "vars", "proven", "verdict"}]}; "value" is null where the
-//  formula cannot be evaluated, "note" null when exact.
+//  "math", "value"}], "parallel": [{"line", "vars", "proven", "verdict"}], and with `time`
+//  "time": {"work": {"formula", "value"}, "cycles": {...}, "workers", "exact", "exact_here", "note",
+//  "grids": [{"line", "iterations": {...}, "iteration_cycles": {...}, "uniform", "note"}]}};
+//  "value" is null where the formula cannot be evaluated, "note" null when exact.
 nlohmann::ordered_json cost_json(const Program& program, const std::vector<ArrayFormulas>& formulas,
-                                 const std::vector<ArrayTraffic>& counted, const std::vector<RaceProof>& races = {});
+                                 const std::vector<ArrayTraffic>& counted, const std::vector<RaceProof>& races = {},
+                                 const TimeFormulas* time = nullptr);
 
 }  // namespace toysim
