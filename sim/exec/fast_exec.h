@@ -89,7 +89,7 @@ template <class Domain>
 #undef TOYSIM_FAST_LABEL_Move
 #undef TOYSIM_FAST_LABEL_Compute
         &&load0, &&load1, &&load2, &&load3, &&store0, &&store1, &&store2, &&store3,
-        &&load_any, &&store_any, &&store_add, &&loop_begin, &&loop_end, &&exit,
+        &&load_any, &&store_any, &&store_add, &&loop_begin, &&loop_end, &&parallel_end, &&exit,
     };
     static_assert(std::size(handlers) == static_cast<size_t>(FastKind::Exit) + 1, "a handler for every kind");
 #define TOYSIM_FAST_DISPATCH() goto* handlers[static_cast<size_t>(ip->kind)]
@@ -137,6 +137,17 @@ loop_end : {
     const auto slot = static_cast<size_t>(ip->reg[0]);
     // Again: to the body's first instruction, reg[1] bytes back.
     if (++vars[slot] < limit[slot]) {
+        ip = reinterpret_cast<const FastInst*>(reinterpret_cast<const char*>(ip) + ip->reg[1]);
+        TOYSIM_FAST_DISPATCH();
+    }
+    TOYSIM_FAST_NEXT();
+}
+// On one worker: the iteration's bookkeeping (parallel.h), then as any loop's end.
+parallel_end : {
+    const auto slot = static_cast<size_t>(ip->reg[0]);
+    const bool again = ++vars[slot] < limit[slot];
+    parallel_loop_end(p, s, p.loops[static_cast<size_t>(ip->mem)], again);
+    if (again) {
         ip = reinterpret_cast<const FastInst*>(reinterpret_cast<const char*>(ip) + ip->reg[1]);
         TOYSIM_FAST_DISPATCH();
     }

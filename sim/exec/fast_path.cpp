@@ -13,8 +13,9 @@ std::vector<FastInst> decode_fast_path(const Program& p) {
         f.mem = in.mem;
         if (in.code == Code::LoopBegin || in.code == Code::LoopEnd) {
             const LoopInfo& l = p.loops[static_cast<size_t>(in.loop)];
-            if (l.parallel) continue;
-            f.kind = in.code == Code::LoopBegin ? FastKind::LoopBegin : FastKind::LoopEnd;
+            // A parallel loop begins in the general executor; on one worker it may end here.
+            if (l.parallel && (in.code == Code::LoopBegin || p.workers > 1)) continue;
+            f.kind = in.code == Code::LoopBegin ? FastKind::LoopBegin : l.parallel ? FastKind::ParallelEnd : FastKind::LoopEnd;
             f.mem = in.loop;
             f.reg[0] = l.slot;
             // From a LoopEnd to its body's first instruction, in bytes (the fast path's jump).

@@ -21,7 +21,8 @@ namespace toysim {
 // What the fast path does at an instruction: an ALU row of the ISA (its Code's value), a LOAD
 // or STORE whose address has 0 to 3 terms, any other access (race checked or not), STORE_ADD, the
 // control of a loop that is not
-// parallel, or nothing (Exit: the general executor takes over).
+// parallel (and the end of one that is, on one worker), or nothing (Exit: the general executor
+// takes over).
 enum class FastKind : std::uint8_t {
 #define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) NAME,
     TOYSIM_OPCODES(X)
@@ -31,6 +32,7 @@ enum class FastKind : std::uint8_t {
     LoadAny, StoreAny, StoreAdd,    // any address, race checked inside a parallel loop
     LoopBegin,
     LoopEnd,
+    ParallelEnd,                    // a parallel loop's end, on one worker
     Exit,
 };
 

@@ -139,6 +139,7 @@ void execute(const Program& p, const FastInst* fast, Domain& dom, MachineState<t
                 const FastStop back = run_fast_path(p, fast, dom, s, vars, limit, pc, stop - steps);
                 pc = back.pc;
                 steps = stop - back.budget;
+                in_parallel = s.parallel.iteration != 0;  // it may have ended a parallel loop
             }
         const Inst& in = code[pc];
         switch (in.code) {
