@@ -46,20 +46,19 @@ template <class Domain>
     std::uint64_t* const reads = s.reads.data();
     std::uint64_t* const executed = s.executed.data();
     const FastInst* ip = fast + pc;  // where it stands (its pc is ip->pc)
-    // An address from the decoded terms: wraps as Affine::eval does (the compiler proved it in bounds).
-    // Terms < 0: any number, from the MemRef.
+    // An address from the decoded terms: wraps as Affine::eval does (the compiler proved it in
+    // bounds). Terms < 0: as many as f.terms says, or the MemRef's where there are more than 3.
     auto address = [&]<int Terms>(const FastInst& f) {
         if constexpr (Terms < 0) {
-            return p.mems[static_cast<size_t>(f.mem)].address.eval(vars);
-        } else {
-            auto v = static_cast<std::uint64_t>(f.constant);
-            for (int t = 0; t < Terms; ++t) v += static_cast<std::uint64_t>(f.coef[t]) * static_cast<std::uint64_t>(vars[f.slot[t]]);
-            return static_cast<std::int64_t>(v);
+            if (__builtin_expect(f.terms == FastInst::kTermsInMemRef, 0)) return p.mems[static_cast<size_t>(f.mem)].address.eval(vars);
         }
+        auto v = static_cast<std::uint64_t>(f.constant);
+        const int terms = Terms < 0 ? f.terms : Terms;
+        for (int t = 0; t < terms; ++t) v += static_cast<std::uint64_t>(f.coef[t]) * static_cast<std::uint64_t>(vars[f.slot[t]]);
+        return static_cast<std::int64_t>(v);
     };
     auto race = [&](const FastInst& f, std::int64_t at, AccessKind kind) {
-        const MemRef& m = p.mems[static_cast<size_t>(f.mem)];
-        race_access(p, s, race_cell(s, m, at), at, f.pc, vars, kind);
+        race_access(p, s, s.race[static_cast<size_t>(at - f.reg[1])], at, f.pc, vars, kind);
     };
     auto load = [&]<int Terms, bool MaybeRace>(const FastInst& f) {
         const std::int64_t at = address.template operator()<Terms>(f);

@@ -29,15 +29,20 @@ std::vector<FastInst> decode_fast_path(const Program& p) {
             f.kind = static_cast<FastKind>(in.code);
             continue;
         }
-        const Affine& a = p.mems[static_cast<size_t>(in.mem)].address;
+        const MemRef& m = p.mems[static_cast<size_t>(in.mem)];
+        const Affine& a = m.address;
+        f.terms = static_cast<std::uint8_t>(a.terms <= 3 ? a.terms : FastInst::kTermsInMemRef);
+        if (a.terms <= 3) {
+            f.constant = a.constant;
+            for (int t = 0; t < a.terms; ++t) {
+                f.slot[t] = a.var[static_cast<size_t>(t)];
+                f.coef[t] = a.coef[static_cast<size_t>(t)];
+            }
+        }
+        if (in.race_checked) f.reg[1] = static_cast<std::int32_t>(m.race_shift);  // below kMaxRunDram
         if (op == Op::STORE_ADD || in.race_checked || a.terms > 3) {
             f.kind = op == Op::LOAD ? FastKind::LoadAny : op == Op::STORE ? FastKind::StoreAny : FastKind::StoreAdd;
             continue;
-        }
-        f.constant = a.constant;
-        for (int t = 0; t < a.terms; ++t) {
-            f.slot[t] = a.var[static_cast<size_t>(t)];
-            f.coef[t] = a.coef[static_cast<size_t>(t)];
         }
         const int base = static_cast<int>(op == Op::LOAD ? FastKind::Load0 : FastKind::Store0);
         f.kind = static_cast<FastKind>(base + a.terms);

@@ -40,11 +40,15 @@ struct alignas(64) FastInst {
     FastKind kind = FastKind::Exit;
     bool race_checked = false;               // LoadAny, StoreAny, StoreAdd: Inst::race_checked
     std::uint8_t slot[3]{};                  // the address's loop slots
-    std::int32_t reg[kMaxRegisterOperands]{};  // as Inst::reg; LoopEnd: its slot, then the jump back (bytes)
+    std::uint8_t terms = 0;                  // the address's terms (kTermsInMemRef: more than 3, from the MemRef)
+    // As Inst::reg. LoopEnd and ParallelEnd: its slot, then the jump back (bytes). A race-checked
+    // access: reg[1] is its MemRef's race_shift.
+    std::int32_t reg[kMaxRegisterOperands]{};
     std::int32_t pc = 0;                     // its index in the code
     std::int32_t mem = -1;                   // as Inst::mem; LoopBegin: its LoopInfo
     std::int64_t constant = 0;               // the address: constant + Σ coef[t]·vars[slot[t]]
     std::int64_t coef[3]{};
+    static constexpr std::uint8_t kTermsInMemRef = 0xff;
 };
 static_assert(sizeof(FastInst) == 64, "one instruction, one cache line");
 
