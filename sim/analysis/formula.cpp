@@ -90,7 +90,7 @@ private:
     struct Extent {
         Poly width;
         int clip = -1;
-        Poly dim, lo;
+        Poly dim{}, lo{};
     };
     struct Shape {
         Extent rows{pconst(1)}, cols{pconst(1)};

@@ -1,0 +1,85 @@
+// The cache model (cache.h).
+#include "sim/exec/cache.h"
+
+#include <bit>
+#include <fmt/format.h>
+#include <stdexcept>
+
+namespace toysim {
+
+std::string CacheConfig::problem() const {
+    constexpr std::uint64_t kMaxSize = std::uint64_t{1} << 40;
+    if (size_bytes == 0 || line_bytes == 0 || sector_bytes == 0 || ways == 0)
+        return "the cache's size, line, sector and ways must all be positive";
+    if (size_bytes > kMaxSize) return fmt::format("a cache of {} bytes is larger than the {} bytes a cache may have", size_bytes, kMaxSize);
+    if (sector_bytes > line_bytes) return fmt::format("a sector of {} bytes is larger than the line ({} bytes)", sector_bytes, line_bytes);
+    if (line_bytes % sector_bytes != 0) return fmt::format("a line of {} bytes is not a whole number of {}-byte sectors", line_bytes, sector_bytes);
+    if (line_bytes / sector_bytes > 32) return fmt::format("a line may have at most 32 sectors, not {}", line_bytes / sector_bytes);
+    const std::uint64_t set_bytes = static_cast<std::uint64_t>(line_bytes) * ways;
+    if (set_bytes > size_bytes || size_bytes % set_bytes != 0)
+        return fmt::format("a cache of {} bytes is not a whole number of sets of {} ways × {}-byte lines ({} bytes each)", size_bytes, ways,
+                           line_bytes, set_bytes);
+    return {};
+}
+
+Cache::Cache(const CacheConfig& config) : config_(config) {
+    if (std::string why = config.problem(); !why.empty()) throw std::invalid_argument(why);
+    sets_ = config.sets();
+    ways_.assign(sets_ * config.ways, Way{});
+}
+
+Cache::Way& Cache::touch(std::uint64_t line) {
+    Way* set = ways_.data() + (line % sets_) * config_.ways;
+    Way* victim = set;
+    for (std::uint32_t w = 0; w < config_.ways; ++w) {
+        Way& way = set[w];
+        if (way.last_use != 0 && way.tag == line) {
+            way.last_use = ++tick_;
+            return way;
+        }
+        if (way.last_use < victim->last_use) victim = &way;  // an empty way (0) first, then the oldest
+    }
+    stats_.dram_write_bytes += static_cast<std::uint64_t>(std::popcount(victim->dirty)) * config_.sector_bytes;
+    *victim = Way{line, ++tick_, 0, 0};
+    return *victim;
+}
+
+void Cache::access(std::uint64_t address, std::uint64_t bytes, bool write) {
+    if (bytes == 0) return;
+    const std::uint64_t first = address / config_.sector_bytes, last = (address + bytes - 1) / config_.sector_bytes;
+    const std::uint32_t per_line = config_.sectors_per_line();
+    for (std::uint64_t sector = first; sector <= last;) {
+        // One lookup per line for the run of its sectors the access covers.
+        const std::uint64_t line = sector / per_line;
+        const std::uint64_t end = std::min(last + 1, (line + 1) * per_line);
+        Way& way = touch(line);
+        for (; sector < end; ++sector) {
+            const std::uint32_t bit = std::uint32_t{1} << (sector % per_line);
+            const bool hit = way.valid & bit;
+            if (write) {
+                (hit ? stats_.write_hits : stats_.write_misses) += 1;
+                way.dirty |= bit;
+            } else {
+                (hit ? stats_.read_hits : stats_.read_misses) += 1;
+                if (!hit) stats_.dram_read_bytes += config_.sector_bytes;
+            }
+            way.valid |= bit;
+        }
+    }
+}
+
+void Cache::read(std::uint64_t address, std::uint64_t bytes) { access(address, bytes, false); }
+void Cache::write(std::uint64_t address, std::uint64_t bytes) { access(address, bytes, true); }
+
+void Cache::flush() {
+    stats_.dram_write_bytes += dirty_bytes();
+    std::fill(ways_.begin(), ways_.end(), Way{});
+}
+
+std::uint64_t Cache::dirty_bytes() const {
+    std::uint64_t sectors = 0;
+    for (const Way& w : ways_) sectors += static_cast<std::uint64_t>(std::popcount(w.dirty));
+    return sectors * config_.sector_bytes;
+}
+
+}  // namespace toysim

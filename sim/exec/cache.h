@@ -1,0 +1,76 @@
+// A cache level between the workers and DRAM: the model of a GPU's L2 (issue "A modeled L2").
+//
+// Sectored, set-associative, write-back and write-allocate, with least-recently-used
+// replacement, as NVIDIA describes its L2: a line (tag) of 128 bytes holds four 32-byte
+// sectors, each filled from DRAM on its own. So:
+//  - a read of a sector that is there is a hit; one that is not is a miss that reads the
+//    sector (not the line) from DRAM; a line not there first takes the least recently used
+//    way of its set, writing back that line's dirty sectors;
+//  - a write allocates the same way but reads nothing: the sector becomes valid and dirty
+//    (the GPU keeps byte masks, so even a partial write needs no fill);
+//  - dirty sectors reach DRAM when their line is evicted, or at flush().
+// The set of a line is its number modulo the sets (the calibrated hash comes later). Nothing
+// here knows about arrays or elements: accesses are byte ranges.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace toysim {
+
+struct CacheConfig {
+    std::uint64_t size_bytes = 0;
+    std::uint32_t line_bytes = 128;
+    std::uint32_t sector_bytes = 32;
+    std::uint32_t ways = 16;
+
+    // What is wrong with it, or "" when it describes a cache: every size positive, the sector
+    // dividing the line into at most 32 sectors, the size a whole number of sets (line × ways),
+    // at most 2^40 bytes.
+    std::string problem() const;
+    std::uint64_t sets() const { return size_bytes / (static_cast<std::uint64_t>(line_bytes) * ways); }
+    std::uint32_t sectors_per_line() const { return line_bytes / sector_bytes; }
+};
+
+// Counted in sectors (hits, misses) and bytes (DRAM).
+struct CacheStats {
+    std::uint64_t read_hits = 0, read_misses = 0;
+    std::uint64_t write_hits = 0, write_misses = 0;
+    std::uint64_t dram_read_bytes = 0, dram_write_bytes = 0;
+    bool operator==(const CacheStats&) const = default;
+};
+
+class Cache {
+public:
+    // The config must have no problem() (checked: throws std::invalid_argument).
+    explicit Cache(const CacheConfig& config);
+
+    // `bytes` bytes from byte address `address`: every sector they touch, in order.
+    void read(std::uint64_t address, std::uint64_t bytes);
+    void write(std::uint64_t address, std::uint64_t bytes);
+    // Writes every dirty sector back (counted) and empties the cache.
+    void flush();
+
+    const CacheStats& stats() const { return stats_; }
+    const CacheConfig& config() const { return config_; }
+    std::uint64_t dirty_bytes() const;
+
+private:
+    struct Way {
+        std::uint64_t tag = 0;        // the line's number
+        std::uint64_t last_use = 0;   // 0: empty
+        std::uint32_t valid = 0, dirty = 0;  // one bit per sector
+    };
+    // The way holding `line`, allocated (evicting the least recently used) if absent.
+    Way& touch(std::uint64_t line);
+    void access(std::uint64_t address, std::uint64_t bytes, bool write);
+
+    CacheConfig config_;
+    std::uint64_t sets_ = 0;
+    std::vector<Way> ways_;  // set-major: set s holds ways_[s·ways .. s·ways + ways)
+    std::uint64_t tick_ = 0;
+    CacheStats stats_;
+};
+
+}  // namespace toysim

@@ -1,0 +1,152 @@
+// The cache model (sim/exec/cache.h): hand-computed sequences on tiny caches, and random
+// traces against a brute-force reference.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <list>
+#include <map>
+#include <random>
+#include <stdexcept>
+
+#include "sim/exec/cache.h"
+
+using namespace toysim;
+
+namespace {
+
+CacheStats stats(std::uint64_t read_hits, std::uint64_t read_misses, std::uint64_t write_hits, std::uint64_t write_misses,
+                 std::uint64_t dram_read, std::uint64_t dram_write) {
+    return CacheStats{read_hits, read_misses, write_hits, write_misses, dram_read, dram_write};
+}
+
+// The same semantics written as plainly as possible: per set a list of lines, most recent
+// first; per line a map of sector → dirty.
+struct ReferenceCache {
+    CacheConfig c;
+    std::vector<std::list<std::pair<std::uint64_t, std::map<std::uint64_t, bool>>>> sets;
+    CacheStats s;
+    explicit ReferenceCache(CacheConfig config) : c(config), sets(config.sets()) {}
+    void access(std::uint64_t address, std::uint64_t bytes, bool write) {
+        for (std::uint64_t sector = address / c.sector_bytes; sector <= (address + bytes - 1) / c.sector_bytes; ++sector) {
+            std::uint64_t line = sector / c.sectors_per_line();
+            auto& set = sets[line % sets.size()];
+            auto it = std::find_if(set.begin(), set.end(), [&](const auto& l) { return l.first == line; });
+            if (it == set.end()) {
+                if (set.size() == c.ways) {
+                    for (const auto& [_, dirty] : set.back().second) s.dram_write_bytes += dirty ? c.sector_bytes : 0;
+                    set.pop_back();
+                }
+                set.push_front({line, {}});
+            } else {
+                set.splice(set.begin(), set, it);
+            }
+            auto& sectors = set.front().second;
+            bool hit = sectors.count(sector) > 0;
+            if (write) {
+                (hit ? s.write_hits : s.write_misses) += 1;
+                sectors[sector] = true;
+            } else {
+                (hit ? s.read_hits : s.read_misses) += 1;
+                if (!hit) {
+                    s.dram_read_bytes += c.sector_bytes;
+                    sectors[sector] = false;
+                }
+            }
+        }
+    }
+};
+
+}  // namespace
+
+TEST_CASE("cache: direct-mapped, sector fills and a clean eviction", "[cache]") {
+    // 2 sets of one 64-byte line, 32-byte sectors: lines 0 and 2 share set 0.
+    Cache c(CacheConfig{128, 64, 32, 1});
+    c.read(0, 4);  // line 0, sector 0: miss, one sector from DRAM
+    CHECK(c.stats() == stats(0, 1, 0, 0, 32, 0));
+    c.read(8, 8);  // the same sector: hit
+    CHECK(c.stats() == stats(1, 1, 0, 0, 32, 0));
+    c.read(32, 4);  // line 0's other sector: a sector miss, the line stays
+    CHECK(c.stats() == stats(1, 2, 0, 0, 64, 0));
+    c.read(64, 4);  // line 1, set 1: miss
+    c.read(128, 4);  // line 2 evicts line 0 from set 0 (clean: nothing written)
+    CHECK(c.stats() == stats(1, 4, 0, 0, 128, 0));
+    c.read(0, 4);  // line 0 again: a miss
+    CHECK(c.stats() == stats(1, 5, 0, 0, 160, 0));
+}
+
+TEST_CASE("cache: two ways, least recently used goes first", "[cache]") {
+    // One set of two 32-byte lines (one sector each): A = 0, B = 32, C = 64.
+    Cache c(CacheConfig{64, 32, 32, 2});
+    c.read(0, 1);   // A miss
+    c.read(32, 1);  // B miss
+    c.read(0, 1);   // A hit: B is now the least recent
+    c.read(64, 1);  // C miss, evicts B
+    c.read(0, 1);   // A hit
+    c.read(32, 1);  // B miss, evicts C (A was used after C)
+    c.read(64, 1);  // C miss, evicts A
+    c.read(32, 1);  // B hit
+    CHECK(c.stats() == stats(3, 5, 0, 0, 5 * 32, 0));
+}
+
+TEST_CASE("cache: write-allocate without a fill, write-back on eviction and at flush", "[cache]") {
+    Cache c(CacheConfig{128, 64, 32, 1});
+    c.write(0, 40);  // sectors 0 and 1 of line 0: two write misses, nothing read
+    CHECK(c.stats() == stats(0, 0, 0, 2, 0, 0));
+    CHECK(c.dirty_bytes() == 64);
+    c.read(4, 4);  // written, so valid: a hit
+    c.write(0, 4);  // a write hit
+    CHECK(c.stats() == stats(1, 0, 1, 2, 0, 0));
+    c.read(128, 1);  // line 2 evicts line 0: its two dirty sectors go to DRAM
+    CHECK(c.stats() == stats(1, 1, 1, 2, 32, 64));
+    c.write(64 + 32, 1);  // line 1, one sector dirty
+    c.flush();
+    CHECK(c.stats().dram_write_bytes == 64 + 32);
+    CHECK(c.dirty_bytes() == 0);
+    c.read(96, 1);  // flushed: empty again
+    CHECK(c.stats().read_misses == 2);
+}
+
+TEST_CASE("cache: an access across lines looks up each line once, its sectors in order", "[cache]") {
+    Cache c(CacheConfig{1024, 128, 32, 2});
+    c.read(100, 200);  // bytes 100..299: sectors 3..9, lines 0, 1 and 2
+    CHECK(c.stats() == stats(0, 7, 0, 0, 7 * 32, 0));
+    c.read(96, 32);
+    CHECK(c.stats().read_hits == 1);
+}
+
+TEST_CASE("cache: configurations that are not caches", "[cache]") {
+    CHECK(CacheConfig{0, 128, 32, 16}.problem() == "the cache's size, line, sector and ways must all be positive");
+    CHECK(CacheConfig{4096, 32, 64, 1}.problem() == "a sector of 64 bytes is larger than the line (32 bytes)");
+    CHECK(CacheConfig{4096, 96, 64, 1}.problem() == "a line of 96 bytes is not a whole number of 64-byte sectors");
+    CHECK(CacheConfig{8192, 4096, 4, 1}.problem() == "a line may have at most 32 sectors, not 1024");
+    CHECK(CacheConfig{50'000'000, 128, 32, 16}.problem() ==
+          "a cache of 50000000 bytes is not a whole number of sets of 16 ways × 128-byte lines (2048 bytes each)");
+    CHECK(CacheConfig{std::uint64_t{1} << 41, 128, 32, 16}.problem() ==
+          "a cache of 2199023255552 bytes is larger than the 1099511627776 bytes a cache may have");
+    CHECK(CacheConfig{50 * 1024 * 1024, 128, 32, 16}.problem().empty());
+    CHECK_THROWS_AS(Cache(CacheConfig{100, 128, 32, 1}), std::invalid_argument);
+}
+
+TEST_CASE("cache: random traces agree with a brute-force reference model", "[cache][property]") {
+    std::mt19937_64 rng(2026);
+    for (int trial = 0; trial < 200; ++trial) {
+        std::uint32_t sector = 8u << (rng() % 3);              // 8, 16, 32
+        std::uint32_t line = sector << (rng() % 3);            // 1, 2 or 4 sectors
+        std::uint32_t ways = 1 + static_cast<std::uint32_t>(rng() % 4);
+        std::uint64_t sets = 1 + rng() % 5;                    // not always a power of two
+        CacheConfig config{sets * line * ways, line, sector, ways};
+        REQUIRE(config.problem().empty());
+        Cache cache(config);
+        ReferenceCache reference(config);
+        const std::uint64_t span = config.size_bytes * 3;     // three times the capacity: evictions
+        for (int k = 0; k < 300; ++k) {
+            std::uint64_t address = rng() % span, bytes = 1 + rng() % (2 * line);
+            bool write = rng() % 3 == 0;
+            if (write) cache.write(address, bytes);
+            else cache.read(address, bytes);
+            reference.access(address, bytes, write);
+        }
+        INFO("trial " << trial << ": " << sets << " sets of " << ways << " ways, line " << line << ", sector " << sector);
+        CHECK(cache.stats() == reference.s);
+    }
+}
