@@ -1,0 +1,108 @@
+// How much of the L2 a kernel sees: the calibration behind the modeled L2 (issue "A modeled
+// L2"), measured with the in-process CUPTI Range Profiler.
+//
+// For each footprint F, after toysim's cold flush, one launch reads F bytes (the warm pass,
+// outside the measurement) and a second launch reads the same F bytes again, measured. Its DRAM
+// reads divided by what it asked for is the fraction that missed: 0 while F fits, 1 for a
+// cyclic stream under LRU once it does not, something between under another policy. Patterns:
+//   dense      every byte, grid-stride over 4 blocks an SM (the whole footprint, in order);
+//   lines/2    every other 128-byte line, whole (half the lines over the same span);
+//   sector     the first 32-byte sector of every line (every tag, a quarter of the data);
+//   one block  the dense read by a single block of 1024 threads: one stream, in order.
+//
+//   toysim_l2_capacity [max MiB] [step MiB]   (defaults 96 and 4; finer around the knee)
+//
+// Not part of the suite: a measurement for gpu/README.md ("The L2 a kernel sees").
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+#include "gpu/l2_flush.cuh"
+#include "gpu/profiler.h"
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+        std::fprintf(stderr, "l2_capacity: %s: %s\n", what, cudaGetErrorString(e));
+        std::exit(1);
+    }
+}
+
+// The first `words` 16-byte words of every `stride`-th 128-byte line of the first `lines`.
+__global__ void read_lines(const uint4* p, std::size_t lines, std::size_t stride, unsigned words, unsigned* sink) {
+    unsigned x = 0;
+    const std::size_t n = (lines / stride) * words;
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+        uint4 v = p[(i / words) * stride * 8 + i % words];
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == 0x9e3779b9u) *sink = x;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::size_t max_mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 96;
+    const std::size_t step_mib = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 4;
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    check(cudaSetDevice(0), "cudaSetDevice");
+    const std::size_t l2 = static_cast<std::size_t>(prop.l2CacheSize);
+    const unsigned grid = static_cast<unsigned>(4 * prop.multiProcessorCount);
+    void *data = nullptr, *flush = nullptr, *sink = nullptr;
+    check(cudaMalloc(&data, max_mib << 20), "cudaMalloc data");
+    check(cudaMalloc(&flush, 2 * l2), "cudaMalloc flush");
+    check(cudaMalloc(&sink, 16), "cudaMalloc sink");
+    check(cudaMemset(data, 3, max_mib << 20), "filling");
+    check(cudaDeviceSynchronize(), "sync");
+    std::printf("device: %s, L2 %zu bytes (%.1f MiB), %d SMs, persisting L2 max %d bytes\n", prop.name, l2, l2 / 1048576.0,
+                prop.multiProcessorCount, prop.persistingL2CacheMaxSize);
+    toysim::gpu::RangeProfiler profiler;
+    if (!profiler.available()) {
+        std::printf("skipped: %s\n", profiler.why_not().c_str());
+        return 77;
+    }
+    // Footprints: every step, and every MiB from 20 to 60 (the knee).
+    std::vector<std::size_t> footprints;
+    for (std::size_t mib = step_mib; mib <= max_mib; mib += step_mib) footprints.push_back(mib);
+    for (std::size_t mib = 20; mib <= 60 && mib <= max_mib; ++mib)
+        if (mib % step_mib) footprints.push_back(mib);
+    std::sort(footprints.begin(), footprints.end());
+
+    struct Pattern {
+        const char* name;
+        std::size_t stride;  // lines
+        unsigned words;      // 16-byte words of each line read
+        unsigned blocks, threads;
+    };
+    const Pattern patterns[] = {
+        {"dense", 1, 8, grid, 512}, {"lines/2", 2, 8, grid, 512}, {"sector", 1, 2, grid, 512}, {"one block", 1, 8, 1, 1024}};
+    std::printf("%8s %-10s %14s %14s %10s\n", "MiB", "pattern", "read B", "DRAM read B", "missed");
+    for (std::size_t mib : footprints) {
+        const std::size_t lines = (mib << 20) / 128;
+        for (const Pattern& pat : patterns) {
+            auto pass = [&] {
+                read_lines<<<pat.blocks, pat.threads>>>(static_cast<const uint4*>(data), lines, pat.stride, pat.words,
+                                                        static_cast<unsigned*>(sink));
+            };
+            auto prepare = [&] {
+                check(toysim::gpu::flush_l2(flush, 2 * l2, static_cast<unsigned*>(sink), prop.multiProcessorCount, nullptr), "flush");
+                pass();
+                check(cudaGetLastError(), "warm pass");
+                check(cudaDeviceSynchronize(), "warm pass");
+            };
+            auto m = profiler.measure(prepare, pass);
+            const double requested = static_cast<double>(lines / pat.stride) * pat.words * 16.0;
+            if (!m.available) {
+                std::printf("%8zu %-10s not measured: %s\n", mib, pat.name, m.why_not.c_str());
+                continue;
+            }
+            std::printf("%8zu %-10s %14.0f %14.0f %10.3f\n", mib, pat.name, requested, m.dram_read_bytes, m.dram_read_bytes / requested);
+        }
+    }
+    return 0;
+}
