@@ -25,12 +25,7 @@
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) {
-        std::fprintf(stderr, "l2_capacity: %s: %s\n", what, cudaGetErrorString(e));
-        std::exit(1);
-    }
-}
+void check(cudaError_t e, const char* what) { toysim::gpu::check_tool(e, "l2_capacity", what); }
 
 // The first `words` 16-byte words of every `stride`-th 128-byte line of the first `lines`.
 __global__ void read_lines(const uint4* p, std::size_t lines, std::size_t stride, unsigned words, unsigned* sink) {
@@ -48,9 +43,7 @@ __global__ void read_lines(const uint4* p, std::size_t lines, std::size_t stride
 int main(int argc, char** argv) {
     const std::size_t max_mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 96;
     const std::size_t step_mib = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 4;
-    cudaDeviceProp prop{};
-    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-    check(cudaSetDevice(0), "cudaSetDevice");
+    const cudaDeviceProp prop = toysim::gpu::open_device("l2_capacity");
     const std::size_t l2 = static_cast<std::size_t>(prop.l2CacheSize);
     const unsigned grid = static_cast<unsigned>(4 * prop.multiProcessorCount);
     void *data = nullptr, *flush = nullptr, *sink = nullptr;

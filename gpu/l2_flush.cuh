@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 
 namespace toysim::gpu {
 
@@ -28,6 +30,22 @@ static inline cudaError_t flush_l2(void* buffer, std::size_t bytes, unsigned* si
     if (status != cudaSuccess) return status;
     read_through<<<static_cast<unsigned>(4 * sm_count), 512, 0, stream>>>(static_cast<const uint4*>(buffer), bytes / 16, sink);
     return cudaGetLastError();
+}
+
+// For the L2 tools (l2_probe.cu, l2_capacity.cu): a CUDA failure ends the tool, saying what.
+static inline void check_tool(cudaError_t e, const char* tool, const char* what) {
+    if (e != cudaSuccess) {
+        std::fprintf(stderr, "%s: %s: %s\n", tool, what, cudaGetErrorString(e));
+        std::exit(1);
+    }
+}
+
+// Device 0, made current: its properties.
+static inline cudaDeviceProp open_device(const char* tool) {
+    cudaDeviceProp prop{};
+    check_tool(cudaGetDeviceProperties(&prop, 0), tool, "cudaGetDeviceProperties");
+    check_tool(cudaSetDevice(0), tool, "cudaSetDevice");
+    return prop;
 }
 
 }  // namespace toysim::gpu

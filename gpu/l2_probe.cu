@@ -22,12 +22,7 @@
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) {
-        std::fprintf(stderr, "l2_probe: %s: %s\n", what, cudaGetErrorString(e));
-        std::exit(1);
-    }
-}
+void check(cudaError_t e, const char* what) { toysim::gpu::check_tool(e, "l2_probe", what); }
 
 __global__ void write_through(uint4* p, std::size_t n, unsigned value) {
     for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
@@ -79,9 +74,7 @@ struct Buffer {
 
 int main(int argc, char** argv) {
     const std::size_t victim_mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 32;
-    cudaDeviceProp prop{};
-    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-    check(cudaSetDevice(0), "cudaSetDevice");
+    const cudaDeviceProp prop = toysim::gpu::open_device("l2_probe");
     const std::size_t l2 = static_cast<std::size_t>(prop.l2CacheSize);
     const unsigned grid = static_cast<unsigned>(4 * prop.multiProcessorCount);
     Buffer victim(victim_mib << 20), flush(2 * l2), flush2(2 * l2), probe(3 * l2 / 2), sink(16);
