@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <list>
 #include <map>
 #include <random>
@@ -47,9 +48,10 @@ struct ReferenceCache {
                 sectors[sector] = true;
             } else {
                 (hit ? s.read_hits : s.read_misses) += 1;
-                if (!hit) {
-                    s.dram_read_bytes += c.sector_bytes;
-                    sectors[sector] = false;
+                if (!hit) {  // its fill group comes in, clean where it was not there
+                    const std::uint64_t fill = c.sectors_per_fill(), first = sector / fill * fill;
+                    s.dram_read_bytes += fill * c.sector_bytes;
+                    for (std::uint64_t k = first; k < first + fill; ++k) sectors.emplace(k, false);
                 }
             }
         }
@@ -106,6 +108,19 @@ TEST_CASE("cache: write-allocate without a fill, write-back on eviction and at f
     CHECK(c.stats().read_misses == 2);
 }
 
+TEST_CASE("cache: a read miss fetches its fill group, as the H100 fetches 64 bytes", "[cache]") {
+    Cache c(CacheConfig{1024, 128, 32, 2, 64});
+    c.read(0, 1);  // sector 0 misses: sectors 0 and 1 come in, 64 bytes
+    CHECK(c.stats() == stats(0, 1, 0, 0, 64, 0));
+    c.read(32, 1);  // its partner: a hit
+    c.read(64, 1);  // sector 2, the other group: a miss
+    CHECK(c.stats() == stats(1, 2, 0, 0, 128, 0));
+    c.write(96, 4);  // sector 3 was filled with 2: a write hit
+    CHECK(c.stats().write_hits == 1);
+    CHECK(CacheConfig{1024, 128, 32, 2, 48}.problem() == "a fill of 48 bytes is not a whole number of 32-byte sectors dividing the 128-byte line");
+    CHECK(CacheConfig{1024, 128, 32, 2, 256}.problem() == "a fill of 256 bytes is not a whole number of 32-byte sectors dividing the 128-byte line");
+}
+
 TEST_CASE("cache: an access across lines looks up each line once, its sectors in order", "[cache]") {
     Cache c(CacheConfig{1024, 128, 32, 2});
     c.read(100, 200);  // bytes 100..299: sectors 3..9, lines 0, 1 and 2
@@ -134,7 +149,8 @@ TEST_CASE("cache: random traces agree with a brute-force reference model", "[cac
         std::uint32_t line = sector << (rng() % 3);            // 1, 2 or 4 sectors
         std::uint32_t ways = 1 + static_cast<std::uint32_t>(rng() % 4);
         std::uint64_t sets = 1 + rng() % 5;                    // not always a power of two
-        CacheConfig config{sets * line * ways, line, sector, ways};
+        std::uint32_t fill = rng() % 2 ? 0 : sector << (rng() % (1 + std::countr_zero(line / sector)));  // 1 sector up to the line
+        CacheConfig config{sets * line * ways, line, sector, ways, fill};
         REQUIRE(config.problem().empty());
         Cache cache(config);
         ReferenceCache reference(config);
@@ -146,7 +162,7 @@ TEST_CASE("cache: random traces agree with a brute-force reference model", "[cac
             else cache.read(address, bytes);
             reference.access(address, bytes, write);
         }
-        INFO("trial " << trial << ": " << sets << " sets of " << ways << " ways, line " << line << ", sector " << sector);
+        INFO("trial " << trial << ": " << sets << " sets of " << ways << " ways, line " << line << ", sector " << sector << ", fill " << fill);
         CHECK(cache.stats() == reference.s);
     }
 }

@@ -15,6 +15,9 @@ std::string CacheConfig::problem() const {
     if (sector_bytes > line_bytes) return fmt::format("a sector of {} bytes is larger than the line ({} bytes)", sector_bytes, line_bytes);
     if (line_bytes % sector_bytes != 0) return fmt::format("a line of {} bytes is not a whole number of {}-byte sectors", line_bytes, sector_bytes);
     if (line_bytes / sector_bytes > 32) return fmt::format("a line may have at most 32 sectors, not {}", line_bytes / sector_bytes);
+    if (fill_bytes != 0 && (fill_bytes % sector_bytes != 0 || fill_bytes > line_bytes || line_bytes % fill_bytes != 0))
+        return fmt::format("a fill of {} bytes is not a whole number of {}-byte sectors dividing the {}-byte line", fill_bytes, sector_bytes,
+                           line_bytes);
     const std::uint64_t set_bytes = static_cast<std::uint64_t>(line_bytes) * ways;
     if (set_bytes > size_bytes || size_bytes % set_bytes != 0)
         return fmt::format("a cache of {} bytes is not a whole number of sets of {} ways × {}-byte lines ({} bytes each)", size_bytes, ways,
@@ -59,11 +62,16 @@ void Cache::access(std::uint64_t address, std::uint64_t bytes, bool write) {
             if (write) {
                 (hit ? stats_.write_hits : stats_.write_misses) += 1;
                 way.dirty |= bit;
+                way.valid |= bit;
             } else {
                 (hit ? stats_.read_hits : stats_.read_misses) += 1;
-                if (!hit) stats_.dram_read_bytes += config_.sector_bytes;
+                if (!hit) {  // the whole fill group comes in
+                    const std::uint32_t fill = config_.sectors_per_fill();
+                    const auto group = static_cast<std::uint32_t>(((std::uint64_t{1} << fill) - 1) << ((sector % per_line) / fill * fill));
+                    stats_.dram_read_bytes += static_cast<std::uint64_t>(fill) * config_.sector_bytes;
+                    way.valid |= group;
+                }
             }
-            way.valid |= bit;
         }
     }
 }

@@ -3,9 +3,10 @@
 // Sectored, set-associative, write-back and write-allocate, with least-recently-used
 // replacement, as NVIDIA describes its L2: a line (tag) of 128 bytes holds four 32-byte
 // sectors, each filled from DRAM on its own. So:
-//  - a read of a sector that is there is a hit; one that is not is a miss that reads the
-//    sector (not the line) from DRAM; a line not there first takes the least recently used
-//    way of its set, writing back that line's dirty sectors;
+//  - a read of a sector that is there is a hit; one that is not is a miss that reads its fill
+//    group (the aligned `fill_bytes` around it: the H100 fetches 64 bytes, two sectors, per
+//    miss; gpu/README.md) from DRAM, all of which becomes valid; a line not there first takes
+//    the least recently used way of its set, writing back that line's dirty sectors;
 //  - a write allocates the same way but reads nothing: the sector becomes valid and dirty
 //    (the GPU keeps byte masks, so even a partial write needs no fill);
 //  - dirty sectors reach DRAM when their line is evicted, or at flush().
@@ -24,13 +25,15 @@ struct CacheConfig {
     std::uint32_t line_bytes = 128;
     std::uint32_t sector_bytes = 32;
     std::uint32_t ways = 16;
+    std::uint32_t fill_bytes = 0;  // what a read miss fetches; 0: one sector
 
     // What is wrong with it, or "" when it describes a cache: every size positive, the sector
-    // dividing the line into at most 32 sectors, the size a whole number of sets (line × ways),
-    // at most 2^40 bytes.
+    // dividing the line into at most 32 sectors, the fill a whole number of sectors dividing
+    // the line, the size a whole number of sets (line × ways), at most 2^40 bytes.
     std::string problem() const;
     std::uint64_t sets() const { return size_bytes / (static_cast<std::uint64_t>(line_bytes) * ways); }
     std::uint32_t sectors_per_line() const { return line_bytes / sector_bytes; }
+    std::uint32_t sectors_per_fill() const { return fill_bytes == 0 ? 1 : fill_bytes / sector_bytes; }
 };
 
 // Counted in sectors (hits, misses) and bytes (DRAM).
