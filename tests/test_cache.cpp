@@ -166,3 +166,35 @@ TEST_CASE("cache: random traces agree with a brute-force reference model", "[cac
         CHECK(cache.stats() == reference.s);
     }
 }
+
+TEST_CASE("cache: presets and settings as the user writes them", "[cache]") {
+    ParsedCache h100 = parse_cache("h100");
+    CHECK(h100.error.empty());
+    CHECK(h100.config.size_bytes == 50u << 20);
+    CHECK(h100.config.fill_bytes == 64);
+    CHECK(h100.config.sets() == 25600);
+    ParsedCache custom = parse_cache("size=1MiB  line=64 sector=32 ways=4");
+    CHECK(custom.error.empty());
+    CHECK(custom.config.size_bytes == 1u << 20);
+    CHECK(custom.config.sets() == 4096);
+    ParsedCache changed = parse_cache("h100 ways=8");
+    CHECK(changed.error.empty());
+    CHECK(changed.config.ways == 8);
+    CHECK(changed.config.size_bytes == 50u << 20);
+    for (const auto& preset : cache_presets()) CHECK(preset.config.problem().empty());
+
+    CHECK(parse_cache("h10").error == "unknown cache preset 'h10'; did you mean 'h100'?");
+    CHECK(parse_cache("v100").error == "unknown cache preset 'v100'; did you mean 'h100'?");  // as near as a100: the first wins
+    CHECK(parse_cache("mi300").error == "unknown cache preset 'mi300' (presets: h100, a100)");
+    CHECK(parse_cache("h100 sise=4MiB").error == "unknown cache setting 'sise'; did you mean 'size'?");
+    CHECK(parse_cache("size=50XB").error ==
+          "cache size '50XB' is not a byte count (a whole number, optionally with B, KiB, MiB or GiB)");
+    CHECK(parse_cache("size=4MiB ways=16KiB").error == "cache ways '16KiB' is not a whole number");
+    CHECK(parse_cache("line=64").error == "a cache needs a size (size=50MiB) or a preset (h100, a100)");
+    CHECK(parse_cache("ways=8 h100").error == "the preset 'h100' comes first, before the settings that change it");
+    CHECK(parse_cache("size=50000000").error ==
+          "a cache of 50000000 bytes is not a whole number of sets of 16 ways × 128-byte lines (2048 bytes each)");
+    CHECK(parse_cache("size=0").error == "the cache's size, line, sector and ways must all be positive");
+    CHECK(parse_cache("size=99999999999GiB").error ==
+          "cache size '99999999999GiB' is not a byte count (a whole number, optionally with B, KiB, MiB or GiB)");
+}

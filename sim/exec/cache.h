@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace toysim {
@@ -35,6 +36,23 @@ struct CacheConfig {
     std::uint32_t sectors_per_line() const { return line_bytes / sector_bytes; }
     std::uint32_t sectors_per_fill() const { return fill_bytes == 0 ? 1 : fill_bytes / sector_bytes; }
 };
+
+// A named configuration: `cache h100`, `--cache h100`.
+struct CachePreset {
+    std::string_view name;
+    CacheConfig config;
+    std::string_view models;  // what it stands for, and how far it is calibrated
+};
+const std::vector<CachePreset>& cache_presets();
+
+// A cache as the user writes it: a preset, settings, or a preset then settings that change
+// it: "h100", "size=50MiB line=128 sector=32 ways=16 fill=64", "h100 ways=8". Sizes take B,
+// KiB, MiB or GiB. Either the configuration (with no problem()) or what is wrong, as a message.
+struct ParsedCache {
+    CacheConfig config;
+    std::string error;  // "" when config is good
+};
+ParsedCache parse_cache(std::string_view text);
 
 // Counted in sectors (hits, misses) and bytes (DRAM).
 struct CacheStats {
