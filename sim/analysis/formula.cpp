@@ -462,14 +462,14 @@ private:
     }
 
     // How far range d of a slice reaches in one execution.
-    Extent slice_extent(const ast::Operand& o, size_t d, const ast::Array& decl, const std::string& what) {
+    Extent slice_extent(const ast::Operand& o, size_t d, const ast::Array& decl) {
         Poly start = to_poly(*o.subscripts[d], scope_), end = to_poly(*o.subscript_ends[d], scope_);
         Poly dim = to_poly(*decl.dims[d], {});
         Poly width = padd(end, start, -1);
         if (has_var(width)) {
             bool proven = true;
             Poly w = largest(width, proven);
-            time_note(fmt::format("{}: the width of a slice of {} depends on loop variable {}; counted at its largest, {}{}", what, decl.name,
+            time_note(fmt::format("the width of a slice of {} depends on loop variable {}; counted at its largest, {}{}", decl.name,
                                   vars_in(width), poly_text(w), proven ? " (an upper bound)" : " (an estimate)"));
             return Extent{w};
         }
@@ -491,8 +491,8 @@ private:
             if (cover == Cover::Ceil) return Extent{width, l.atom, dim, l.lo};
             break;
         }
-        const std::string why = fmt::format("{}: a slice of {} may be clipped at its edge; counted at its full width {} (an upper bound)",
-                                            what, decl.name, poly_text(width));
+        const std::string why = fmt::format("a slice of {} may be clipped at its edge; counted at its full width {} (an upper bound)",
+                                            decl.name, poly_text(width));
         time_note(why);
         if (grid_begin_ >= 0) grid_note(why);
         return Extent{width};
@@ -553,7 +553,7 @@ private:
                     if (op.operand(i) == OperandKind::MemRead || op.operand(i) == OperandKind::MemWrite) slice = &in.operands[static_cast<size_t>(i)];
                 std::vector<Extent> ranges;
                 for (size_t d = 0; slice && d < slice->subscripts.size() && d < decl.dims.size(); ++d)
-                    if (d < slice->subscript_ends.size() && slice->subscript_ends[d]) ranges.push_back(slice_extent(*slice, d, decl, what));
+                    if (d < slice->subscript_ends.size() && slice->subscript_ends[d]) ranges.push_back(slice_extent(*slice, d, decl));
                 out = Shape{Extent{pconst(1)}, Extent{pconst(1)}, true};
                 if (ranges.size() == 2) out.rows = ranges[0], out.cols = ranges[1];
                 if (ranges.size() == 1) out.cols = ranges[0];
