@@ -281,3 +281,28 @@ for i in 0..n {
     // y[l][k][j][i] = 2·a[i][j][k][l]
     CHECK(s.dram[static_cast<size_t>(y.base + 1 * 27 + 2 * 9 + 0 * 3 + 2)] == 2 * s.dram[static_cast<size_t>(a.base + 2 * 27 + 0 * 9 + 2 * 3 + 1)]);
 }
+
+TEST_CASE("a fault in the fast path leaves the machine at the faulting instruction, counted", "[machine]") {
+    // Iteration i = 1 reads y[0], which iteration 0 wrote: a race, found by the fast path's
+    // race-checked LOAD on one worker.
+    Program p = build(R"(registers 2
+param n = 4
+input x[n]
+output y[n] = 0
+parallel for i in 0..n {
+    LOAD x[i], R0
+    LOAD y[0], R1
+    STORE R0, y[i]
+}
+)");
+    auto m = fresh(p);
+    CHECK_THROWS_WITH(m.run_until(kNoPause, kNoPause), Catch::Contains("data race on y[0]"));
+    const auto& s = m.state();
+    std::uint64_t executed = 0;
+    for (std::uint64_t n : s.executed) executed += n;
+    CHECK(s.steps == executed);
+    CHECK(s.steps == 5);  // iteration 0's three, iteration 1's LOAD x[1] and the racing LOAD y[0]
+    CHECK(p.code[static_cast<size_t>(s.pc)].code == Code::LOAD);
+    CHECK(p.memref_at(s.pc) >= 0);
+    CHECK(p.mems[static_cast<size_t>(p.memref_at(s.pc))].array == 1);
+}

@@ -30,14 +30,18 @@ constexpr int register_reads(std::string_view signature) {
 
 // Runs from `pc` while instructions have a fast kind and fewer than `budget` instructions have
 // run; returns the pc of the first instruction it did not run (the general executor's to run,
-// pause at or fault on) and how much of the budget is left.
+// pause at or fault on) and how much of the budget is left. Before each step that may fault (a
+// race check, a parallel loop's end) it sets `at_fault` to that instruction and the budget left
+// after it: where the machine stands if the exception comes (no try block: one would keep the
+// budget out of a register).
 struct FastStop {
     std::int32_t pc;
     std::uint64_t budget;
 };
 template <class Domain>
 [[gnu::noinline]] FastStop run_fast_path(const Program& p, const FastInst* fast, Domain& dom, MachineState<typename Domain::Value>& s,
-                                         std::int64_t* vars, std::int64_t* limit, std::int32_t pc, std::uint64_t budget) {
+                                         std::int64_t* vars, std::int64_t* limit, std::int32_t pc, std::uint64_t budget,
+                                         FastStop& at_fault) {
     using V = typename Domain::Value;
     V* const regs = s.regs.data();
     std::uint8_t* const written = s.written.data();
@@ -62,14 +66,20 @@ template <class Domain>
     };
     auto load = [&]<int Terms, bool MaybeRace>(const FastInst& f) {
         const std::int64_t at = address.template operator()<Terms>(f);
-        if (MaybeRace && f.race_checked) race(f, at, AccessKind::Read);
+        if (MaybeRace && f.race_checked) {
+            at_fault = {f.pc, budget};
+            race(f, at, AccessKind::Read);
+        }
         ++reads[at];
         regs[f.reg[0]] = dom.load(dram[at], at);
         written[f.reg[0]] = 1;
     };
     auto store = [&]<int Terms, bool MaybeRace>(const FastInst& f) {
         const std::int64_t at = address.template operator()<Terms>(f);
-        if (MaybeRace && f.race_checked) race(f, at, AccessKind::Write);
+        if (MaybeRace && f.race_checked) {
+            at_fault = {f.pc, budget};
+            race(f, at, AccessKind::Write);
+        }
         const V v = regs[f.reg[0]];
         dram[at] = v;
         present[at] = 1;
@@ -123,7 +133,10 @@ store_add : {
     TOYSIM_FAST_STEP();
     const FastInst& f = *ip;
     const std::int64_t at = address.template operator()<-1>(f);
-    if (f.race_checked) race(f, at, AccessKind::Accumulate);
+    if (f.race_checked) {
+        at_fault = {f.pc, budget};
+        race(f, at, AccessKind::Accumulate);
+    }
     ++reads[at];
     const V v = stored_value(Op::STORE_ADD, dom, regs[f.reg[0]], dom.load(dram[at], at));
     dram[at] = v;
@@ -145,6 +158,7 @@ loop_end : {
 parallel_end : {
     const auto slot = static_cast<size_t>(ip->reg[0]);
     const bool again = ++vars[slot] < limit[slot];
+    at_fault = {ip->pc, budget};  // it throws past 2^31 iterations
     parallel_loop_end(p, s, p.loops[static_cast<size_t>(ip->mem)], again);
     if (again) {
         ip = reinterpret_cast<const FastInst*>(reinterpret_cast<const char*>(ip) + ip->reg[1]);

@@ -136,7 +136,14 @@ void execute(const Program& p, const FastInst* fast, Domain& dom, MachineState<t
             if (fast[pc].kind != FastKind::Exit && !interleaved) {
                 // Back at an instruction it does not run, at the stop, or at a loop that is empty
                 // or has a bound to report: the general case below takes that one.
-                const FastStop back = run_fast_path(p, fast, dom, s, vars, limit, pc, stop - steps);
+                FastStop back{pc, stop - steps};
+                try {
+                    back = run_fast_path(p, fast, dom, s, vars, limit, pc, stop - steps, back);
+                } catch (...) {  // a fault: the machine stands at the faulting instruction
+                    pc = back.pc;
+                    steps = stop - back.budget;
+                    throw;
+                }
                 pc = back.pc;
                 steps = stop - back.budget;
                 in_parallel = s.parallel.iteration != 0;  // it may have ended a parallel loop
