@@ -90,7 +90,8 @@ inline std::string one_input(std::string_view input) {
         auto formulas = derive_formulas(program);
         auto counted = count_traffic(program);
         auto races = prove_race_freedom(program);
-        for (Format f : formats) printed += format_cost(program, formulas, counted, f, races);
+        auto time = derive_time(program);
+        for (Format f : formats) printed += format_cost(program, formulas, counted, f, races, &time);
     });
     RunOptions run_options, trace_options;
     run_options.max_steps = kRunSteps;
