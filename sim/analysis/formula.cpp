@@ -406,38 +406,87 @@ private:
 
     // The elements range d of the operand spans, summed over its loops where the tiling
     // pattern collapses them (those loops are then `consumed`).
-    Poly extent(const ast::Operand& o, size_t d, const ast::Array& decl, int array, const std::string& what,
-                std::vector<bool>& consumed) {
+    // How range d of a slice reaches in one execution, before either analysis words a note or
+    // sums it: the traffic formulas (extent) and the time formulas (slice_extent) share it.
+    struct Reach {
+        enum class Kind {
+            Exact,      // `width` every time
+            VarWidth,   // the width depends on loop variables: `width` is its largest (`proven`: an upper bound)
+            Tiled,      // the tiling pattern v*W..v*W + W over `for v in LO..cdiv(D, W)` (or D/W): loop `level`
+            Clipped,    // may be clipped at the array's edge: `width` is the full width
+        } kind = Kind::Exact;
+        Poly width, dim;
+        bool proven = true;
+        size_t level = 0;
+        Cover cover = Cover::None;
+    };
+    Reach reach(const ast::Operand& o, size_t d, const ast::Array& decl) {
         Poly start = to_poly(*o.subscripts[d], scope_), end = to_poly(*o.subscript_ends[d], scope_);
-        Poly dim = to_poly(*decl.dims[d], {});
-        Poly width = padd(end, start, -1);
-        std::string range = fmt::format("{}..{}", expr_text(*o.subscripts[d]), expr_text(*o.subscript_ends[d]));
-        if (has_var(width)) {
-            bool proven = true;
-            std::string vars = vars_in(width);
-            Poly w = largest(width, proven);
-            note(array, fmt::format("{}: the width of the range {} depends on loop variable {}; the formula counts its largest "
-                                    "width {}{}",
-                                    what, range, vars, poly_text(w), proven ? " (an upper bound)" : " (an estimate)"));
-            return w;
+        Reach r;
+        r.dim = to_poly(*decl.dims[d], {});
+        r.width = padd(end, start, -1);
+        if (has_var(r.width)) {
+            r.kind = Reach::Kind::VarWidth;
+            r.width = largest(r.width, r.proven);
+            return r;
         }
         // Never past the array's edge: the full width, every time.
         bool proven = true;
         Poly last = largest(end, proven);
-        auto room = constant_of(padd(expand(dim), expand(last), -1));
-        if (proven && room && *room >= 0) return width;
+        auto room = constant_of(padd(expand(r.dim), expand(last), -1));
+        if (proven && room && *room >= 0) return r;
         if (!has_var(start) && !has_var(end)) {
             // The same slice every time, perhaps clipped: min(end, D) − start, exactly.
-            if (room && *room < 0) return padd(dim, start, -1);
-            return padd(patom(opaque("min", end, dim)), start, -1);
+            r.width = room && *room < 0 ? padd(r.dim, start, -1) : padd(patom(opaque("min", end, r.dim)), start, -1);
+            return r;
         }
-        if (auto tiles = tiling(start, width, dim, consumed)) return *tiles;
-        note(array, fmt::format("{}: the range {} may be clipped at the edge of {} (dimension {}); the formula counts its full "
-                                "width {} (an upper bound)",
-                                what, range, decl.name, expr_text(*decl.dims[d]), poly_text(width)));
-        return width;
+        r.kind = Reach::Kind::Clipped;
+        for (size_t k = 0; k < scope_.size(); ++k) {
+            const Level& l = scope_[k];
+            if (!mentions(start, l.atom)) continue;
+            // One loop variable, v·W exactly, over a loop whose bounds are parameters only.
+            if (padd(start, pmul(r.width, patom(l.atom)), -1) != Poly{} || has_var(l.lo) || has_var(l.hi)) break;
+            r.cover = covering(l.hi, r.dim, r.width);
+            if (r.cover != Cover::None) r.kind = Reach::Kind::Tiled, r.level = k;
+            break;
+        }
+        return r;
+    }
+    // What the tiles of a loop from `lo` cover of dimension `dim`, width `width` each: dim, or
+    // max(0, dim − lo·width) for a peeled loop.
+    Poly covered(const Poly& dim, const Poly& lo, const Poly& width) {
+        if (lo.empty()) return dim;
+        return patom(opaque("max", Poly{}, padd(dim, pmul(lo, width), -1)));
     }
 
+    // The elements range d of the operand spans, summed over its loops where the tiling
+    // pattern collapses them (those loops are then `consumed`).
+    Poly extent(const ast::Operand& o, size_t d, const ast::Array& decl, int array, const std::string& what,
+                std::vector<bool>& consumed) {
+        Reach r = reach(o, d, decl);
+        std::string range = fmt::format("{}..{}", expr_text(*o.subscripts[d]), expr_text(*o.subscript_ends[d]));
+        if (r.kind == Reach::Kind::VarWidth) {
+            std::string vars = vars_in(padd(to_poly(*o.subscript_ends[d], scope_), to_poly(*o.subscripts[d], scope_), -1));
+            note(array, fmt::format("{}: the width of the range {} depends on loop variable {}; the formula counts its largest "
+                                    "width {}{}",
+                                    what, range, vars, poly_text(r.width), r.proven ? " (an upper bound)" : " (an estimate)"));
+            return r.width;
+        }
+        if (r.kind == Reach::Kind::Exact) return r.width;
+        // Over the tiles of a loop, once per loop, and only if no deeper loop's bounds move with it.
+        bool collapses = r.kind == Reach::Kind::Tiled && !consumed[r.level];
+        for (size_t i = r.level + 1; collapses && i < scope_.size(); ++i)
+            if (mentions(scope_[i].lo, scope_[r.level].atom) || mentions(scope_[i].hi, scope_[r.level].atom)) collapses = false;
+        if (collapses && r.cover == Cover::Floor) return r.width;  // whole tiles only: never clipped
+        if (collapses) {
+            consumed[r.level] = true;
+            return covered(r.dim, scope_[r.level].lo, r.width);
+        }
+        note(array, fmt::format("{}: the range {} may be clipped at the edge of {} (dimension {}); the formula counts its full "
+                                "width {} (an upper bound)",
+                                what, range, decl.name, expr_text(*decl.dims[d]), poly_text(r.width)));
+        return r.width;
+    }
 
     // ---- time ----
     // Why the totals are not exact; `divisibility`: only until a tile width divides the
@@ -461,41 +510,26 @@ private:
         return trip;
     }
 
-    // How far range d of a slice reaches in one execution.
+    // How far range d of a slice reaches in one execution, for the time formulas.
     Extent slice_extent(const ast::Operand& o, size_t d, const ast::Array& decl) {
-        Poly start = to_poly(*o.subscripts[d], scope_), end = to_poly(*o.subscript_ends[d], scope_);
-        Poly dim = to_poly(*decl.dims[d], {});
-        Poly width = padd(end, start, -1);
-        if (has_var(width)) {
-            bool proven = true;
-            Poly w = largest(width, proven);
-            time_note(fmt::format("the width of a slice of {} depends on loop variable {}; counted at its largest, {}{}", decl.name,
-                                  vars_in(width), poly_text(w), proven ? " (an upper bound)" : " (an estimate)"));
-            return Extent{w};
-        }
-        bool proven = true;
-        Poly last = largest(end, proven);
-        auto room = constant_of(padd(expand(dim), expand(last), -1));
-        if (proven && room && *room >= 0) return Extent{width};
-        if (!has_var(start) && !has_var(end)) {
-            if (room && *room < 0) return Extent{padd(dim, start, -1)};
-            return Extent{padd(patom(opaque("min", end, dim)), start, -1)};
-        }
-        // The tiling pattern v*W..v*W + W over `for v in LO..cdiv(D, W)`: the last tile is clipped.
-        for (size_t k = 0; k < scope_.size(); ++k) {
-            const Level& l = scope_[k];
-            if (!mentions(start, l.atom)) continue;
-            if (padd(start, pmul(width, patom(l.atom)), -1) != Poly{} || has_var(l.lo) || has_var(l.hi)) break;
-            Cover cover = covering(l.hi, dim, width);
-            if (cover == Cover::Floor) return Extent{width};
-            if (cover == Cover::Ceil) return Extent{width, l.atom, dim, l.lo};
-            break;
+        Reach r = reach(o, d, decl);
+        switch (r.kind) {
+            case Reach::Kind::Exact: return Extent{r.width};
+            case Reach::Kind::VarWidth:
+                time_note(fmt::format("the width of a slice of {} depends on loop variable {}; counted at its largest, {}{}", decl.name,
+                                      vars_in(padd(to_poly(*o.subscript_ends[d], scope_), to_poly(*o.subscripts[d], scope_), -1)),
+                                      poly_text(r.width), r.proven ? " (an upper bound)" : " (an estimate)"));
+                return Extent{r.width};
+            case Reach::Kind::Tiled:
+                if (r.cover == Cover::Floor) return Extent{r.width};
+                return Extent{r.width, scope_[r.level].atom, r.dim, scope_[r.level].lo};
+            case Reach::Kind::Clipped: break;
         }
         const std::string why = fmt::format("a slice of {} may be clipped at its edge; counted at its full width {} (an upper bound)",
-                                            decl.name, poly_text(width));
+                                            decl.name, poly_text(r.width));
         time_note(why);
         if (grid_begin_ >= 0) grid_note(why);
-        return Extent{width};
+        return Extent{r.width};
     }
 
     // The shape an operand of a tile instruction has: a tile's as last written (transposed for
@@ -627,7 +661,7 @@ private:
             }
             if (clipped.size() == 1) {  // the tiles of the loop cover the dimension once
                 Extent& e = factors[clipped[0]];
-                e.width = e.lo.empty() ? e.dim : patom(opaque("max", Poly{}, padd(e.dim, pmul(e.lo, e.width), -1)));
+                e.width = covered(e.dim, e.lo, e.width);
                 e.clip = -1;
                 continue;
             }
@@ -686,29 +720,6 @@ private:
         grid_notes_.clear();
     }
 
-    // The standard tiling pattern: v*W..v*W + W with `for v in LO..cdiv(D, W)`. Over the loop the
-    // tiles cover D exactly once, the last one clipped: trip × extent = D (LO = 0), or
-    // max(0, D − LO·W) for a peeled loop. With `for v in LO..D/W` no tile is clipped.
-    std::optional<Poly> tiling(const Poly& start, const Poly& width, const Poly& dim, std::vector<bool>& consumed) {
-        int k = -1;
-        for (size_t i = 0; i < scope_.size(); ++i)
-            if (mentions(start, scope_[i].atom)) {
-                if (k >= 0) return std::nullopt;  // two loop variables
-                k = static_cast<int>(i);
-            }
-        if (k < 0 || consumed[static_cast<size_t>(k)]) return std::nullopt;
-        const Level& l = scope_[static_cast<size_t>(k)];
-        if (padd(start, pmul(width, patom(l.atom)), -1) != Poly{}) return std::nullopt;
-        if (has_var(l.lo) || has_var(l.hi)) return std::nullopt;
-        for (size_t i = static_cast<size_t>(k) + 1; i < scope_.size(); ++i)
-            if (mentions(scope_[i].lo, l.atom) || mentions(scope_[i].hi, l.atom)) return std::nullopt;
-        Cover cover = covering(l.hi, dim, width);
-        if (cover == Cover::Floor) return width;  // whole tiles only: never clipped
-        if (cover != Cover::Ceil) return std::nullopt;
-        consumed[static_cast<size_t>(k)] = true;
-        if (l.lo.empty()) return dim;
-        return patom(opaque("max", Poly{}, padd(dim, pmul(l.lo, width), -1)));
-    }
 };
 
 }  // namespace

@@ -3,6 +3,9 @@
 
 namespace toysim {
 
+// An ALU row decodes to the FastKind of its Code's value: the two enums start with the ISA table.
+static_assert(static_cast<int>(FastKind::Load0) == static_cast<int>(Code::LoopBegin), "FastKind's first values are the opcodes");
+
 std::vector<FastInst> decode_fast_path(const Program& p) {
     std::vector<FastInst> out(p.code.size());
     for (size_t pc = 0; pc < p.code.size(); ++pc) {

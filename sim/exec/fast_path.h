@@ -19,10 +19,9 @@
 namespace toysim {
 
 // What the fast path does at an instruction: an ALU row of the ISA (its Code's value), a LOAD
-// or STORE whose address has 0 to 3 terms, any other access (race checked or not), STORE_ADD, the
-// control of a loop that is not
-// parallel (and the end of one that is, on one worker), or nothing (Exit: the general executor
-// takes over).
+// or STORE whose address has 0 to 3 terms, any other access (race checked or not), STORE_ADD,
+// the control of a loop that is not parallel (and the end of one that is, on one worker), or
+// nothing (Exit: the general executor takes over).
 enum class FastKind : std::uint8_t {
 #define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) NAME,
     TOYSIM_OPCODES(X)
@@ -45,7 +44,7 @@ struct alignas(64) FastInst {
     // access: reg[1] is its MemRef's race_shift.
     std::int32_t reg[kMaxRegisterOperands]{};
     std::int32_t pc = 0;                     // its index in the code
-    std::int32_t mem = -1;                   // as Inst::mem; LoopBegin: its LoopInfo
+    std::int32_t mem = -1;                   // as Inst::mem; LoopBegin, LoopEnd, ParallelEnd: its LoopInfo
     std::int64_t constant = 0;               // the address: constant + Σ coef[t]·vars[slot[t]]
     std::int64_t coef[3]{};
     static constexpr std::uint8_t kTermsInMemRef = 0xff;
