@@ -1,10 +1,10 @@
 // What a way of flushing the L2 leaves dirty in it: an experiment behind `--measure cold`.
 //
 // A "victim" buffer is written (dirty in the L2), then one of several flushes runs, then the
-// measured launch reads a fresh buffer of 1.5× the L2 and writes nothing: every byte it makes
-// DRAM write is a dirty line the flush left behind, evicted by its reads. The figures, per
-// flush, are the in-process CUPTI Range Profiler's (the same measurement as `gpu run
-// --measure cold`).
+// measured launches (the witness) read a fresh buffer twice the L2, twice, and write nothing:
+// every byte they make DRAM write is a dirty line the flush left behind. The figures, per flush,
+// are the in-process CUPTI Range Profiler's (the same measurement as `gpu run --measure cold`).
+// A weaker witness, one read of 1.5x the L2, is shown beside it.
 //
 //   toysim_l2_probe [victim MiB]   (default 32)
 //
@@ -24,15 +24,28 @@ namespace {
 
 void check(cudaError_t e, const char* what) { toysim::gpu::check_tool(e, "l2_probe", what); }
 
-__global__ void write_through(uint4* p, std::size_t n, unsigned value) {
-    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
-        p[i] = make_uint4(value, value, value, value);
+// Writes sector `k` (32 bytes) of every 128-byte line, then waits until `wait_ns` have passed on
+// the global timer since it started.
+__global__ void write_sector(uint4* p, std::size_t lines, int k, unsigned value, unsigned long long wait_ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < lines; i += std::size_t(gridDim.x) * blockDim.x) {
+        p[i * 8 + 2 * k] = make_uint4(value, value, value, value);
+        p[i * 8 + 2 * k + 1] = make_uint4(value, value, value, value);
+    }
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < wait_ns);
 }
 
 // Drops each 128-byte line of the buffer from the L2 without writing it back.
 __global__ void discard_lines(char* p, std::size_t lines) {
     for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < lines; i += std::size_t(gridDim.x) * blockDim.x)
         asm volatile("discard.global.L2 [%0], 128;" ::"l"(p + i * 128) : "memory");
+}
+
+__global__ void write_through(uint4* p, std::size_t n, unsigned value) {
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+        p[i] = make_uint4(value, value, value, value);
 }
 
 // Reads with the evict-first policy: the lines it brings in go before others.
@@ -77,13 +90,14 @@ int main(int argc, char** argv) {
     const cudaDeviceProp prop = toysim::gpu::open_device("l2_probe");
     const std::size_t l2 = static_cast<std::size_t>(prop.l2CacheSize);
     const unsigned grid = static_cast<unsigned>(4 * prop.multiProcessorCount);
-    Buffer victim(victim_mib << 20), flush(2 * l2), flush2(2 * l2), probe(3 * l2 / 2), sink(16);
+    Buffer victim(victim_mib << 20), flush(2 * l2), probe(3 * l2 / 2), witness(2 * l2), sink(16);
     check(cudaMemset(flush.ptr, 1, flush.bytes), "filling the flush buffer");
-    check(cudaMemset(flush2.ptr, 2, flush2.bytes), "filling the second flush buffer");
     check(cudaMemset(probe.ptr, 3, probe.bytes), "filling the probe buffer");
+    check(cudaMemset(witness.ptr, 6, witness.bytes), "filling the witness buffer");
     check(cudaDeviceSynchronize(), "sync");
-    std::printf("device: %s, L2 %zu bytes, %d SMs; victim %zu MiB written before each flush; probe reads %zu MiB\n", prop.name, l2,
-                prop.multiProcessorCount, victim_mib, probe.bytes >> 20);
+    std::printf("device: %s, L2 %zu bytes, %d SMs; victim %zu MiB written before each flush; witness reads %zu MiB twice, "
+                "weak witness %zu MiB once\n",
+                prop.name, l2, prop.multiProcessorCount, victim_mib, witness.bytes >> 20, probe.bytes >> 20);
 
     toysim::gpu::RangeProfiler profiler;
     if (!profiler.available()) {
@@ -101,8 +115,16 @@ int main(int argc, char** argv) {
     auto toysim_flush = [&] {
         check(toysim::gpu::flush_l2(flush.ptr, flush.bytes, static_cast<unsigned*>(sink.ptr), prop.multiProcessorCount, nullptr), "flush");
     };
-    auto discard_flush = [&] { discard_lines<<<grid, 512>>>(static_cast<char*>(flush.ptr), flush.bytes / 128); };
     auto discard_victim = [&] { discard_lines<<<grid, 512>>>(static_cast<char*>(victim.ptr), victim.bytes / 128); };
+    // The victim written, then read back: dirty lines that have been hit.
+    auto hot_victim = [&] {
+        dirty_victim();
+        read_flush(victim);
+    };
+    auto witness_reads = [&] {
+        read_flush(witness);
+        read_flush(witness);
+    };
 
     struct Scenario {
         const char* name;
@@ -111,47 +133,38 @@ int main(int argc, char** argv) {
     std::vector<Scenario> scenarios = {
         {"nothing written, no flush", [] {}},
         {"victim (memset), no flush", [&] { dirty_victim(); }},
-        {"victim (memset), memset + read flush (toysim today)", [&] { dirty_victim(); toysim_flush(); }},
-        {"victim (kernel), memset + read flush", [&] { dirty_victim_kernel(); toysim_flush(); }},
-        {"victim (D2D memcpy), no flush", [&] { copy_victim(); }},
-        {"victim (D2D memcpy), memset + read flush", [&] { copy_victim(); toysim_flush(); }},
-        {"victim (D2D memcpy async), memset + read flush", [&] {
-             check(cudaMemcpyAsync(victim.ptr, source.ptr, victim.bytes, cudaMemcpyDeviceToDevice, nullptr), "copying");
-             toysim_flush();
-         }},
-        {"victim (memset), read flush", [&] { dirty_victim(); read_flush(flush); }},
-        {"victim (memset), read flush of two buffers", [&] { dirty_victim(); read_flush(flush); read_flush(flush2); }},
-        {"victim (memset), evict-first read flush", [&] {
+        {"victim (memset), flush: memset + read (toysim)", [&] { dirty_victim(); toysim_flush(); }},
+        {"victim (memset), read of the flush buffer only", [&] { dirty_victim(); read_flush(flush); }},
+        {"victim (kernel), flush", [&] { dirty_victim_kernel(); toysim_flush(); }},
+        {"victim (D2D memcpy), flush", [&] { copy_victim(); toysim_flush(); }},
+        {"victim written then read back, no flush", [&] { hot_victim(); }},
+        {"victim written then read back, flush", [&] { hot_victim(); toysim_flush(); }},
+        {"victim (memset), evict-first read of the flush buffer", [&] {
              dirty_victim();
              read_evict_first<<<grid, 512>>>(flush.u4(), flush.n4(), static_cast<unsigned*>(sink.ptr));
          }},
-        {"victim (memset), write-kernel flush + read flush", [&] {
-             dirty_victim();
-             write_through<<<grid, 512>>>(flush.u4(), flush.n4(), 9);
-             read_flush(flush);
-         }},
-        {"victim (memset), memset + read flush + discard flush", [&] { dirty_victim(); toysim_flush(); discard_flush(); }},
         {"victim (memset), discard victim", [&] { dirty_victim(); discard_victim(); }},
     };
-    std::printf("%-58s %14s %14s %14s\n", "flush", "DRAM read B", "DRAM write B", "L2 write B");
+    std::printf("%-54s %13s %13s %13s\n", "flush", "DRAM read B", "DRAM write B", "weak witness");
     for (const Scenario& s : scenarios) {
         auto prepare = [&] {
             s.prepare();
             check(cudaGetLastError(), s.name);
             check(cudaDeviceSynchronize(), s.name);
         };
-        auto m = profiler.measure(prepare, [&] { read_flush(probe); });
-        if (!m.available) {
-            std::printf("%-58s not measured: %s\n", s.name, m.why_not.c_str());
+        auto m = profiler.measure(prepare, witness_reads);
+        auto weak = profiler.measure(prepare, [&] { read_flush(probe); });
+        if (!m.available || !weak.available) {
+            std::printf("%-54s not measured: %s\n", s.name, (m.available ? weak : m).why_not.c_str());
             continue;
         }
-        std::printf("%-58s %14.0f %14.0f %14.0f\n", s.name, m.dram_read_bytes, m.dram_write_bytes, m.l2_write_sectors * 32);
+        std::printf("%-54s %13.0f %13.0f %13.0f\n", s.name, m.dram_read_bytes, m.dram_write_bytes, weak.dram_write_bytes);
     }
     // The other way round: a launch that only writes (S MiB, each line once), after toysim's
-    // flush; then the same followed, in the measurement, by the probe's reads, which write back
+    // flush; then the same followed, in the measurement, by the witness's reads, which write back
     // whatever the launch left dirty. A sane count has DRAM writes <= S for the first and = S for
     // the second.
-    std::printf("\n%-58s %14s %14s %14s\n", "measured launch, after memset + read flush", "DRAM read B", "DRAM write B", "L2 write B");
+    std::printf("\n%-58s %14s %14s %14s\n", "measured launch, after toysim's flush", "DRAM read B", "DRAM write B", "L2 write B");
     for (std::size_t mib : {8, 16, 32, 64}) {
         Buffer out(mib << 20);
         auto prepare = [&] {
@@ -161,9 +174,9 @@ int main(int argc, char** argv) {
         for (int then_probe = 0; then_probe < 2; ++then_probe) {
             auto m = profiler.measure(prepare, [&] {
                 write_through<<<grid, 512>>>(out.u4(), out.n4(), 11);
-                if (then_probe) read_flush(probe);
+                if (then_probe) witness_reads();
             });
-            std::string name = "write " + std::to_string(mib) + " MiB" + (then_probe ? ", then the probe's reads" : "");
+            std::string name = "write " + std::to_string(mib) + " MiB" + (then_probe ? ", then the witness" : "");
             if (!m.available) {
                 std::printf("%-58s not measured: %s\n", name.c_str(), m.why_not.c_str());
                 continue;
@@ -172,7 +185,7 @@ int main(int argc, char** argv) {
         }
     }
     // Reads shared by every block, as FA2's K and V are: does a read make DRAM write?
-    std::printf("\n%-58s %14s %14s %14s\n", "measured launch, after memset + read flush", "DRAM read B", "DRAM write B", "L2 write B");
+    std::printf("\n%-58s %14s %14s %14s\n", "measured launch, after toysim's flush", "DRAM read B", "DRAM write B", "L2 write B");
     for (std::size_t mib : {4, 16, 32}) {
         Buffer in(mib << 20), out(std::size_t{4} << 20);
         check(cudaMemset(in.ptr, 5, in.bytes), "filling");
@@ -190,6 +203,44 @@ int main(int argc, char** argv) {
             continue;
         }
         std::printf("%-58s %14.0f %14.0f %14.0f\n", name.c_str(), m.dram_read_bytes, m.dram_write_bytes, m.l2_write_sectors * 32);
+    }
+    // What a dirty line costs DRAM: 16 MiB of lines with some of their four sectors written (one
+    // launch a sector), then the witness: a write-back moves the dirty sectors, not the line.
+    // And dirty lines left to sit for 20 ms are not written back while nothing evicts them.
+    std::printf("\n%-58s %14s %14s %14s\n", "16 MiB of lines, after toysim's flush", "DRAM read B", "DRAM write B", "L2 write B");
+    {
+        Buffer out(std::size_t{16} << 20);
+        const std::size_t lines = out.bytes / 128;
+        auto prepare = [&] {
+            toysim_flush();
+            check(cudaDeviceSynchronize(), "flush");
+        };
+        struct Pattern {
+            std::string name;
+            unsigned sectors;            // which sectors of each line are written (bits)
+            unsigned long long wait_ns;  // the last launch waits this long after its stores
+            bool witness;
+        };
+        const std::vector<Pattern> patterns = {
+            {"sector 0 written, then the witness", 0x1, 0, true},
+            {"sectors 0, 1 written, then the witness", 0x3, 0, true},
+            {"sectors 0, 2 written, then the witness", 0x5, 0, true},
+            {"sectors 0-3 written (4 launches), then the witness", 0xf, 0, true},
+            {"sectors 0-3 written (4 launches)", 0xf, 0, false},
+            {"sectors 0-3 written (4 launches), then 20 ms waited", 0xf, 20000000, false},
+        };
+        for (const Pattern& pat : patterns) {
+            auto m = profiler.measure(prepare, [&] {
+                for (int k = 0; k < 4; ++k)
+                    if (pat.sectors >> k & 1) write_sector<<<grid, 512>>>(out.u4(), lines, k, 19, pat.sectors >> (k + 1) ? 0 : pat.wait_ns);
+                if (pat.witness) witness_reads();
+            });
+            if (!m.available) {
+                std::printf("%-58s not measured: %s\n", pat.name.c_str(), m.why_not.c_str());
+                continue;
+            }
+            std::printf("%-58s %14.0f %14.0f %14.0f\n", pat.name.c_str(), m.dram_read_bytes, m.dram_write_bytes, m.l2_write_sectors * 32);
+        }
     }
     return 0;
 }

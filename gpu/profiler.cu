@@ -6,6 +6,8 @@
 //          cuptiProfilerHostInitialize + ConfigAddMetrics + GetConfigImage(Size) + GetNumOfPasses
 //          (the config image: which counters, scheduled in how many passes),
 //          cuptiRangeProfilerEnable on the current context.
+//   first: one throwaway measurement of an empty kernel, which also picks the mode (Impl::measure
+//          says why: CUPTI's first range finds about 20 MB of dirty lines in the L2);
 //   each measurement: a fresh counter data image (GetCounterDataSize, CounterDataImageInitialize),
 //          cuptiRangeProfilerSetConfig (auto range: one range per kernel; user replay: we
 //          repeat the launch, after the caller's preparation, for as many passes as the metrics
@@ -17,8 +19,9 @@
 //          replay, FA2 (n=4096, d=64, 16 heads, fp16, cold L2) read 16.2 MB from DRAM, less than
 //          its inputs (25.2 MB); with user replay, 25.3 MB.
 //
-// TOYSIM_CUPTI_MODE=auto-user|user-user|auto-kernel forces a range/replay mode and
-// TOYSIM_CUPTI_DEBUG=1 prints passes and per-range values to stderr (experiments only).
+// TOYSIM_CUPTI_MODE=auto-user|user-user|auto-kernel forces a range/replay mode,
+// TOYSIM_CUPTI_DEBUG=1 prints passes and per-range values to stderr, and
+// TOYSIM_CUPTI_EXTRA=metric,metric,... adds metrics printed with them (experiments only).
 //   at the end: cuptiRangeProfilerDisable, cuptiProfilerHostDeinitialize, cuptiProfilerDeInitialize.
 //
 // libcupti is opened with dlopen, so the binary does not need it to start. No fmt here (nvcc 13
@@ -74,7 +77,25 @@ const char* const kMetrics[] = {
     "lts__t_sector_hit_rate.pct",
 };
 constexpr std::size_t kMetricCount = sizeof kMetrics / sizeof kMetrics[0];
+
+// kMetrics, then TOYSIM_CUPTI_EXTRA's (experiments: printed with TOYSIM_CUPTI_DEBUG, not kept).
+std::vector<std::string> metric_names() {
+    std::vector<std::string> names(kMetrics, kMetrics + kMetricCount);
+    if (const char* extra = std::getenv("TOYSIM_CUPTI_EXTRA")) {
+        std::string list = extra;
+        for (std::size_t at = 0; at <= list.size();) {
+            std::size_t comma = list.find(',', at);
+            if (comma == std::string::npos) comma = list.size();
+            if (comma > at) names.push_back(list.substr(at, comma - at));
+            at = comma + 1;
+        }
+    }
+    return names;
+}
 constexpr std::size_t kMaxRanges = 16;  // kernels one measurement may hold
+
+// The throwaway first measurement's kernel (RangeProfiler::Impl::measure says why).
+__global__ void first_range() {}
 
 // The CUPTI entry points, resolved from the library at run time.
 #define TOYSIM_CUPTI_FUNCTIONS(X)                  \
@@ -228,12 +249,13 @@ struct RangeProfiler::Impl {
         check(api.cuptiProfilerHostInitialize(&host_init), "initializing the host side");
         host = host_init.pHostObject;
 
-        const char* metrics[kMetricCount];
-        for (std::size_t i = 0; i < kMetricCount; ++i) metrics[i] = kMetrics[i];
+        const std::vector<std::string> names = metric_names();
+        std::vector<const char*> metrics;
+        for (const std::string& name : names) metrics.push_back(name.c_str());
         CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
         add.pHostObject = host;
-        add.ppMetricNames = metrics;
-        add.numMetrics = kMetricCount;
+        add.ppMetricNames = metrics.data();
+        add.numMetrics = metrics.size();
         check(api.cuptiProfilerHostConfigAddMetrics(&add), (std::string("adding the metrics on chip ") + chip.pChipName).c_str());
 
         CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
@@ -291,8 +313,18 @@ struct RangeProfiler::Impl {
     int mode = -1;  // the one that worked, once one has
     bool debug = false;
 
+    // The first measurement of a process finds about 20 MB of dirty lines in the L2 that no
+    // preparation can evict: they appear after it, when CUPTI first starts a range, and the
+    // measured launch writes them back (measured on the H100: a read at the start of the first
+    // range wrote 20.4 MB to DRAM whatever the program, and the launch after it only its own;
+    // in later measurements, nothing). So the first measurement is a throwaway of an empty
+    // kernel, which also picks the mode; the caller's preparation then evicts those lines.
     MeasuredTraffic measure(const std::function<void()>& prepare, const std::function<void()>& enqueue) {
-        if (mode >= 0) return measure_with(kModes[mode], prepare, enqueue);
+        if (mode < 0) choose_mode();
+        return measure_with(kModes[mode], prepare, enqueue);
+    }
+
+    void choose_mode() {
         const char* want = std::getenv("TOYSIM_CUPTI_MODE");
         debug = std::getenv("TOYSIM_CUPTI_DEBUG") != nullptr;
         std::vector<int> order = {0, 1};  // kernel replay only when asked for
@@ -302,9 +334,9 @@ struct RangeProfiler::Impl {
         std::string first_error;
         for (int chosen : order) {
             try {
-                MeasuredTraffic m = measure_with(kModes[chosen], prepare, enqueue);
+                measure_with(kModes[chosen], [] {}, [] { first_range<<<1, 32>>>(); });
                 mode = chosen;
-                return m;
+                return;
             } catch (const Unavailable& u) {
                 if (debug) std::fprintf(stderr, "cupti: mode %s failed: %s\n", kModes[chosen].name, u.why.c_str());
                 if (first_error.empty()) first_error = u.why;
@@ -314,13 +346,14 @@ struct RangeProfiler::Impl {
     }
 
     MeasuredTraffic measure_with(const Mode& how, const std::function<void()>& prepare, const std::function<void()>& enqueue) {
-        const char* metrics[kMetricCount];
-        for (std::size_t i = 0; i < kMetricCount; ++i) metrics[i] = kMetrics[i];
+        const std::vector<std::string> names = metric_names();
+        std::vector<const char*> metrics;
+        for (const std::string& name : names) metrics.push_back(name.c_str());
 
         CUpti_RangeProfiler_GetCounterDataSize_Params size{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
         size.pRangeProfilerObject = object;
-        size.pMetricNames = metrics;
-        size.numMetrics = kMetricCount;
+        size.pMetricNames = metrics.data();
+        size.numMetrics = metrics.size();
         size.maxNumOfRanges = kMaxRanges;
         size.maxNumRangeTreeNodes = static_cast<std::uint32_t>(kMaxRanges);
         check(api.cuptiRangeProfilerGetCounterDataSize(&size), "sizing the counter data image");
@@ -399,19 +432,21 @@ struct RangeProfiler::Impl {
         MeasuredTraffic m;
         double hits = 0, sectors = 0;
         for (std::size_t r = 0; r < info.numTotalRanges; ++r) {
-            double values[kMetricCount] = {};
+            std::vector<double> values(metrics.size());
             CUpti_Profiler_Host_EvaluateToGpuValues_Params eval{CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
             eval.pHostObject = host;
             eval.pCounterDataImage = data.data();
             eval.counterDataImageSize = data.size();
             eval.rangeIndex = r;
-            eval.ppMetricNames = metrics;
-            eval.numMetrics = kMetricCount;
-            eval.pMetricValues = values;
+            eval.ppMetricNames = metrics.data();
+            eval.numMetrics = metrics.size();
+            eval.pMetricValues = values.data();
             check(api.cuptiProfilerHostEvaluateToGpuValues(&eval), "evaluating the metrics");
             if (debug)
                 std::fprintf(stderr, "cupti: range %zu of %zu: dram read %.0f write %.0f, l2 read %.0f write %.0f sectors, hit %.2f%%\n", r,
                              info.numTotalRanges, values[0], values[1], values[2], values[3], values[4]);
+            if (debug)
+                for (std::size_t i = kMetricCount; i < metrics.size(); ++i) std::fprintf(stderr, "cupti:   %s = %.0f\n", metrics[i], values[i]);
             m.dram_read_bytes += values[0];
             m.dram_write_bytes += values[1];
             m.l2_read_sectors += values[2];
