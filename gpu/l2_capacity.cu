@@ -12,12 +12,19 @@
 //
 //   toysim_l2_capacity [max MiB] [step MiB]   (defaults 96 and 4; finer around the knee)
 //
-// Not part of the suite: a measurement for gpu/README.md ("The L2 a kernel sees").
+// Set conflicts: `toysim_l2_capacity strided` reads K whole lines S bytes apart, twice, the
+// second time measured, for S a power of two from 4 KiB to 128 MiB and the multiples of
+// 3,276,800 B (the H100's 50 MiB over 16 ways of 128-byte lines: where lines share a set under
+// modulo indexing), K from 16 to 256. Under modulo indexing, K lines at such a stride share one
+// set and miss once K passes the ways; "missed" is the second read's DRAM bytes over K × 128.
+// (Background DRAM traffic adds a few hundred bytes to any measurement: 0.01-0.1 here.)
+
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "gpu/l2_flush.cuh"
@@ -40,7 +47,65 @@ __global__ void read_lines(const uint4* p, std::size_t lines, std::size_t stride
 
 }  // namespace
 
+// The strided measurement (see the top): one row per stride, one column per K.
+static int strided(const cudaDeviceProp& prop, toysim::gpu::RangeProfiler& profiler) {
+    const std::size_t l2 = static_cast<std::size_t>(prop.l2CacheSize);
+    const std::size_t span = std::size_t{4} << 30;
+    void *data = nullptr, *flush = nullptr, *sink = nullptr;
+    check(cudaMalloc(&data, span), "cudaMalloc data");
+    check(cudaMalloc(&flush, 2 * l2), "cudaMalloc flush");
+    check(cudaMalloc(&sink, 16), "cudaMalloc sink");
+    check(cudaMemset(data, 3, span), "filling");
+    check(cudaDeviceSynchronize(), "sync");
+    const std::size_t ks[] = {16, 32, 64, 128, 256};
+    std::vector<std::size_t> strides;
+    for (std::size_t s = 4096; s <= (std::size_t{128} << 20); s *= 2) strides.push_back(s);
+    for (std::size_t m : {1, 2, 3, 4, 8}) strides.push_back(m * 1638400);
+    std::sort(strides.begin(), strides.end());
+    strides.erase(std::unique(strides.begin(), strides.end()), strides.end());
+    std::printf("missed fraction of the second read of K lines S bytes apart\n%12s", "S \\ K");
+    for (std::size_t k : ks) std::printf(" %7zu", k);
+    std::printf("\n");
+    for (std::size_t stride : strides) {
+        std::printf("%12zu", stride);
+        for (std::size_t k : ks) {
+            if (k * stride > span) {
+                std::printf(" %7s", "-");
+                continue;
+            }
+            // read_lines takes strides in lines: S is a whole number of 128-byte lines here.
+            auto pass = [&] {
+                read_lines<<<1, 256>>>(static_cast<const uint4*>(data), k * (stride / 128), stride / 128, 8, static_cast<unsigned*>(sink));
+            };
+            auto prepare = [&] {
+                check(toysim::gpu::flush_l2(flush, 2 * l2, static_cast<unsigned*>(sink), prop.multiProcessorCount, nullptr), "flush");
+                pass();
+                check(cudaGetLastError(), "warm pass");
+                check(cudaDeviceSynchronize(), "warm pass");
+            };
+            auto m = profiler.measure(prepare, pass);
+            if (!m.available) {
+                std::printf("\nnot measured: %s\n", m.why_not.c_str());
+                return 1;
+            }
+            std::printf(" %7.3f", m.dram_read_bytes / (128.0 * static_cast<double>(k)));
+        }
+        std::printf("\n");
+    }
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc > 1 && std::string(argv[1]) == "strided") {
+        const cudaDeviceProp prop = toysim::gpu::open_device("l2_capacity");
+        toysim::gpu::RangeProfiler profiler;
+        if (!profiler.available()) {
+            std::printf("skipped: %s\n", profiler.why_not().c_str());
+            return 77;
+        }
+        std::printf("device: %s, L2 %d bytes, %d SMs\n", prop.name, prop.l2CacheSize, prop.multiProcessorCount);
+        return strided(prop, profiler);
+    }
     const std::size_t max_mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 96;
     const std::size_t step_mib = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 4;
     const cudaDeviceProp prop = toysim::gpu::open_device("l2_capacity");
