@@ -29,13 +29,24 @@ std::string CacheConfig::problem() const {
     return {};
 }
 
+std::uint64_t CacheConfig::set_of(std::uint64_t line) const {
+    if (hashed_index) {  // splitmix64's finalizer: every bit of the line number moves every bit
+        line ^= line >> 30;
+        line *= 0xbf58476d1ce4e5b9u;
+        line ^= line >> 27;
+        line *= 0x94d049bb133111ebu;
+        line ^= line >> 31;
+    }
+    return line % sets();
+}
+
 const std::vector<CachePreset>& cache_presets() {
     static const std::vector<CachePreset> presets = {
-        {"h100", CacheConfig{50u << 20, 128, 32, 16, 64},
-         "NVIDIA H100 (SXM/PCIe): 50 MiB L2, 128-byte lines of 32-byte sectors, 64-byte fills (measured, gpu/README.md); "
-         "16 ways and LRU assumed"},
-        {"a100", CacheConfig{40u << 20, 128, 32, 16, 32},
-         "NVIDIA A100: 40 MiB L2, 128-byte lines of 32-byte sectors; ways, fills and LRU assumed, not measured"},
+        {"h100", CacheConfig{50u << 20, 128, 32, 16, 64, true},
+         "NVIDIA H100 (SXM/PCIe): 50 MiB L2, 128-byte lines of 32-byte sectors, 64-byte fills, a hashed set index (measured, "
+         "gpu/README.md); 16 ways and LRU assumed"},
+        {"a100", CacheConfig{40u << 20, 128, 32, 16, 32, true},
+         "NVIDIA A100: 40 MiB L2, 128-byte lines of 32-byte sectors; ways, fills, the hashed index and LRU assumed, not measured"},
     };
     return presets;
 }
@@ -92,10 +103,18 @@ ParsedCache parse_cache(std::string_view text) {
             continue;
         }
         const std::string_view key = word.substr(0, eq), value = word.substr(eq + 1);
-        static const std::vector<std::string_view> keys = {"size", "line", "sector", "ways", "fill"};
+        static const std::vector<std::string_view> keys = {"size", "line", "sector", "ways", "fill", "index"};
         if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
             out.error = fmt::format("unknown cache setting {}{}", quoted_name(key), did_you_mean(key, keys));
             return out;
+        }
+        if (key == "index") {
+            if (value != "mod" && value != "hash") {
+                out.error = fmt::format("cache index {} is not mod or hash", quoted_name(value));
+                return out;
+            }
+            out.config.hashed_index = value == "hash";
+            continue;
         }
         auto bytes = key == "ways" ? parse_whole_number(value) : parse_bytes(value);
         if (!bytes || (key != "size" && *bytes > 0xffffffffu)) {
@@ -124,7 +143,7 @@ Cache::Cache(const CacheConfig& config) : config_(config) {
 }
 
 Cache::Way& Cache::touch(std::uint64_t line) {
-    Way* set = ways_.data() + (line % sets_) * config_.ways;
+    Way* set = ways_.data() + config_.set_of(line) * config_.ways;
     Way* victim = set;
     for (std::uint32_t w = 0; w < config_.ways; ++w) {
         Way& way = set[w];

@@ -10,8 +10,10 @@
 //  - a write allocates the same way but reads nothing: the sector becomes valid and dirty
 //    (the GPU keeps byte masks, so even a partial write needs no fill);
 //  - dirty sectors reach DRAM when their line is evicted, or at flush().
-// The set of a line is its number modulo the sets (the calibrated hash comes later). Nothing
-// here knows about arrays or elements: accesses are byte ranges.
+// The set of a line is its number modulo the sets, or with `index=hash` a hash of it modulo the
+// sets: the H100 indexes its L2 by a hash (no stride from 4 KiB to 128 MiB makes 256 lines
+// conflict there, gpu/README.md), so its preset hashes. Nothing here knows about arrays or
+// elements: accesses are byte ranges.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,7 @@ struct CacheConfig {
     std::uint32_t sector_bytes = 32;
     std::uint32_t ways = 16;
     std::uint32_t fill_bytes = 0;  // what a read miss fetches; 0: one sector
+    bool hashed_index = false;     // a line's set: a hash of its number (else the number) modulo the sets
 
     // What is wrong with it, or "" when it describes a cache: every size positive, the sector
     // dividing the line into at most 32 sectors, the fill a whole number of sectors dividing
@@ -35,6 +38,7 @@ struct CacheConfig {
     std::uint64_t sets() const { return size_bytes / (static_cast<std::uint64_t>(line_bytes) * ways); }
     std::uint32_t sectors_per_line() const { return line_bytes / sector_bytes; }
     std::uint32_t sectors_per_fill() const { return fill_bytes == 0 ? 1 : fill_bytes / sector_bytes; }
+    std::uint64_t set_of(std::uint64_t line) const;
 };
 
 // A named configuration: `cache h100`, `--cache h100`.
@@ -46,8 +50,8 @@ struct CachePreset {
 const std::vector<CachePreset>& cache_presets();
 
 // A cache as the user writes it: a preset, settings, or a preset then settings that change
-// it: "h100", "size=50MiB line=128 sector=32 ways=16 fill=64", "h100 ways=8". Sizes take B,
-// KiB, MiB or GiB. Either the configuration (with no problem()) or what is wrong, as a message.
+// it: "h100", "size=50MiB line=128 sector=32 ways=16 fill=64 index=hash", "h100 ways=8". Sizes
+// take B, KiB, MiB or GiB; index is mod or hash. Either the configuration (with no problem()) or what is wrong, as a message.
 struct ParsedCache {
     CacheConfig config;
     std::string error;  // "" when config is good
