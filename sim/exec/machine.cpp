@@ -11,7 +11,6 @@
 #include "sim/exec/interleave.h"
 #include "sim/exec/parallel.h"
 #include "sim/exec/tile_exec.h"
-#include "sim/support/large_vector.h"
 
 namespace toysim {
 
@@ -388,9 +387,9 @@ MachineState<Value> fresh_state(const Program& p) {
     MachineState<Value> s;
     s.regs.assign(static_cast<size_t>(p.scalar_registers), Value{});
     s.written.assign(static_cast<size_t>(p.scalar_registers), 0);
-    assign_large(s.dram, static_cast<size_t>(p.dram_size), Value{});
-    assign_large(s.present, static_cast<size_t>(p.dram_size), std::uint8_t{0});
-    assign_large(s.reads, static_cast<size_t>(p.dram_size), std::uint64_t{0});
+    s.dram.assign(static_cast<size_t>(p.dram_size), Value{});
+    s.present.assign(static_cast<size_t>(p.dram_size), 0);
+    s.reads.assign(static_cast<size_t>(p.dram_size), 0);
     s.executed.assign(p.code.size(), 0);
     s.work.assign(p.code.size(), 0);
     s.tiles.assign(static_cast<size_t>(p.tile_elements), Value{});
@@ -400,8 +399,8 @@ MachineState<Value> fresh_state(const Program& p) {
     for (const auto& a : p.arrays)
         if (a.starts_filled()) std::fill(s.present.begin() + a.base, s.present.begin() + a.base + a.size, std::uint8_t{1});
     if (p.has_parallel) {
-        assign_large(s.race, static_cast<size_t>(p.race_cells), RaceCell{});
-        if (p.workers > 1) assign_large(s.race_sharers, static_cast<size_t>(p.race_cells), RaceSharer{});
+        s.race.assign(static_cast<size_t>(p.race_cells), RaceCell{});
+        if (p.workers > 1) s.race_sharers.assign(static_cast<size_t>(p.race_cells), RaceSharer{});
         s.parallel.worker_free.assign(static_cast<size_t>(p.workers), 0);
         s.parallel.busy.assign(static_cast<size_t>(p.workers), 0);
     }
