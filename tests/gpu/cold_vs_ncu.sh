@@ -11,8 +11,8 @@
 #
 #   tests/gpu/cold_vs_ncu.sh path/to/toysim read|write|both
 #
-# On an H100 (2026-11-25): reads 201.9-202.3 MB against ncu's 201.9-202.2; writes 62.0-62.1 MB against
-# ncu's 62.0-64.3 MB. 64 heads, because O and L (69 MB) are more than the L2 keeps dirty, so
+# On an H100 (2026-11-25): reads 201.9-202.3 MB against ncu's 201.9-202.2; writes 62.0-62.3 MB against
+# ncu's 61.9-64.3 MB. 64 heads, because O and L (69 MB) are more than the L2 keeps dirty, so
 # most of what the launch writes must reach DRAM during it: at 16 heads (17.3 MB written) the
 # launch writes back 8.4-8.8 MB against ncu's 9.4-11.5, as the blocks' timing decides. Before
 # the profiler's throwaway first range (gpu/profiler.cu), every measured launch also counted
