@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,16 +46,27 @@ __global__ void read_lines(const uint4* p, std::size_t lines, std::size_t stride
     if (x == 0x9e3779b9u) *sink = x;
 }
 
+// A pass measured as the second of two: toysim's cold flush, the pass once (not measured), then
+// the pass again, measured. Its DRAM reads are what the first pass did not leave in the L2.
+toysim::gpu::MeasuredTraffic measure_second_pass(toysim::gpu::RangeProfiler& profiler, const cudaDeviceProp& prop, void* flush,
+                                                 unsigned* sink, const std::function<void()>& pass) {
+    auto prepare = [&] {
+        check(toysim::gpu::flush_l2(flush, 2 * static_cast<std::size_t>(prop.l2CacheSize), sink, prop.multiProcessorCount, nullptr),
+              "flush");
+        pass();
+        check(cudaGetLastError(), "warm pass");
+        check(cudaDeviceSynchronize(), "warm pass");
+    };
+    return profiler.measure(prepare, pass);
+}
+
 }  // namespace
 
 // The strided measurement (see the top): one row per stride, one column per K.
-static int strided(const cudaDeviceProp& prop, toysim::gpu::RangeProfiler& profiler) {
-    const std::size_t l2 = static_cast<std::size_t>(prop.l2CacheSize);
+static int strided(const cudaDeviceProp& prop, toysim::gpu::RangeProfiler& profiler, void* flush, unsigned* sink) {
     const std::size_t span = std::size_t{4} << 30;
-    void *data = nullptr, *flush = nullptr, *sink = nullptr;
+    void* data = nullptr;
     check(cudaMalloc(&data, span), "cudaMalloc data");
-    check(cudaMalloc(&flush, 2 * l2), "cudaMalloc flush");
-    check(cudaMalloc(&sink, 16), "cudaMalloc sink");
     check(cudaMemset(data, 3, span), "filling");
     check(cudaDeviceSynchronize(), "sync");
     const std::size_t ks[] = {16, 32, 64, 128, 256};
@@ -74,16 +86,9 @@ static int strided(const cudaDeviceProp& prop, toysim::gpu::RangeProfiler& profi
                 continue;
             }
             // read_lines takes strides in lines: S is a whole number of 128-byte lines here.
-            auto pass = [&] {
-                read_lines<<<1, 256>>>(static_cast<const uint4*>(data), k * (stride / 128), stride / 128, 8, static_cast<unsigned*>(sink));
-            };
-            auto prepare = [&] {
-                check(toysim::gpu::flush_l2(flush, 2 * l2, static_cast<unsigned*>(sink), prop.multiProcessorCount, nullptr), "flush");
-                pass();
-                check(cudaGetLastError(), "warm pass");
-                check(cudaDeviceSynchronize(), "warm pass");
-            };
-            auto m = profiler.measure(prepare, pass);
+            auto m = measure_second_pass(profiler, prop, flush, sink, [&] {
+                read_lines<<<1, 256>>>(static_cast<const uint4*>(data), k * (stride / 128), stride / 128, 8, sink);
+            });
             if (!m.available) {
                 std::printf("\nnot measured: %s\n", m.why_not.c_str());
                 return 1;
@@ -96,27 +101,16 @@ static int strided(const cudaDeviceProp& prop, toysim::gpu::RangeProfiler& profi
 }
 
 int main(int argc, char** argv) {
-    if (argc > 1 && std::string(argv[1]) == "strided") {
-        const cudaDeviceProp prop = toysim::gpu::open_device("l2_capacity");
-        toysim::gpu::RangeProfiler profiler;
-        if (!profiler.available()) {
-            std::printf("skipped: %s\n", profiler.why_not().c_str());
-            return 77;
-        }
-        std::printf("device: %s, L2 %d bytes, %d SMs\n", prop.name, prop.l2CacheSize, prop.multiProcessorCount);
-        return strided(prop, profiler);
-    }
-    const std::size_t max_mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 96;
+    const bool set_conflicts = argc > 1 && std::string(argv[1]) == "strided";
+    const std::size_t max_mib = argc > 1 && !set_conflicts ? std::strtoull(argv[1], nullptr, 10) : 96;
     const std::size_t step_mib = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 4;
     const cudaDeviceProp prop = toysim::gpu::open_device("l2_capacity");
     const std::size_t l2 = static_cast<std::size_t>(prop.l2CacheSize);
     const unsigned grid = static_cast<unsigned>(4 * prop.multiProcessorCount);
-    void *data = nullptr, *flush = nullptr, *sink = nullptr;
-    check(cudaMalloc(&data, max_mib << 20), "cudaMalloc data");
+    void* flush = nullptr;
+    unsigned* sink = nullptr;
     check(cudaMalloc(&flush, 2 * l2), "cudaMalloc flush");
     check(cudaMalloc(&sink, 16), "cudaMalloc sink");
-    check(cudaMemset(data, 3, max_mib << 20), "filling");
-    check(cudaDeviceSynchronize(), "sync");
     std::printf("device: %s, L2 %zu bytes (%.1f MiB), %d SMs, persisting L2 max %d bytes\n", prop.name, l2, l2 / 1048576.0,
                 prop.multiProcessorCount, prop.persistingL2CacheMaxSize);
     toysim::gpu::RangeProfiler profiler;
@@ -124,6 +118,11 @@ int main(int argc, char** argv) {
         std::printf("skipped: %s\n", profiler.why_not().c_str());
         return 77;
     }
+    if (set_conflicts) return strided(prop, profiler, flush, sink);
+    void* data = nullptr;
+    check(cudaMalloc(&data, max_mib << 20), "cudaMalloc data");
+    check(cudaMemset(data, 3, max_mib << 20), "filling");
+    check(cudaDeviceSynchronize(), "sync");
     // Footprints: every step, and every MiB from 20 to 60 (the knee).
     std::vector<std::size_t> footprints;
     for (std::size_t mib = step_mib; mib <= max_mib; mib += step_mib) footprints.push_back(mib);
@@ -143,17 +142,9 @@ int main(int argc, char** argv) {
     for (std::size_t mib : footprints) {
         const std::size_t lines = (mib << 20) / 128;
         for (const Pattern& pat : patterns) {
-            auto pass = [&] {
-                read_lines<<<pat.blocks, pat.threads>>>(static_cast<const uint4*>(data), lines, pat.stride, pat.words,
-                                                        static_cast<unsigned*>(sink));
-            };
-            auto prepare = [&] {
-                check(toysim::gpu::flush_l2(flush, 2 * l2, static_cast<unsigned*>(sink), prop.multiProcessorCount, nullptr), "flush");
-                pass();
-                check(cudaGetLastError(), "warm pass");
-                check(cudaDeviceSynchronize(), "warm pass");
-            };
-            auto m = profiler.measure(prepare, pass);
+            auto m = measure_second_pass(profiler, prop, flush, sink, [&] {
+                read_lines<<<pat.blocks, pat.threads>>>(static_cast<const uint4*>(data), lines, pat.stride, pat.words, sink);
+            });
             const double requested = static_cast<double>(lines / pat.stride) * pat.words * 16.0;
             if (!m.available) {
                 std::printf("%8zu %-10s not measured: %s\n", mib, pat.name, m.why_not.c_str());
