@@ -144,6 +144,8 @@ struct RangeProfiler::Impl {
     CUpti_Profiler_Host_Object* host = nullptr;
     CUpti_RangeProfiler_Object* object = nullptr;
     std::vector<std::uint8_t> config;
+    std::vector<std::string> metric_names_;  // metric_names(), read once in start()
+    std::vector<const char*> metrics;        // their C strings, as CUPTI takes them
     std::size_t passes = 0;
     std::string why_not;
 
@@ -249,9 +251,8 @@ struct RangeProfiler::Impl {
         check(api.cuptiProfilerHostInitialize(&host_init), "initializing the host side");
         host = host_init.pHostObject;
 
-        const std::vector<std::string> names = metric_names();
-        std::vector<const char*> metrics;
-        for (const std::string& name : names) metrics.push_back(name.c_str());
+        metric_names_ = metric_names();
+        for (const std::string& name : metric_names_) metrics.push_back(name.c_str());
         CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
         add.pHostObject = host;
         add.ppMetricNames = metrics.data();
@@ -346,10 +347,6 @@ struct RangeProfiler::Impl {
     }
 
     MeasuredTraffic measure_with(const Mode& how, const std::function<void()>& prepare, const std::function<void()>& enqueue) {
-        const std::vector<std::string> names = metric_names();
-        std::vector<const char*> metrics;
-        for (const std::string& name : names) metrics.push_back(name.c_str());
-
         CUpti_RangeProfiler_GetCounterDataSize_Params size{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
         size.pRangeProfilerObject = object;
         size.pMetricNames = metrics.data();
