@@ -29,7 +29,7 @@ std::string CacheConfig::problem() const {
     return {};
 }
 
-std::uint64_t CacheConfig::set_of(std::uint64_t line) const {
+std::uint64_t CacheConfig::index_key(std::uint64_t line) const {
     if (hashed_index) {  // splitmix64's finalizer: every bit of the line number moves every bit
         line ^= line >> 30;
         line *= 0xbf58476d1ce4e5b9u;
@@ -37,7 +37,7 @@ std::uint64_t CacheConfig::set_of(std::uint64_t line) const {
         line *= 0x94d049bb133111ebu;
         line ^= line >> 31;
     }
-    return line % sets();
+    return line;
 }
 
 const std::vector<CachePreset>& cache_presets() {
@@ -143,7 +143,7 @@ Cache::Cache(const CacheConfig& config) : config_(config) {
 }
 
 Cache::Way& Cache::touch(std::uint64_t line) {
-    Way* set = ways_.data() + config_.set_of(line) * config_.ways;
+    Way* set = ways_.data() + (config_.index_key(line) % sets_) * config_.ways;
     Way* victim = set;
     for (std::uint32_t w = 0; w < config_.ways; ++w) {
         Way& way = set[w];

@@ -38,7 +38,9 @@ struct CacheConfig {
     std::uint64_t sets() const { return size_bytes / (static_cast<std::uint64_t>(line_bytes) * ways); }
     std::uint32_t sectors_per_line() const { return line_bytes / sector_bytes; }
     std::uint32_t sectors_per_fill() const { return fill_bytes == 0 ? 1 : fill_bytes / sector_bytes; }
-    std::uint64_t set_of(std::uint64_t line) const;
+    // The set of `line`: index_key(line) modulo the sets (a Cache keeps the sets' count).
+    std::uint64_t index_key(std::uint64_t line) const;
+    std::uint64_t set_of(std::uint64_t line) const { return index_key(line) % sets(); }
 };
 
 // A named configuration: `cache h100`, `--cache h100`.
@@ -51,7 +53,8 @@ const std::vector<CachePreset>& cache_presets();
 
 // A cache as the user writes it: a preset, settings, or a preset then settings that change
 // it: "h100", "size=50MiB line=128 sector=32 ways=16 fill=64 index=hash", "h100 ways=8". Sizes
-// take B, KiB, MiB or GiB; index is mod or hash. Either the configuration (with no problem()) or what is wrong, as a message.
+// take B, KiB, MiB or GiB; index is mod or hash. Either the configuration (with no problem()) or
+// what is wrong, as a message.
 struct ParsedCache {
     CacheConfig config;
     std::string error;  // "" when config is good
