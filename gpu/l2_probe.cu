@@ -115,6 +115,17 @@ int main(int argc, char** argv) {
     auto toysim_flush = [&] {
         check(toysim::gpu::flush_l2(flush.ptr, flush.bytes, static_cast<unsigned*>(sink.ptr), prop.multiProcessorCount, nullptr), "flush");
     };
+    auto after_flush = [&] {
+        toysim_flush();
+        check(cudaDeviceSynchronize(), "flush");
+    };
+    // One row of the launch tables: what a measured launch moved, or why it was not measured.
+    auto print_launch = [](const std::string& name, const toysim::gpu::MeasuredTraffic& m) {
+        if (!m.available)
+            std::printf("%-58s not measured: %s\n", name.c_str(), m.why_not.c_str());
+        else
+            std::printf("%-58s %14.0f %14.0f %14.0f\n", name.c_str(), m.dram_read_bytes, m.dram_write_bytes, m.l2_write_sectors * 32);
+    };
     auto discard_victim = [&] { discard_lines<<<grid, 512>>>(static_cast<char*>(victim.ptr), victim.bytes / 128); };
     // The victim written, then read back: dirty lines that have been hit.
     auto hot_victim = [&] {
@@ -167,21 +178,13 @@ int main(int argc, char** argv) {
     std::printf("\n%-58s %14s %14s %14s\n", "measured launch, after toysim's flush", "DRAM read B", "DRAM write B", "L2 write B");
     for (std::size_t mib : {8, 16, 32, 64}) {
         Buffer out(mib << 20);
-        auto prepare = [&] {
-            toysim_flush();
-            check(cudaDeviceSynchronize(), "flush");
-        };
         for (int then_probe = 0; then_probe < 2; ++then_probe) {
-            auto m = profiler.measure(prepare, [&] {
+            auto m = profiler.measure(after_flush, [&] {
                 write_through<<<grid, 512>>>(out.u4(), out.n4(), 11);
                 if (then_probe) witness_reads();
             });
             std::string name = "write " + std::to_string(mib) + " MiB" + (then_probe ? ", then the witness" : "");
-            if (!m.available) {
-                std::printf("%-58s not measured: %s\n", name.c_str(), m.why_not.c_str());
-                continue;
-            }
-            std::printf("%-58s %14.0f %14.0f %14.0f\n", name.c_str(), m.dram_read_bytes, m.dram_write_bytes, m.l2_write_sectors * 32);
+            print_launch(name, m);
         }
     }
     // Reads shared by every block, as FA2's K and V are: does a read make DRAM write?
@@ -191,18 +194,10 @@ int main(int argc, char** argv) {
         check(cudaMemset(in.ptr, 5, in.bytes), "filling");
         const unsigned blocks = static_cast<unsigned>(prop.multiProcessorCount) * 2;
         const std::size_t per_block = out.n4() / blocks;
-        auto prepare = [&] {
-            toysim_flush();
-            check(cudaDeviceSynchronize(), "flush");
-        };
-        auto m = profiler.measure(prepare, [&] { shared_read<<<blocks, 512>>>(in.u4(), in.n4(), out.u4(), per_block); });
+        auto m = profiler.measure(after_flush, [&] { shared_read<<<blocks, 512>>>(in.u4(), in.n4(), out.u4(), per_block); });
         std::string name = std::to_string(blocks) + " blocks each read " + std::to_string(mib) + " MiB, write " +
                            std::to_string(per_block * 16 * blocks >> 10) + " KiB in all";
-        if (!m.available) {
-            std::printf("%-58s not measured: %s\n", name.c_str(), m.why_not.c_str());
-            continue;
-        }
-        std::printf("%-58s %14.0f %14.0f %14.0f\n", name.c_str(), m.dram_read_bytes, m.dram_write_bytes, m.l2_write_sectors * 32);
+        print_launch(name, m);
     }
     // What a dirty line costs DRAM: 16 MiB of lines with some of their four sectors written (one
     // launch a sector), then the witness: a write-back moves the dirty sectors, not the line.
@@ -211,10 +206,6 @@ int main(int argc, char** argv) {
     {
         Buffer out(std::size_t{16} << 20);
         const std::size_t lines = out.bytes / 128;
-        auto prepare = [&] {
-            toysim_flush();
-            check(cudaDeviceSynchronize(), "flush");
-        };
         struct Pattern {
             std::string name;
             unsigned sectors;            // which sectors of each line are written (bits)
@@ -230,16 +221,12 @@ int main(int argc, char** argv) {
             {"sectors 0-3 written (4 launches), then 20 ms waited", 0xf, 20000000, false},
         };
         for (const Pattern& pat : patterns) {
-            auto m = profiler.measure(prepare, [&] {
+            auto m = profiler.measure(after_flush, [&] {
                 for (int k = 0; k < 4; ++k)
                     if (pat.sectors >> k & 1) write_sector<<<grid, 512>>>(out.u4(), lines, k, 19, pat.sectors >> (k + 1) ? 0 : pat.wait_ns);
                 if (pat.witness) witness_reads();
             });
-            if (!m.available) {
-                std::printf("%-58s not measured: %s\n", pat.name.c_str(), m.why_not.c_str());
-                continue;
-            }
-            std::printf("%-58s %14.0f %14.0f %14.0f\n", pat.name.c_str(), m.dram_read_bytes, m.dram_write_bytes, m.l2_write_sectors * 32);
+            print_launch(pat.name, m);
         }
     }
     return 0;
