@@ -42,7 +42,26 @@
     X(TotalWork, "work", Run, "/workers/work", "work (cycles on all workers)", "cycles", false,                               \
       "every worker's busy cycles summed: cycles on one worker (shown with workers P > 1, where cycles is the makespan)")     \
     X(Utilization, "utilization", Run, "/workers/utilization", "utilization (work / (workers × cycles))", "ratio", false,      \
-      "work / (workers × cycles): 1 when no worker is ever idle (shown with workers P > 1)")
+      "work / (workers × cycles): 1 when no worker is ever idle (shown with workers P > 1)")                                 \
+    X(CacheHits, "l2_hits", Run, "/l2/hits", "L2 hits", "sectors", false,                                                     \
+      "sectors read or written that the modeled cache held (shown with a cache)")                                            \
+    X(CacheMisses, "l2_misses", Run, "/l2/misses", "L2 misses", "sectors", false,                                             \
+      "sectors read or written that the cache did not hold: a read miss fills from DRAM, a write miss allocates")            \
+    X(CacheHitRate, "l2_hit_rate", Run, "/l2/hit_rate", "L2 hit rate", "ratio", false, "hits / (hits + misses)")             \
+    X(CacheDramRead, "dram_bytes_read", Run, "/l2/dram_bytes_read", "DRAM bytes read (past the L2)", "bytes", false,         \
+      "bytes the cache read from DRAM: each read miss's fill")                                                               \
+    X(CacheDramWritten, "dram_bytes_written", Run, "/l2/dram_bytes_written", "DRAM bytes written (past the L2)", "bytes",    \
+      false, "dirty sectors written back when their lines were evicted, during the run (what CUPTI measures in a launch)")   \
+    X(CacheDirty, "l2_dirty_bytes", Run, "/l2/dirty_bytes", "L2 bytes dirty at the end", "bytes", false,                      \
+      "bytes written to the cache and still there when the run ends: not in dram_bytes_written")                             \
+    X(ArrayCacheHits, "l2_hits({})", PerArray, "/l2/arrays/{}/hits", "L2 hits({})", "sectors", false,                         \
+      "sectors of one array the cache held when accessed")                                                                   \
+    X(ArrayCacheMisses, "l2_misses({})", PerArray, "/l2/arrays/{}/misses", "L2 misses({})", "sectors", false,                 \
+      "sectors of one array the cache did not hold when accessed")                                                           \
+    X(ArrayCacheDramRead, "dram_bytes_read({})", PerArray, "/l2/arrays/{}/dram_bytes_read", "DRAM bytes read({})", "bytes",  \
+      false, "bytes of one array the cache read from DRAM")                                                                  \
+    X(ArrayCacheDramWritten, "dram_bytes_written({})", PerArray, "/l2/arrays/{}/dram_bytes_written", "DRAM bytes written({})", \
+      "bytes", false, "bytes of one array the cache wrote back to DRAM during the run")
 
 namespace toysim {
 
@@ -78,6 +97,16 @@ struct CounterInfo {
 };
 
 const std::array<CounterInfo, kCounterKinds>& all_counters();
+// Counted by the modeled cache: shown, and allowed in `expect`, only with a cache.
+inline bool is_cache_counter(CounterKind k) {
+    switch (k) {
+        case CounterKind::CacheHits: case CounterKind::CacheMisses: case CounterKind::CacheHitRate:
+        case CounterKind::CacheDramRead: case CounterKind::CacheDramWritten: case CounterKind::CacheDirty:
+        case CounterKind::ArrayCacheHits: case CounterKind::ArrayCacheMisses: case CounterKind::ArrayCacheDramRead:
+        case CounterKind::ArrayCacheDramWritten: return true;
+        default: return false;
+    }
+}
 const CounterInfo& info(CounterKind kind);
 
 // A traffic counter's elements as bytes at a given element size (4 for fp32, 2 for bf16): what

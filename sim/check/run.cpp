@@ -3,18 +3,24 @@
 #include <chrono>
 
 #include "sim/check/fill.h"
+#include "sim/exec/dram_cache.h"
 
 namespace toysim {
 
 namespace {
 
-// Runs in chunks so a long run can report progress; the executor itself never calls out.
-void run_machine(Machine<NumericDomain>& m, const RunOptions& options) {
-    if (!options.on_progress) return m.run_until(kNoPause, options.max_steps);
+// Runs in chunks so a long run can report progress; the executor itself never calls out. With
+// a sink (a program with a cache), every instruction is reported to it.
+void run_machine(Machine<NumericDomain>& m, const RunOptions& options, EventSink<double>* sink) {
+    auto run_to = [&](std::uint64_t pause) {
+        if (sink) m.run_until(pause, options.max_steps, *sink);
+        else m.run_until(pause, options.max_steps);
+    };
+    if (!options.on_progress) return run_to(kNoPause);
     // A pause past the step limit is no pause: run_until faults at the limit on its own.
     while (!m.halted()) {
         std::uint64_t steps = m.state().steps;
-        m.run_until(steps > kNoPause - RunOptions::kProgressSteps ? kNoPause : steps + RunOptions::kProgressSteps, options.max_steps);
+        run_to(steps > kNoPause - RunOptions::kProgressSteps ? kNoPause : steps + RunOptions::kProgressSteps);
         if (!m.halted()) options.on_progress(m.state().steps);
     }
 }
@@ -22,10 +28,13 @@ void run_machine(Machine<NumericDomain>& m, const RunOptions& options) {
 RunResult run_numeric(const Program& p, const RunOptions& options, bool keep_fault) {
     Machine<NumericDomain> m(p, NumericDomain{});
     fill_inputs(p, m.state(), options.fill_stream);
+    std::optional<DramCache> cache;
+    std::optional<CacheSink<double>> cache_sink;
+    if (p.cache) cache_sink.emplace(cache.emplace(p));
     auto start = std::chrono::steady_clock::now();
     std::optional<ToyError> fault;
     try {
-        run_machine(m, options);
+        run_machine(m, options, cache_sink ? &*cache_sink : nullptr);
     } catch (const ToyError& e) {
         if (!keep_fault) throw;
         fault = e;
@@ -33,6 +42,7 @@ RunResult run_numeric(const Program& p, const RunOptions& options, bool keep_fau
     RunResult r;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.counters = m.counters();
+    if (cache) r.counters.cache = cache->counts();
     r.fault = fault;
     if (fault) return r;  // counters up to the fault; nothing to grade
     for (const auto& spec : p.checks) r.checks.push_back(evaluate_check(p, m.state(), spec));
@@ -110,12 +120,17 @@ void record(const Program& p, Machine<Domain>& m, Trace& t, std::vector<typename
     TraceRecorder<typename Domain::Value> recorder;
     recorder.trace = &t;
     recorder.values = &values;
+    std::optional<DramCache> cache;
+    std::optional<CacheSink<typename Domain::Value>> cache_sink;
+    if (p.cache) cache_sink.emplace(cache.emplace(p), &recorder);
     try {
-        m.run_until(kNoPause, options.max_steps, recorder);
+        if (cache_sink) m.run_until(kNoPause, options.max_steps, *cache_sink);
+        else m.run_until(kNoPause, options.max_steps, recorder);
     } catch (const ToyError& e) {
         t.error = e;
     }
     t.counters = m.counters();
+    if (cache) t.counters.cache = cache->counts();
     for (int r = 0; r < p.scalar_registers; ++r)
         if (m.state().written[static_cast<size_t>(r)]) t.registers_used.push_back(r);
 }

@@ -3,146 +3,19 @@
 
 #include <algorithm>
 #include <bit>
-#include <optional>
-#include <fmt/format.h>
 #include <stdexcept>
-
-#include "sim/support/text.h"
 
 namespace toysim {
 
-std::string CacheConfig::problem() const {
-    constexpr std::uint64_t kMaxSize = std::uint64_t{1} << 40;
-    if (size_bytes == 0 || line_bytes == 0 || sector_bytes == 0 || ways == 0)
-        return "the cache's size, line, sector and ways must all be positive";
-    if (size_bytes > kMaxSize) return fmt::format("a cache of {} bytes is larger than the {} bytes a cache may have", size_bytes, kMaxSize);
-    if (sector_bytes > line_bytes) return fmt::format("a sector of {} bytes is larger than the line ({} bytes)", sector_bytes, line_bytes);
-    if (line_bytes % sector_bytes != 0) return fmt::format("a line of {} bytes is not a whole number of {}-byte sectors", line_bytes, sector_bytes);
-    if (line_bytes / sector_bytes > 32) return fmt::format("a line may have at most 32 sectors, not {}", line_bytes / sector_bytes);
-    if (fill_bytes != 0 && (fill_bytes % sector_bytes != 0 || fill_bytes > line_bytes || line_bytes % fill_bytes != 0))
-        return fmt::format("a fill of {} bytes is not a whole number of {}-byte sectors dividing the {}-byte line", fill_bytes, sector_bytes,
-                           line_bytes);
-    const std::uint64_t set_bytes = static_cast<std::uint64_t>(line_bytes) * ways;
-    if (set_bytes > size_bytes || size_bytes % set_bytes != 0)
-        return fmt::format("a cache of {} bytes is not a whole number of sets of {} ways × {}-byte lines ({} bytes each)", size_bytes, ways,
-                           line_bytes, set_bytes);
-    return {};
-}
-
-std::uint64_t CacheConfig::index_key(std::uint64_t line) const {
-    if (hashed_index) {  // splitmix64's finalizer: every bit of the line number moves every bit
-        line ^= line >> 30;
-        line *= 0xbf58476d1ce4e5b9u;
-        line ^= line >> 27;
-        line *= 0x94d049bb133111ebu;
-        line ^= line >> 31;
-    }
-    return line;
-}
-
-const std::vector<CachePreset>& cache_presets() {
-    static const std::vector<CachePreset> presets = {
-        {"h100", CacheConfig{50u << 20, 128, 32, 16, 64, true},
-         "NVIDIA H100 (SXM/PCIe): 50 MiB L2, 128-byte lines of 32-byte sectors, 64-byte fills, a hashed set index (measured, "
-         "gpu/README.md); 16 ways and LRU assumed"},
-        {"a100", CacheConfig{40u << 20, 128, 32, 16, 32, true},
-         "NVIDIA A100: 40 MiB L2, 128-byte lines of 32-byte sectors; ways, fills, the hashed index and LRU assumed, not measured"},
-    };
-    return presets;
-}
-
-namespace {
-
-// "50MiB", "4096", "64B": bytes; nullopt for anything else or past 2^40 · 1024.
-std::optional<std::uint64_t> parse_bytes(std::string_view text) {
-    static const std::pair<std::string_view, std::uint64_t> units[] = {{"GiB", 1u << 30}, {"MiB", 1u << 20}, {"KiB", 1u << 10}, {"B", 1}};
-    std::uint64_t scale = 1;
-    for (const auto& [unit, bytes] : units)
-        if (text.size() > unit.size() && text.substr(text.size() - unit.size()) == unit) {
-            text.remove_suffix(unit.size());
-            scale = bytes;
-            break;
-        }
-    auto n = parse_whole_number(text);
-    if (!n || *n > (std::uint64_t{1} << 50) / scale) return std::nullopt;
-    return *n * scale;
-}
-
-}  // namespace
-
-ParsedCache parse_cache(std::string_view text) {
-    ParsedCache out;
-    std::vector<std::string_view> words;
-    for (size_t at = 0; at < text.size();) {
-        size_t end = text.find_first_of(" \t", at);
-        if (end == std::string_view::npos) end = text.size();
-        if (end > at) words.push_back(text.substr(at, end - at));
-        at = end + 1;
-    }
-    std::vector<std::string_view> preset_names;
-    for (const auto& preset : cache_presets()) preset_names.push_back(preset.name);
-    bool sized = false;
-    for (size_t k = 0; k < words.size(); ++k) {
-        const std::string_view word = words[k];
-        const size_t eq = word.find('=');
-        if (eq == std::string_view::npos) {
-            const CachePreset* found = nullptr;
-            for (const auto& preset : cache_presets())
-                if (preset.name == word) found = &preset;
-            if (!found) {
-                out.error = fmt::format("unknown cache preset {}{}", quoted_name(word), did_you_mean(word, preset_names));
-                if (did_you_mean(word, preset_names).empty()) out.error += fmt::format(" (presets: {})", fmt::join(preset_names, ", "));
-                return out;
-            }
-            if (k != 0) {
-                out.error = fmt::format("the preset {} comes first, before the settings that change it", quoted_name(word));
-                return out;
-            }
-            out.config = found->config;
-            sized = true;
-            continue;
-        }
-        const std::string_view key = word.substr(0, eq), value = word.substr(eq + 1);
-        static const std::vector<std::string_view> keys = {"size", "line", "sector", "ways", "fill", "index"};
-        if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-            out.error = fmt::format("unknown cache setting {}{}", quoted_name(key), did_you_mean(key, keys));
-            return out;
-        }
-        if (key == "index") {
-            if (value != "mod" && value != "hash") {
-                out.error = fmt::format("cache index {} is not mod or hash", quoted_name(value));
-                return out;
-            }
-            out.config.hashed_index = value == "hash";
-            continue;
-        }
-        auto bytes = key == "ways" ? parse_whole_number(value) : parse_bytes(value);
-        if (!bytes || (key != "size" && *bytes > 0xffffffffu)) {
-            out.error = fmt::format("cache {} {} is not a {}", key, quoted_name(value),
-                                    key == "ways" ? "whole number" : "byte count (a whole number, optionally with B, KiB, MiB or GiB)");
-            return out;
-        }
-        if (key == "size") out.config.size_bytes = *bytes, sized = true;
-        if (key == "line") out.config.line_bytes = static_cast<std::uint32_t>(*bytes);
-        if (key == "sector") out.config.sector_bytes = static_cast<std::uint32_t>(*bytes);
-        if (key == "ways") out.config.ways = static_cast<std::uint32_t>(*bytes);
-        if (key == "fill") out.config.fill_bytes = static_cast<std::uint32_t>(*bytes);
-    }
-    if (!sized) {
-        out.error = fmt::format("a cache needs a size (size=50MiB) or a preset ({})", fmt::join(preset_names, ", "));
-        return out;
-    }
-    out.error = out.config.problem();
-    return out;
-}
-
-Cache::Cache(const CacheConfig& config) : config_(config) {
+Cache::Cache(const CacheConfig& config, std::uint32_t owners) : config_(config) {
     if (std::string why = config.problem(); !why.empty()) throw std::invalid_argument(why);
+    if (owners == 0) throw std::invalid_argument("a cache needs at least one owner");
     sets_ = config.sets();
     ways_.assign(sets_ * config.ways, Way{});
+    by_owner_.assign(owners, CacheStats{});
 }
 
-Cache::Way& Cache::touch(std::uint64_t line) {
+Cache::Way& Cache::touch(std::uint64_t line, std::uint32_t owner) {
     Way* set = ways_.data() + (config_.index_key(line) % sets_) * config_.ways;
     Way* victim = set;
     for (std::uint32_t w = 0; w < config_.ways; ++w) {
@@ -153,33 +26,39 @@ Cache::Way& Cache::touch(std::uint64_t line) {
         }
         if (way.last_use < victim->last_use) victim = &way;  // an empty way (0) first, then the oldest
     }
-    stats_.dram_write_bytes += static_cast<std::uint64_t>(std::popcount(victim->dirty)) * config_.sector_bytes;
-    *victim = Way{line, ++tick_, 0, 0};
+    const std::uint64_t written = static_cast<std::uint64_t>(std::popcount(victim->dirty)) * config_.sector_bytes;
+    stats_.dram_write_bytes += written;
+    by_owner_[victim->owner].dram_write_bytes += written;
+    *victim = Way{line, ++tick_, 0, 0, owner};
     return *victim;
 }
 
-void Cache::access(std::uint64_t address, std::uint64_t bytes, bool write) {
+void Cache::access(std::uint64_t address, std::uint64_t bytes, bool write, std::uint32_t owner) {
     if (bytes == 0) return;
+    CacheStats& mine = by_owner_.at(owner);
     const std::uint64_t first = address / config_.sector_bytes, last = (address + bytes - 1) / config_.sector_bytes;
     const std::uint32_t per_line = config_.sectors_per_line();
     for (std::uint64_t sector = first; sector <= last;) {
         // One lookup per line for the run of its sectors the access covers.
         const std::uint64_t line = sector / per_line;
         const std::uint64_t end = std::min(last + 1, (line + 1) * per_line);
-        Way& way = touch(line);
+        Way& way = touch(line, owner);
         for (; sector < end; ++sector) {
             const std::uint32_t bit = std::uint32_t{1} << (sector % per_line);
             const bool hit = way.valid & bit;
             if (write) {
                 (hit ? stats_.write_hits : stats_.write_misses) += 1;
+                (hit ? mine.write_hits : mine.write_misses) += 1;
                 way.dirty |= bit;
                 way.valid |= bit;
             } else {
                 (hit ? stats_.read_hits : stats_.read_misses) += 1;
+                (hit ? mine.read_hits : mine.read_misses) += 1;
                 if (!hit) {  // the whole fill group comes in
                     const std::uint32_t fill = config_.sectors_per_fill();
                     const auto group = static_cast<std::uint32_t>(((std::uint64_t{1} << fill) - 1) << ((sector % per_line) / fill * fill));
                     stats_.dram_read_bytes += static_cast<std::uint64_t>(fill) * config_.sector_bytes;
+                    mine.dram_read_bytes += static_cast<std::uint64_t>(fill) * config_.sector_bytes;
                     way.valid |= group;
                 }
             }
@@ -187,12 +66,20 @@ void Cache::access(std::uint64_t address, std::uint64_t bytes, bool write) {
     }
 }
 
-void Cache::read(std::uint64_t address, std::uint64_t bytes) { access(address, bytes, false); }
-void Cache::write(std::uint64_t address, std::uint64_t bytes) { access(address, bytes, true); }
+void Cache::read(std::uint64_t address, std::uint64_t bytes, std::uint32_t owner) { access(address, bytes, false, owner); }
+void Cache::write(std::uint64_t address, std::uint64_t bytes, std::uint32_t owner) { access(address, bytes, true, owner); }
 
 void Cache::flush() {
     stats_.dram_write_bytes += dirty_bytes();
+    for (std::uint32_t o = 0; o < by_owner_.size(); ++o) by_owner_[o].dram_write_bytes += dirty_bytes(o);
     std::fill(ways_.begin(), ways_.end(), Way{});
+}
+
+std::uint64_t Cache::dirty_bytes(std::uint32_t owner) const {
+    std::uint64_t sectors = 0;
+    for (const Way& w : ways_)
+        if (w.owner == owner) sectors += static_cast<std::uint64_t>(std::popcount(w.dirty));
+    return sectors * config_.sector_bytes;
 }
 
 std::uint64_t Cache::dirty_bytes() const {

@@ -1,9 +1,19 @@
 #include "sim/exec/counters.h"
 
+#include <stdexcept>
+
 namespace toysim {
 
 CounterValue Counters::value(const CounterRef& c) const {
     auto count = [](std::uint64_t n) { return CounterValue{n, 0, false}; };
+    // A cache counter of a run without a cache is a caller's mistake (counters_of lists them
+    // only for a program with one): never a silent zero.
+    auto stats = [&]() -> const CacheStats& {
+        if (!cache) throw std::logic_error("a cache counter of a run without a cache");
+        return c.array >= 0 ? cache->arrays.at(static_cast<size_t>(c.array)) : cache->total;
+    };
+    auto hits = [&] { return stats().read_hits + stats().write_hits; };
+    auto misses = [&] { return stats().read_misses + stats().write_misses; };
     switch (c.kind) {
         case CounterKind::Cycles: return count(cycles);
         case CounterKind::Instructions: return count(instructions);
@@ -19,6 +29,19 @@ CounterValue Counters::value(const CounterRef& c) const {
         case CounterKind::ArithmeticIntensity: return CounterValue{0, arithmetic_intensity(), true};
         case CounterKind::TotalWork: return count(work);
         case CounterKind::Utilization: return CounterValue{0, utilization(), true};
+        case CounterKind::CacheHits:
+        case CounterKind::ArrayCacheHits: return count(hits());
+        case CounterKind::CacheMisses:
+        case CounterKind::ArrayCacheMisses: return count(misses());
+        case CounterKind::CacheHitRate: {
+            std::uint64_t all = hits() + misses();
+            return CounterValue{0, all ? static_cast<double>(hits()) / static_cast<double>(all) : 0.0, true};
+        }
+        case CounterKind::CacheDramRead:
+        case CounterKind::ArrayCacheDramRead: return count(stats().dram_read_bytes);
+        case CounterKind::CacheDramWritten:
+        case CounterKind::ArrayCacheDramWritten: return count(stats().dram_write_bytes);
+        case CounterKind::CacheDirty: stats(); return count(cache->dirty_bytes);
     }
     return {};
 }
@@ -38,6 +61,7 @@ std::vector<CounterRef> counters_of(const Program& p, const OpcodeSet* opcodes) 
             case CounterScope::Run:
                 // Work and utilization say something only when there is more than one worker.
                 if ((row.kind == CounterKind::TotalWork || row.kind == CounterKind::Utilization) && p.workers == 1) break;
+                if (is_cache_counter(row.kind) && !p.cache) break;
                 out.push_back({row.kind});
                 break;
             case CounterScope::PerOpcode:
@@ -47,8 +71,10 @@ std::vector<CounterRef> counters_of(const Program& p, const OpcodeSet* opcodes) 
                     if ((*opcodes)[static_cast<size_t>(op.op)]) out.push_back({row.kind, op.op});
                 break;
             case CounterScope::PerArray:
+                if (is_cache_counter(row.kind) && !p.cache) break;
                 for (size_t a = 0; a < p.arrays.size(); ++a)
-                    if (row.kind != CounterKind::ArrayWrites || p.arrays[a].role != ast::Role::Input)
+                    if ((row.kind != CounterKind::ArrayWrites && row.kind != CounterKind::ArrayCacheDramWritten) ||
+                        p.arrays[a].role != ast::Role::Input)
                         out.push_back({row.kind, Op::LOAD, static_cast<int>(a)});
                 break;
         }

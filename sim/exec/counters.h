@@ -4,8 +4,10 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
+#include "sim/exec/cache.h"
 #include "sim/lower/program.h"
 
 namespace toysim {
@@ -15,6 +17,13 @@ struct ArrayStats {
     std::uint64_t elements_read = 0;   // distinct elements read at least once
     std::uint64_t max_reads = 0;       // the most any one element was read (reuse from DRAM)
     std::map<std::uint64_t, std::uint64_t> read_histogram;  // reads per element -> elements
+};
+
+// What the modeled cache counted (a program with a cache): in all and per array.
+struct CacheCounts {
+    CacheStats total;
+    std::vector<CacheStats> arrays;  // parallel to Program::arrays
+    std::uint64_t dirty_bytes = 0;   // left dirty at the end: not written to DRAM
 };
 
 // A counter's value: a count, or for a ratio (arithmetic intensity) a real number.
@@ -38,6 +47,7 @@ struct Counters {
     std::uint64_t work = 0;
     std::int64_t workers = 1;
     std::vector<std::uint64_t> busy;
+    std::optional<CacheCounts> cache;  // a run with a cache (Program::cache)
     double utilization() const {
         return cycles ? static_cast<double>(work) / (static_cast<double>(workers) * static_cast<double>(cycles)) : 0.0;
     }

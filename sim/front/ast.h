@@ -163,6 +163,14 @@ struct GpuKernel {
     Loc loc;
 };
 
+// cache SETTINGS: a modeled cache (an L2) between the workers and DRAM, as `--cache` takes it:
+// a preset ("h100"), settings ("size=1KiB line=64 sector=32 ways=2") or both (sim/exec/cache.h).
+struct CacheDecl {
+    std::string text;  // everything after `cache` on its line
+    Loc loc;           // of that text
+    Loc keyword;
+};
+
 // ---- exercise specs (exercise.toy; see programs/exercises/README.md) ----
 
 // target COUNTER REL EXPR points N: the figure itself is an Expect in Program::expects (compiled
@@ -194,6 +202,7 @@ struct Program {
     std::shared_ptr<const SourceFile> source;
     std::optional<Exercise> exercise;  // an exercise spec's own declarations (ParseMode::Exercise)
     std::optional<GpuKernel> gpu_kernel;
+    std::optional<CacheDecl> cache;
     ExprPtr registers;
     ExprPtr workers;  // `workers P`: the machine's workers (null: 1)
     Loc workers_loc;

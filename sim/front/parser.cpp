@@ -14,7 +14,7 @@ namespace toysim {
 const std::vector<std::string_view>& statement_keywords() {
     static const std::vector<std::string_view> words = {"registers", "param", "let",    "tile", "input", "output",
                                                         "scratch",   "check", "cost",   "expect", "test",  "gpu", "for",
-                                                        "workers",   "parallel"};
+                                                        "workers",   "parallel", "cache"};
     return words;
 }
 
@@ -371,6 +371,19 @@ private:
                                                                          quoted_name(program.gpu_kernel->name), program.gpu_kernel->loc.line));
             const Token& name = expect_ident("a kernel name, such as fa2_forward");
             program.gpu_kernel = GpuKernel{std::string(name.text), name.loc};
+            end_of_statement();
+        } else if (word == "cache") {
+            next();
+            if (program.cache) throw ToyError(head.loc, fmt::format("the program's cache is already declared (at line {})", program.cache->keyword.line));
+            if (at(Tok::Newline) || at(Tok::End)) fail(peek(), "a cache preset or settings, such as h100 or size=1KiB line=64 ways=2");
+            // The rest of the line, as written: parse_cache (sim/exec/cache.h) reads it when the
+            // program is compiled, where its errors point into it.
+            const Token& first = peek();
+            const Token* last = &first;
+            while (!at(Tok::Newline) && !at(Tok::End)) last = &next();
+            const char* begin = first.text.data();
+            const char* end = last->text.data() + last->text.size();
+            program.cache = CacheDecl{std::string(begin, end), Loc{first.loc.line, first.loc.col, static_cast<int>(end - begin)}, head.loc};
             end_of_statement();
         } else if (word == "test") {
             next();

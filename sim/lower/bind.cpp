@@ -91,6 +91,7 @@ void Compiler::bind_machine() {
         p_.workers = w;
         p_.workers_loc = tree_->workers->loc;
     }
+    if (tree_->cache) p_.cache = make_program_cache(tree_->cache->text, tree_->cache->loc);
     bind_tiles();
     definitely_written_.assign(static_cast<size_t>(p_.scalar_registers), false);
     clobbered_.assign(static_cast<size_t>(p_.scalar_registers), -1);

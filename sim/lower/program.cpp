@@ -171,3 +171,32 @@ Program compile(std::shared_ptr<const ast::Program> tree, const ParamSettings& s
 }
 
 }  // namespace toysim
+
+namespace toysim {
+
+ProgramCache make_program_cache(std::string_view text, Loc where, std::string_view prefix) {
+    ParsedCache parsed = parse_cache(text);
+    if (!parsed.error.empty()) {
+        Loc at = where;
+        if (where.line != 0) {  // the word at fault, within the declaration's text
+            at.col = where.col + static_cast<int>(parsed.error_at);
+            at.len = std::max(1, static_cast<int>(parsed.error_length));
+        }
+        throw ToyError(at, fmt::format("{}{}", prefix, parsed.error));
+    }
+    return ProgramCache{parsed.config, std::string(text), where, 4};
+}
+
+std::vector<std::uint64_t> cache_array_bases(const Program& program) {
+    std::vector<std::uint64_t> bases;
+    std::uint64_t next = 0;
+    const int element_bytes = program.cache ? program.cache->element_bytes : 4;
+    for (const ArrayInfo& a : program.arrays) {
+        bases.push_back(next);
+        const std::uint64_t bytes = static_cast<std::uint64_t>(a.size) * static_cast<std::uint64_t>(element_bytes);
+        next += (bytes + kCacheArrayAlignment - 1) / kCacheArrayAlignment * kCacheArrayAlignment;
+    }
+    return bases;
+}
+
+}  // namespace toysim

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "isa/cache_config.h"
 #include "sim/front/ast.h"
 #include "sim/lower/integer.h"
 
@@ -242,12 +243,31 @@ struct ExpectSpec {
     }
 };
 
+// The modeled cache between the workers and DRAM (`cache` in the program, or --cache), and
+// the byte layout of DRAM it sees: every array row-major, in declaration order, each starting
+// on a kCacheArrayAlignment boundary (as cudaMalloc aligns each of a GPU run's arrays), at
+// element_bytes bytes an element (--dtype: 4 for fp32, 2 for fp16 and bf16).
+inline constexpr std::int64_t kCacheArrayAlignment = 256;
+struct ProgramCache {
+    CacheConfig config;
+    std::string text;       // as written: "h100", "size=1KiB line=64 ways=2"
+    Loc loc;                // the declaration's text (no line: --cache)
+    int element_bytes = 4;
+};
+// The cache `text` describes (parse_cache); a bad one is a ToyError at `where` (narrowed to the
+// word at fault when `where` has a line), the message prefixed by `prefix` ("--cache: ").
+ProgramCache make_program_cache(std::string_view text, Loc where, std::string_view prefix = {});
+// The byte address where each array starts in the cache's layout (parallel to Program::arrays).
+struct Program;
+std::vector<std::uint64_t> cache_array_bases(const Program& program);
+
 struct Program {
     std::shared_ptr<const SourceFile> source;
     std::shared_ptr<const ast::Program> tree;
     std::vector<std::pair<std::string, std::int64_t>> params;  // in declaration order (lets too)
     int registers = 0;           // the register file (SRAM) in elements: tiles and scalar registers
     std::int64_t workers = 1;    // `workers P`: each with its own register file; DRAM is shared
+    std::optional<ProgramCache> cache;  // `cache ...` or --cache: none, DRAM is the only memory
     Loc workers_loc;             // where `workers` is declared (none: the default, 1)
     bool has_parallel = false;   // some loop is `parallel for`
     std::int64_t race_cells = 0; // the race table's size: the elements of the arrays with a race_base

@@ -26,9 +26,44 @@ std::string format_params(const Program& p) {
 
 std::string counter_text(const CounterValue& v) { return v.is_ratio ? number_text(v.ratio) : std::to_string(v.count); }
 
+nlohmann::ordered_json cache_json(const ProgramCache& cache) {
+    const CacheConfig& c = cache.config;
+    return {{"text", cache.text},          {"size_bytes", c.size_bytes}, {"line_bytes", c.line_bytes},
+            {"sector_bytes", c.sector_bytes}, {"ways", c.ways},         {"fill_bytes", c.fill_bytes ? c.fill_bytes : c.sector_bytes},
+            {"index", c.hashed_index ? "hash" : "mod"}, {"element_bytes", cache.element_bytes},
+            {"array_alignment_bytes", kCacheArrayAlignment}};
+}
+
+std::string cache_summary(const ProgramCache& cache) {
+    const CacheConfig& c = cache.config;
+    return fmt::format("{}: {} B, {}-byte lines of {}-byte sectors, {} way{}, {} sets ({} index), {}-byte fills; {} bytes an element",
+                       cache.text, c.size_bytes, c.line_bytes, c.sector_bytes, c.ways, c.ways == 1 ? "" : "s", c.sets(),
+                       c.hashed_index ? "hashed" : "line number mod sets", c.fill_bytes ? c.fill_bytes : c.sector_bytes,
+                       cache.element_bytes);
+}
+
+std::string format_cache_counts(const Program& p, const Counters& c, Format format) {
+    Table t{{"array", "L2 hits", "L2 misses", "hit rate", "DRAM bytes read", "DRAM bytes written"}, {false, true, true, true, true, true}, {}};
+    auto row = [&](std::string name, const CacheStats& s) {
+        std::uint64_t hits = s.read_hits + s.write_hits, misses = s.read_misses + s.write_misses;
+        t.rows.push_back({std::move(name), std::to_string(hits), std::to_string(misses),
+                          hits + misses ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses)) : "-",
+                          std::to_string(s.dram_read_bytes), std::to_string(s.dram_write_bytes)});
+    };
+    for (size_t a = 0; a < p.arrays.size(); ++a) row(p.arrays[a].name, c.cache->arrays[a]);
+    row("total", c.cache->total);
+    std::string out = fmt::format("cache {}\n", cache_summary(*p.cache));
+    out += render_table(t, format);
+    out += fmt::format("hits and misses are {}-byte sectors; {} bytes are still dirty in the cache at the end (not in DRAM bytes "
+                       "written, as a GPU launch's DRAM writes leave them out)\n",
+                       p.cache->config.sector_bytes, c.cache->dirty_bytes);
+    return out;
+}
+
 std::vector<CounterRow> counter_rows(const Program& p, const Counters& c, const OpcodeSet* shown) {
     std::vector<CounterRow> rows;
-    for (const CounterRef& ref : counters_of(p, shown)) rows.push_back({ref, p.counter_name(ref), c.value(ref)});
+    for (const CounterRef& ref : counters_of(p, shown))
+        if (c.cache || !is_cache_counter(ref.kind)) rows.push_back({ref, p.counter_name(ref), c.value(ref)});  // the stepper runs no cache
     return rows;
 }
 
@@ -44,6 +79,15 @@ nlohmann::ordered_json counters_json(const Program& p, const Counters& c) {
         // (Work and utilization only on a machine of more than one worker: with one, the JSON
         // is what it was before workers existed.)
         bool workers_only = row.kind == CounterKind::TotalWork || row.kind == CounterKind::Utilization;
+        if (is_cache_counter(row.kind)) {  // under "l2", only with a cache
+            if (!c.cache) continue;
+            if (row.scope == CounterScope::Run) put({row.kind});
+            if (row.scope == CounterScope::PerArray)
+                for (size_t a = 0; a < p.arrays.size(); ++a)
+                    if (row.kind != CounterKind::ArrayCacheDramWritten || p.arrays[a].role != ast::Role::Input)
+                        put({row.kind, Op::LOAD, static_cast<int>(a)});
+            continue;
+        }
         if (row.scope == CounterScope::Run && (!workers_only || p.workers > 1)) put({row.kind});
         if (row.scope == CounterScope::PerOpcode)
             for (const auto& op : all_ops()) put({row.kind, op.op});
@@ -52,6 +96,7 @@ nlohmann::ordered_json counters_json(const Program& p, const Counters& c) {
         k["workers"]["count"] = p.workers;
         k["workers"]["busy"] = c.busy;
     }
+    if (c.cache && p.cache) k["l2"]["cache"] = cache_json(*p.cache);
     k["dram"]["arrays"] = json::object();
     for (size_t a = 0; a < p.arrays.size(); ++a) {
         const ArrayStats& s = c.arrays[a];
@@ -201,6 +246,7 @@ std::string format_run(const Program& p, const RunResult& r, Format format, bool
                                fmt::format("{} of {}", s.elements_read, info.size), std::to_string(s.max_reads)});
     }
     out += render_table(arrays, format);
+    if (c.cache && p.cache) out += "\n" + format_cache_counts(p, c, format);
     if (stats) {
         double rate = r.seconds > 0 ? static_cast<double>(c.instructions) / r.seconds : 0.0;
         // A tile program runs few instructions, each a lot of work: its rate may be far under 0.1 M/s.

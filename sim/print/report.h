@@ -24,6 +24,12 @@ std::string counter_text(const CounterValue& value);  // "1024", "0.25"
 // The "counters" object of run and trace JSON: every counter of the table at its JSON path,
 // every opcode zeros included, plus per-array detail (role, shape, reuse histogram).
 nlohmann::ordered_json counters_json(const Program& program, const Counters& counters);
+// "h100: 52428800 B, 128-byte lines of 32-byte sectors, 16 ways, ..." and the cache's table
+// (per array and in total), for a run with a cache.
+std::string cache_summary(const ProgramCache& cache);
+std::string format_cache_counts(const Program& program, const Counters& counters, Format format);
+// A cache's description as JSON: its text, geometry, element size and the arrays' alignment.
+nlohmann::ordered_json cache_json(const ProgramCache& cache);
 
 std::string format_run(const Program& program, const RunResult& result, Format format, bool stats);
 nlohmann::ordered_json run_json(const Program& program, const RunResult& result, bool stats);

@@ -288,6 +288,7 @@ std::string format_print(const Session<Domain>& s, std::string_view what, const 
         std::string name = text.substr(0, text.find('(')), argument;
         if (text.find('(') != std::string::npos && text.back() == ')') argument = text.substr(text.find('(') + 1, text.size() - text.find('(') - 2);
         if (auto parsed = parse_counter_name(name, argument)) {
+            if (is_cache_counter(parsed->kind)) throw ToyError(cache_not_stepped(info(parsed->kind).name_for(parsed->subject)));
             CounterRef ref{parsed->kind};
             if (info(parsed->kind).scope == CounterScope::PerOpcode) ref.op = *find_op(parsed->subject);
             if (info(parsed->kind).scope == CounterScope::PerArray) {

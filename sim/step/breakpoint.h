@@ -50,6 +50,9 @@ Breakpoint parse_breakpoint(const Program& program, std::string_view text, bool 
 template <class Value>
 std::uint64_t counter_delta(const Program& program, const CounterRef& counter, const Event<Value>& event);
 bool compare(std::uint64_t actual, Comparison comparison, std::uint64_t value);
+// The stepper runs without the program's cache (going back would need the cache's state at
+// every step): what it says when asked for one of the cache's counters.
+std::string cache_not_stepped(std::string_view counter);
 std::string_view comparison_text(Comparison comparison);
 
 // Does `event` stop at `bp`? `counter_before` is the breakpoint's counter before the event (for

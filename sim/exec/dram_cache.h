@@ -1,0 +1,52 @@
+// A program's DRAM behind its modeled cache (Program::cache): the machine's accesses, which
+// name arrays and elements, turned into the byte ranges the cache sees, in the order the
+// machine makes them (with workers, interleaved one instruction at a time: sim/exec/interleave.h).
+//
+// The bytes are laid out as a GPU run lays its arrays out (Program's cache_array_bases): each
+// array row-major from its own aligned base, element_bytes an element. The cache starts empty
+// (a cold L2), and nothing is written back at the end: dram_bytes_written is what the run
+// evicted while it ran, which is what CUPTI measures during a launch, and what is still dirty
+// is counted apart (l2_dirty_bytes).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/exec/cache.h"
+#include "sim/exec/counters.h"
+#include "sim/exec/event.h"
+
+namespace toysim {
+
+class DramCache {
+public:
+    // The program must have a cache.
+    explicit DramCache(const Program& program);
+
+    // One LOAD's or STORE's block: each row a run of contiguous bytes where the row is
+    // contiguous, else element by element. An accumulation (STORE_ADD) reads, then writes.
+    void access(const DramAccess& access);
+    CacheCounts counts() const;
+
+private:
+    void move(int array, std::int64_t first_element, std::int64_t elements, bool write);
+    const Program* program_;
+    Cache cache_;
+    std::vector<std::uint64_t> bases_;
+    std::uint64_t element_bytes_;
+};
+
+// Feeds every event's accesses to a DramCache, then passes the event on (to a trace's
+// recorder, say).
+template <class Value>
+struct CacheSink final : EventSink<Value> {
+    DramCache* cache;
+    EventSink<Value>* next = nullptr;
+    CacheSink(DramCache& c, EventSink<Value>* then = nullptr) : cache(&c), next(then) {}
+    void on_event(const Event<Value>& e) override {
+        for (const DramAccess& a : e.accesses) cache->access(a);
+        if (next) next->on_event(e);
+    }
+};
+
+}  // namespace toysim
