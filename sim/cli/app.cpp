@@ -74,6 +74,14 @@ Commands define_commands(CLI::App& app, Options& o) {
     auto add_format = [&](CLI::App* command) {
         command->add_option("--format", o.format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
     };
+    // The modeled cache (sim/exec/cache.h): a preset or settings, and the element size it sees.
+    auto add_cache = [&](CLI::App* command) {
+        command->add_option("--cache", o.cache,
+                            "model a cache between the workers and DRAM: a preset (h100, a100) or settings "
+                            "(size=1KiB line=64 sector=32 ways=2 fill=32 index=mod|hash), or both (h100 ways=8)");
+        command->add_option("--dtype", o.dtype, "with a cache: the element size it sees, fp32 (4 bytes, the default), fp16 or bf16 (2)")
+            ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    };
     auto add_force = [&](CLI::App* command) {
         command->add_flag("--force", o.force, "run even if the estimated work would take more than a few minutes");
     };
@@ -88,6 +96,7 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.run->add_option("--max-steps", o.max_steps, "stop with an error after this many instructions (default 10000000000)")
         ->check(positive);
     add_force(c.run);
+    add_cache(c.run);
     c.run->footer("\nexamples:\n"
                   "  toysim run programs/p1_c00.toy\n"
                   "  toysim run programs/p4_softmax_3pass.toy --set n=1000000\n"
@@ -103,6 +112,7 @@ Commands define_commands(CLI::App& app, Options& o) {
         ->check(CLI::IsMember({"auto", "symbolic", "numeric"}));
     c.trace->add_option("--max-steps", o.max_steps, "stop with an error after this many instructions (default 10000)")->check(positive);
     add_format(c.trace);
+    add_cache(c.trace);
     c.trace->add_flag("--ditto", o.ditto,
                       "print \" where a register is unchanged since the row above, as the seed does (not with --format json)");
     c.trace->footer("\nexamples:\n"
@@ -148,6 +158,7 @@ Commands define_commands(CLI::App& app, Options& o) {
         ->required();
     add_format(c.sweep);
     add_force(c.sweep);
+    add_cache(c.sweep);
     c.sweep->add_option("--plot", o.plot, "also draw the DRAM traffic against the swept parameter: FILE.svg, FILE.png or FILE.html");
     c.sweep->add_option("--plot-y", o.plot_y, "what --plot draws: traffic (DRAM reads, writes and their sum) or cycles (with workers: and work)")
         ->check(CLI::IsMember({"traffic", "cycles"}));
@@ -175,6 +186,7 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.compare->add_option("--plot-y", o.plot_y, "what --plot draws: traffic or cycles")->check(CLI::IsMember({"traffic", "cycles"}));
     add_format(c.compare);
     add_force(c.compare);
+    add_cache(c.compare);
     c.compare->footer("\nexamples:\n"
                       "  toysim compare programs/p2_matmul_inner_3reg.toy programs/p3_matmul_outer_6reg.toy\n"
                       "  toysim compare programs/p4_softmax_3pass.toy programs/p5_online_softmax.toy --set n=1000");
@@ -292,6 +304,8 @@ int parse_and_dispatch(const std::vector<std::string>& args, Context& ctx) {
         return kBadInput;
     }
 
+    for (CLI::App* cached : {c.run, c.trace, c.sweep, c.compare})
+        if (cached->parsed()) o.dtype_given = cached->count("--dtype") > 0;
     if (c.run->parsed()) return run_command(o, ctx);
     if (c.trace->parsed()) return trace_command(o, ctx);
     if (c.sweep->parsed()) return sweep_command(o, ctx);

@@ -19,6 +19,7 @@ int run_command(const Options& o, Context& ctx) {
     if (!o.shown_arrays.empty() && !table_format(o.format))
         throw ToyError(fmt::format("--show prints a block of numbers; use it with --format table or markdown, not --format {}", o.format));
     Program program = load_program(o.file, settings_from(o.sets), ctx);
+    apply_cache_options(program, o);
     std::vector<int> shown;
     for (const auto& name : o.shown_arrays) {
         int a = program.find_array(name);
@@ -61,6 +62,7 @@ int trace_command(const Options& o, Context& ctx) {
                                    "2 GiB; `toysim run` counts a run of any length",
                                    options.max_steps, sizeof(TraceStep), kMaxTraceSteps));
     Program program = load_program(o.file, settings_from(o.sets), ctx);
+    apply_cache_options(program, o);
     bool symbolic = o.values == "symbolic" || (o.values == "auto" && !program.has_tiles());
     Trace t = trace(program, symbolic, options);
     ctx.out << format_trace(program, t, TraceOptions{parse_format(o.format), o.ditto});

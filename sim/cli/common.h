@@ -44,6 +44,7 @@ struct Options {
     std::string solution;                    // grade: the student's .toy file
     std::string directory;                   // exercise start: where the student works
     std::string output;                      // view: the HTML file to write
+    std::string cache;                       // run, trace, sweep, compare: --cache (a preset or settings)
 };
 
 // The streams, and the source file the error being reported points into (for its caret).
@@ -74,6 +75,9 @@ Program compile_program(const Parsed& parsed, const ParamSettings& settings, Con
 // Both.
 Program load_program(const std::string& path, const ParamSettings& settings, Context& ctx);
 ParamSettings settings_from(const std::vector<std::string>& sets);
+// --cache and --dtype (run, trace, sweep, compare): the cache they give replaces the program's
+// own `cache` line; --dtype sets the element size the cache sees, and needs a cache.
+void apply_cache_options(Program& program, const Options& options);
 // NAME=V1,V2,... lists (sweep's --set, diff's --sweep): every combination of the values, the
 // first list varying slowest.
 std::vector<ParamSettings> sweep_settings(const std::vector<std::string>& sets);

@@ -2,6 +2,7 @@
 // compile; the source stays in the Context so an error can show its line and caret.
 #include <fmt/format.h>
 
+#include "gpu/kernels.h"
 #include "sim/cli/common.h"
 #include "sim/front/parser.h"
 #include "sim/support/text.h"
@@ -48,6 +49,16 @@ ParamSettings settings_from(const std::vector<std::string>& sets) {
     ParamSettings out;
     for (const auto& s : sets) out.push_back(parse_setting(s));
     return out;
+}
+
+void apply_cache_options(Program& program, const Options& o) {
+    if (!o.cache.empty()) program.cache = make_program_cache(o.cache, Loc{}, fmt::format("--cache {}: ", flag_subject(o.cache)));
+    if (!o.dtype_given) return;
+    if (!program.cache)
+        throw ToyError(fmt::format("--dtype {}: the element size is what the modeled cache sees; give a cache too (--cache h100, or "
+                                   "a `cache` line in the program)",
+                                   flag_subject(o.dtype)));
+    program.cache->element_bytes = gpu::dtype_bytes(*gpu::parse_dtype(o.dtype));
 }
 
 std::string short_program_name(const std::string& path) {

@@ -157,6 +157,7 @@ int sweep_command(const Options& o, Context& ctx) {
     std::vector<std::string> names;
     for (const auto& settings : combos) {
         programs.push_back(compile_program(parsed, settings, ctx));
+        apply_cache_options(programs.back(), o);
         std::string name;
         for (const auto& [k, v] : settings) name += fmt::format("{}{}={}", name.empty() ? "" : " ", k, v);
         names.push_back(name);
@@ -228,6 +229,7 @@ int compare_command(const Options& o, Context& ctx) {
             ParamSettings mine = own[i];
             if (!swept.empty()) mine.emplace_back(swept, value);
             programs.push_back(compile_program(parsed[i], mine, ctx));
+            apply_cache_options(programs.back(), o);
             labels.push_back(swept.empty() ? names[i] : fmt::format("{} {}={}", names[i], swept, value));
             // A curve per program, even where two files share a name.
             const bool shared = std::count(names.begin(), names.end(), names[i]) > 1;

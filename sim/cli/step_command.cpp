@@ -257,6 +257,10 @@ int run_session(Session<Domain>& session, StepStyle style, Context& ctx, const s
 
 int step_command(const Options& o, Context& ctx) {
     Program p = load_program(o.file, settings_from(o.sets), ctx);
+    if (p.cache)
+        ctx.err << fmt::format("note: the stepper does not run the program's cache (line {}): it shows DRAM traffic in elements; `toysim run` "
+                               "counts the cache\n",
+                               p.cache->loc.line);
     check_fits_in_run(p);
     WorkEstimate work = estimate_work(p);
     SessionLimits limits;

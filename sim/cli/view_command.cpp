@@ -20,6 +20,10 @@ int view_command(const Options& o, Context& ctx) {
         throw ToyError("this toysim was built without Chart.js (Debian's libjs-chart.js), which the viewer's charts need: install it "
                        "(scripts/install-deps.sh) and rebuild");
     Program p = load_program(o.file, settings_from(o.sets), ctx);
+    if (p.cache)
+        ctx.err << fmt::format("note: the viewer does not run the program's cache (line {}): it shows DRAM traffic in elements; `toysim run` "
+                               "counts the cache\n",
+                               p.cache->loc.line);
     check_fits_in_run(p);
     std::uint64_t limit = o.max_steps ? o.max_steps : kViewSteps;
     WorkEstimate work = estimate_work(p);

@@ -1,9 +1,9 @@
 #include "sim/front/lexer.h"
 
-#include "sim/support/text.h"
-
 #include <cctype>
 #include <fmt/format.h>
+
+#include "sim/support/text.h"
 
 namespace toysim {
 
@@ -84,6 +84,32 @@ std::vector<Token> lex(const SourceFile& source) {
     int last = static_cast<int>(source.lines.size());
     tokens.push_back({Tok::End, {}, Loc{std::max(1, last), static_cast<int>(source.line(last).size()) + 1, 1}});
     return tokens;
+}
+
+std::shared_ptr<const SourceFile> without_titles(const SourceFile& source, std::map<int, std::pair<std::string, Loc>>& titles) {
+    std::string text;
+    bool changed = false;
+    for (size_t n = 0; n < source.lines.size(); ++n) {
+        std::string line(source.lines[n]);
+        size_t word = line.find_first_not_of(" \t");
+        if (word != std::string::npos && line.compare(word, 8, "exercise") == 0) {
+            size_t open = line.find_first_not_of(" \t", word + 8);
+            if (open != std::string::npos && open > word + 8 && line[open] == '"') {
+                int line_no = static_cast<int>(n) + 1;
+                size_t close = line.find('"', open + 1);
+                if (close == std::string::npos)
+                    throw ToyError(Loc{line_no, static_cast<int>(open) + 1, 1}, "this title is never closed: expected '\"' at its end");
+                titles[line_no] = {line.substr(open + 1, close - open - 1),
+                                   Loc{line_no, static_cast<int>(open) + 1, static_cast<int>(close - open) + 1}};
+                std::fill(line.begin() + static_cast<long>(open), line.begin() + static_cast<long>(close) + 1, ' ');
+                changed = true;
+            }
+        }
+        text += line;
+        text += '\n';
+    }
+    if (!changed) return nullptr;
+    return std::make_shared<const SourceFile>(source.path, std::move(text));
 }
 
 }  // namespace toysim

@@ -49,34 +49,6 @@ bool is_one_of(std::string_view word, const std::vector<std::string_view>& words
     return std::find(words.begin(), words.end(), word) != words.end();
 }
 
-// The lexer knows no strings, and only a title needs one: `exercise "..."` has its quoted text
-// taken out here (into `titles`, by line) and blanked to spaces, so columns stay as written.
-std::shared_ptr<const SourceFile> without_titles(const SourceFile& source, std::map<int, std::pair<std::string, Loc>>& titles) {
-    std::string text;
-    bool changed = false;
-    for (size_t n = 0; n < source.lines.size(); ++n) {
-        std::string line(source.lines[n]);
-        size_t word = line.find_first_not_of(" \t");
-        if (word != std::string::npos && line.compare(word, 8, "exercise") == 0) {
-            size_t open = line.find_first_not_of(" \t", word + 8);
-            if (open != std::string::npos && open > word + 8 && line[open] == '"') {
-                int line_no = static_cast<int>(n) + 1;
-                size_t close = line.find('"', open + 1);
-                if (close == std::string::npos)
-                    throw ToyError(Loc{line_no, static_cast<int>(open) + 1, 1}, "this title is never closed: expected '\"' at its end");
-                titles[line_no] = {line.substr(open + 1, close - open - 1),
-                                   Loc{line_no, static_cast<int>(open) + 1, static_cast<int>(close - open) + 1}};
-                std::fill(line.begin() + static_cast<long>(open), line.begin() + static_cast<long>(close) + 1, ' ');
-                changed = true;
-            }
-        }
-        text += line;
-        text += '\n';
-    }
-    if (!changed) return nullptr;
-    return std::make_shared<const SourceFile>(source.path, std::move(text));
-}
-
 class Parser {
 public:
     Parser(std::shared_ptr<const SourceFile> source, ParseMode mode)
@@ -372,18 +344,14 @@ private:
             const Token& name = expect_ident("a kernel name, such as fa2_forward");
             program.gpu_kernel = GpuKernel{std::string(name.text), name.loc};
             end_of_statement();
-        } else if (word == "cache") {
+        } else if (word == "cache") {  // the rest of the line as written: the compiler's parse_cache reads it
             next();
             if (program.cache) throw ToyError(head.loc, fmt::format("the program's cache is already declared (at line {})", program.cache->keyword.line));
             if (at(Tok::Newline) || at(Tok::End)) fail(peek(), "a cache preset or settings, such as h100 or size=1KiB line=64 ways=2");
-            // The rest of the line, as written: parse_cache (sim/exec/cache.h) reads it when the
-            // program is compiled, where its errors point into it.
-            const Token& first = peek();
-            const Token* last = &first;
+            const Token &first = peek(), *last = &first;
             while (!at(Tok::Newline) && !at(Tok::End)) last = &next();
-            const char* begin = first.text.data();
-            const char* end = last->text.data() + last->text.size();
-            program.cache = CacheDecl{std::string(begin, end), Loc{first.loc.line, first.loc.col, static_cast<int>(end - begin)}, head.loc};
+            std::string text(first.text.data(), static_cast<size_t>(last->text.data() + last->text.size() - first.text.data()));
+            program.cache = CacheDecl{text, Loc{first.loc.line, first.loc.col, static_cast<int>(text.size())}, head.loc};
             end_of_statement();
         } else if (word == "test") {
             next();

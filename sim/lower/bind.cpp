@@ -313,7 +313,8 @@ void Compiler::bind_expects() {
         if (!name) {
             if (e.counter == "work") throw ToyError(e.array.empty() ? e.loc : e.array_loc, "work takes an opcode: work(MAC)");
             if (!e.array.empty() && (parse_counter_name(e.counter, "") || find_op(e.counter)))
-                throw ToyError(e.loc, "only reads(ARRAY), writes(ARRAY) and work(OPCODE) take an argument");
+                throw ToyError(e.loc, "only reads(ARRAY), writes(ARRAY), work(OPCODE) and the cache's l2_hits(ARRAY), l2_misses(ARRAY), "
+                                      "dram_bytes_read(ARRAY) and dram_bytes_written(ARRAY) take an argument");
             std::vector<std::string> spelled;
             for (const auto& row : all_counters())
                 if (row.scope == CounterScope::Run || row.name == "{}" || row.name.find('(') != std::string_view::npos)
@@ -325,6 +326,10 @@ void Compiler::bind_expects() {
             throw ToyError(e.loc, fmt::format("unknown counter {}{}", quoted_name(e.counter), did_you_mean(e.counter, names)));
         }
         spec.counter.kind = name->kind;
+        if (is_cache_counter(name->kind) && !tree_->cache)
+            throw ToyError(e.loc, fmt::format("{} is counted by a modeled cache, and this program declares none: add a `cache` line "
+                                              "(cache h100, or cache size=1KiB line=64 ways=2)",
+                                              info(name->kind).name_for(e.array)));
         if (info(name->kind).scope == CounterScope::PerOpcode) spec.counter.op = *find_op(name->subject);
         if (info(name->kind).scope == CounterScope::PerArray) spec.counter.array = array_named(e.array, e.array_loc);
         spec.value = constant(*e.value, "an expected figure");
