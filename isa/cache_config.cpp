@@ -77,7 +77,7 @@ ParsedCache parse_cache(std::string_view text) {
     };
     std::vector<std::string_view> words;
     for (size_t at = 0; at < text.size();) {
-        size_t end = text.find_first_of(" \t", at);
+        size_t end = text.find_first_of(" \t,", at);
         if (end == std::string_view::npos) end = text.size();
         if (end > at) words.push_back(text.substr(at, end - at));
         at = end + 1;

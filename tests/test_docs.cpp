@@ -29,9 +29,12 @@ TEST_CASE("README.md lists every counter of the counter table with its JSON path
     const std::string text = read_text(std::string(TOYSIM_SOURCE_DIR) + "/README.md");
     REQUIRE(!text.empty());
     for (const auto& row : toysim::all_counters()) {
-        // The README's examples: LOAD for an opcode's count, MAC for work, K read and O written.
-        std::string subject = row.name == "{}" ? "LOAD"
-                              : row.scope == toysim::CounterScope::PerArray ? (row.kind == toysim::CounterKind::ArrayReads ? "K" : "O")
+        // The README's examples: LOAD for an opcode's count, MAC for work, O for what is
+        // written (writes, DRAM bytes written back) and K for any other array's counter.
+        using toysim::CounterKind;
+        bool written = row.kind == CounterKind::ArrayWrites || row.kind == CounterKind::ArrayCacheDramWritten;
+        std::string subject = row.name == "{}"                               ? "LOAD"
+                              : row.scope == toysim::CounterScope::PerArray ? (written ? "O" : "K")
                                                                             : "MAC";
         std::string name = row.name_for(subject), json = row.json_for(subject);
         INFO(name << " at " << json);
