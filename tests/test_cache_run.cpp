@@ -177,3 +177,13 @@ TEST_CASE("cache run: the stepper does not run the cache and says so", "[cache][
           std::string::npos);
     CHECK(said.find("l2_misses is counted by the modeled cache") != std::string::npos);
 }
+
+TEST_CASE("cache run: a trace counts the cache too, and its summary says what reached DRAM", "[cache]") {
+    // Two elements: x[0] and x[1] share a sector, but each access evicts the other array's
+    // line, so all four miss (two 32-byte fills of x); y[0]'s sector is written back when
+    // LOAD x[1] evicts it, and y[1]'s stays dirty.
+    CliResult r = run_cli({"trace", "programs/cache_conflict.toy", "--set", "n=2"});
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("; L2 sectors: 0 hits, 4 misses; DRAM past the L2: 64 bytes read, 32 written back, 32 dirty at the end\n") !=
+          std::string::npos);
+}

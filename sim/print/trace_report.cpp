@@ -85,8 +85,15 @@ std::string trace_summary(const Program& p, const Counters& c) {
     // On several workers, cycles is the makespan: say so, with the work (the cycles on one).
     std::string cycles = c.workers > 1 ? fmt::format("{} on {} workers (work {})", plural(c.cycles, "cycle"), c.workers, c.work)
                                        : plural(c.cycles, "cycle");
-    return fmt::format("{}, {} ({}); DRAM: {}, {}; {}", cycles, plural(c.instructions, "instruction"),
-                       mix.empty() ? "none" : mix, plural(c.dram_reads, "read"), plural(c.dram_writes, "write"), registers);
+    std::string cache;  // what reached DRAM past the cache
+    if (c.cache) {
+        const CacheStats& t = c.cache->total;
+        cache = fmt::format("; L2 sectors: {} hits, {} misses; DRAM past the L2: {} bytes read, {} written back, {} dirty at the end",
+                            t.read_hits + t.write_hits, t.read_misses + t.write_misses, t.dram_read_bytes, t.dram_write_bytes,
+                            c.cache->dirty_bytes);
+    }
+    return fmt::format("{}, {} ({}); DRAM: {}, {}; {}{}", cycles, plural(c.instructions, "instruction"),
+                       mix.empty() ? "none" : mix, plural(c.dram_reads, "read"), plural(c.dram_writes, "write"), registers, cache);
 }
 
 
