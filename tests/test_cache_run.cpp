@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/analysis/cost.h"
 #include "sim/check/run.h"
+#include "sim/exec/cached_count.h"
 #include "sim/exec/cache.h"
 #include "support.h"
 
@@ -47,9 +49,15 @@ TEST_CASE("cache run: each line belongs to the array that brought it in, write-b
 TEST_CASE("cache run: arrays start on 256-byte boundaries, at the element size --dtype gives", "[cache]") {
     Program p = build("registers 1\ncache size=1KiB line=64 ways=2\ninput a[10]\ninput b[100]\noutput c[3]\nLOAD a[0], R0\nSTORE R0, c[0]\n");
     // fp32: a is 40 bytes (one 256-byte block), b 400 (two), c from 768.
-    CHECK(cache_array_bases(p) == std::vector<std::uint64_t>{0, 256, 768});
+    CHECK(cache_layout(p).base == std::vector<std::uint64_t>{0, 256, 768});
     p.cache->element_bytes = 2;  // fp16: b is 200 bytes, one block
-    CHECK(cache_array_bases(p) == std::vector<std::uint64_t>{0, 256, 512});
+    CHECK(cache_layout(p).base == std::vector<std::uint64_t>{0, 256, 512});
+    // 3 heads, head after head: a is 3 × 20 bytes, b 3 × 200 (three blocks), c from 1024.
+    CacheLayout heads = cache_layout(p, 3);
+    CHECK(heads.base == std::vector<std::uint64_t>{0, 256, 1024});
+    CHECK(heads.head_bytes == std::vector<std::uint64_t>{20, 200, 6});
+    // Per-array element sizes (a GPU run keeps some arrays in fp32).
+    CHECK(cache_layout(p, 1, {4, 2, 4}).base == std::vector<std::uint64_t>{0, 256, 512});
 }
 
 TEST_CASE("cache run: a direct-mapped cache where two arrays share every set thrashes", "[cache]") {
@@ -186,4 +194,30 @@ TEST_CASE("cache run: a trace counts the cache too, and its summary says what re
     REQUIRE(r.code == 0);
     CHECK(r.out.find("; L2 sectors: 0 hits, 4 misses; DRAM past the L2: 64 bytes read, 32 written back, 32 dirty at the end\n") !=
           std::string::npos);
+}
+
+TEST_CASE("cache run: the count-only walk sees what the machine's run sees, for every shipped program", "[cache][programs]") {
+    // A small cache, so that the order of every access shows in the counts: any difference in
+    // the walk's order, its tile shapes (which set cycles, and so the workers' order) or its
+    // slices changes hits, misses or bytes.
+    int compared = 0;
+    for (const std::string& path : shipped_programs()) {
+        auto tree = std::make_shared<const ast::Program>(parse(SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/" + path)));
+        for (const ParamSettings& settings : test_settings(*tree)) {
+            Program p = compile(tree, settings);
+            if (estimate_work(p).instructions > 200'000 || p.dram_size > 1'000'000) continue;
+            p.cache = make_program_cache("size=1KiB line=64 sector=32 ways=2 index=mod", Loc{});
+            INFO(path << " " << p.params.size());
+            RunResult r = run_to_verdict(p);
+            if (r.fault) continue;  // a program that faults on purpose (none today)
+            CachedCount walked = count_through_cache(p);
+            CHECK(walked.counts.total == r.counters.cache->total);
+            CHECK(walked.counts.arrays == r.counters.cache->arrays);
+            CHECK(walked.counts.dirty_bytes == r.counters.cache->dirty_bytes);
+            CHECK(walked.cycles == r.counters.cycles);
+            CHECK(walked.instructions == r.counters.instructions);
+            ++compared;
+        }
+    }
+    CHECK(compared >= 40);
 }

@@ -171,6 +171,11 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.cost->add_option("file", o.file, program_help)->required();
     c.cost->add_option("--set", o.sets, "evaluate the formulas at these parameter values, e.g. --set n=1000000");
     add_format(c.cost);
+    add_cache(c.cost);
+    c.cost->add_option("--heads", o.heads, "with a cache: independent copies of the problem that share it, as a GPU's grid runs them (default 1)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
+    c.cost->add_option("--workers", o.workers, "with a cache: the workers a grid runs on, as a GPU's resident blocks (default: the program's)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
     c.cost->footer("\nThe formulas come from the loops and slices of the program; the counts beside them come from a\n"
                    "count-only pass over the loops (no arithmetic), so both answer at any n in milliseconds.\n"
                    "\nexamples:\n"
@@ -304,7 +309,7 @@ int parse_and_dispatch(const std::vector<std::string>& args, Context& ctx) {
         return kBadInput;
     }
 
-    for (CLI::App* cached : {c.run, c.trace, c.sweep, c.compare})
+    for (CLI::App* cached : {c.run, c.trace, c.sweep, c.compare, c.cost})
         if (cached->parsed()) o.dtype_given = cached->count("--dtype") > 0;
     if (c.run->parsed()) return run_command(o, ctx);
     if (c.trace->parsed()) return trace_command(o, ctx);

@@ -3,6 +3,7 @@
 
 #include "sim/analysis/cost.h"
 #include "sim/cli/common.h"
+#include "sim/exec/cached_count.h"
 #include "sim/print/cost_report.h"
 #include "sim/print/report.h"
 #include "sim/support/text.h"
@@ -75,6 +76,22 @@ int trace_command(const Options& o, Context& ctx) {
 
 int cost_command(const Options& o, Context& ctx) {
     Program program = load_program(o.file, settings_from(o.sets), ctx);
+    apply_cache_options(program, o);
+    if ((o.heads != 1 || o.workers != 0) && !program.cache)
+        throw ToyError(fmt::format("--{}: heads and workers say how the accesses reach a cache; give a cache too (--cache h100)",
+                                   o.heads != 1 ? "heads" : "workers"));
+    if (program.cache) {  // the count-only walk through the cache: what reaches DRAM
+        CachedCountOptions walk;
+        walk.heads = o.heads;
+        walk.workers = o.workers;
+        CachedCount counted = count_through_cache(program, walk);
+        // In a table, the formulas first (element counts), then what reaches DRAM past the cache.
+        if (table_format(o.format))
+            ctx.out << format_cost(program, derive_formulas(program), count_traffic(program), parse_format(o.format),
+                                   prove_race_freedom(program), nullptr) << "\n";
+        ctx.out << format_cached_count(program, counted, walk, parse_format(o.format));
+        return kOk;
+    }
     // The counts first: an overflow is reported as the count's, whichever compiler built this.
     std::vector<ArrayTraffic> counted = count_traffic(program);
     std::vector<ArrayFormulas> formulas = derive_formulas(program);

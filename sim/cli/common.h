@@ -44,7 +44,8 @@ struct Options {
     std::string solution;                    // grade: the student's .toy file
     std::string directory;                   // exercise start: where the student works
     std::string output;                      // view: the HTML file to write
-    std::string cache;                       // run, trace, sweep, compare: --cache (a preset or settings)
+    std::string cache;                       // run, trace, sweep, compare, cost: --cache (a preset or settings)
+    std::int64_t workers = 0;                // cost with a cache: a grid's workers (0: the program's)
 };
 
 // The streams, and the source file the error being reported points into (for its caret).

@@ -20,20 +20,20 @@ namespace toysim {
 
 class DramCache {
 public:
-    // The program must have a cache.
-    explicit DramCache(const Program& program);
+    // The program must have a cache. `heads` and per-array element sizes as cache_layout takes them.
+    explicit DramCache(const Program& program, std::int64_t heads = 1, const std::vector<int>& element_bytes = {});
 
-    // One LOAD's or STORE's block: each row a run of contiguous bytes where the row is
-    // contiguous, else element by element. An accumulation (STORE_ADD) reads, then writes.
-    void access(const DramAccess& access);
+    // One LOAD's or STORE's block, in head `head`'s copy of its array: each row a run of
+    // contiguous bytes where the row is contiguous, else element by element. An accumulation
+    // (STORE_ADD) reads, then writes.
+    void access(const DramAccess& access, std::int64_t head = 0);
     CacheCounts counts() const;
 
 private:
-    void move(int array, std::int64_t first_element, std::int64_t elements, bool write);
+    void move(int array, std::uint64_t head_base, std::int64_t first_element, std::int64_t elements, bool write);
     const Program* program_;
     Cache cache_;
-    std::vector<std::uint64_t> bases_;
-    std::uint64_t element_bytes_;
+    CacheLayout layout_;
 };
 
 // Feeds every event's accesses to a DramCache, then passes the event on (to a trace's

@@ -187,16 +187,18 @@ ProgramCache make_program_cache(std::string_view text, Loc where, std::string_vi
     return ProgramCache{parsed.config, std::string(text), where, 4};
 }
 
-std::vector<std::uint64_t> cache_array_bases(const Program& program) {
-    std::vector<std::uint64_t> bases;
-    std::uint64_t next = 0;
-    const int element_bytes = program.cache ? program.cache->element_bytes : 4;
-    for (const ArrayInfo& a : program.arrays) {
-        bases.push_back(next);
-        const std::uint64_t bytes = static_cast<std::uint64_t>(a.size) * static_cast<std::uint64_t>(element_bytes);
-        next += (bytes + kCacheArrayAlignment - 1) / kCacheArrayAlignment * kCacheArrayAlignment;
+CacheLayout cache_layout(const Program& program, std::int64_t heads, const std::vector<int>& element_bytes) {
+    CacheLayout layout;
+    const int all = program.cache ? program.cache->element_bytes : 4;
+    for (size_t a = 0; a < program.arrays.size(); ++a) {
+        const auto size = static_cast<std::uint64_t>(element_bytes.empty() ? all : element_bytes[a]);
+        layout.base.push_back(layout.end);
+        layout.element_bytes.push_back(size);
+        layout.head_bytes.push_back(static_cast<std::uint64_t>(program.arrays[a].size) * size);
+        const std::uint64_t bytes = layout.head_bytes.back() * static_cast<std::uint64_t>(heads);
+        layout.end += (bytes + kCacheArrayAlignment - 1) / kCacheArrayAlignment * kCacheArrayAlignment;
     }
-    return bases;
+    return layout;
 }
 
 }  // namespace toysim

@@ -257,9 +257,18 @@ struct ProgramCache {
 // The cache `text` describes (parse_cache); a bad one is a ToyError at `where` (narrowed to the
 // word at fault when `where` has a line), the message prefixed by `prefix` ("--cache: ").
 ProgramCache make_program_cache(std::string_view text, Loc where, std::string_view prefix = {});
-// The byte address where each array starts in the cache's layout (parallel to Program::arrays).
+// Where each array's bytes are in the cache's layout (parallel to Program::arrays): with
+// `heads` copies of the problem, an array holds every head's elements, head after head (as a
+// GPU run's arrays do), and starts on a kCacheArrayAlignment boundary. Element sizes are per
+// array (a GPU run keeps row statistics in fp32 whatever its dtype); empty: the cache's.
 struct Program;
-std::vector<std::uint64_t> cache_array_bases(const Program& program);
+struct CacheLayout {
+    std::vector<std::uint64_t> base;           // first byte
+    std::vector<std::uint64_t> element_bytes;
+    std::vector<std::uint64_t> head_bytes;     // one head's elements
+    std::uint64_t end = 0;                     // past the last array
+};
+CacheLayout cache_layout(const Program& program, std::int64_t heads = 1, const std::vector<int>& element_bytes = {});
 
 struct Program {
     std::shared_ptr<const SourceFile> source;

@@ -167,8 +167,6 @@ std::string format_cost(const Program& p, const std::vector<ArrayFormulas>& form
     // Say what the figures rest on: the formulas' values were compared with counting the loops.
     out += all_agree ? "\nEvery value equals the count-only pass over the loops (elements, as `run` counts them).\n"
                      : "\n* where a formula is an estimate, \"counted\" is the exact figure from the count-only pass.\n";
-    // What reaches DRAM past a cache depends on the order of the accesses: a run counts it.
-    if (p.cache) out += fmt::format("The cache (line {}) is not counted here: `toysim run` counts its hits, misses and DRAM bytes.\n", p.cache->loc.line);
     if (time) return out + time_text(p, *time, races, md);
     if (!races.empty()) out += "\n";
     for (const RaceProof& r : races) {

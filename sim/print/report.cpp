@@ -34,6 +34,47 @@ nlohmann::ordered_json cache_json(const ProgramCache& cache) {
             {"array_alignment_bytes", kCacheArrayAlignment}};
 }
 
+nlohmann::ordered_json cache_counters_json(const Program& p, const CacheCounts& counts) {
+    using json = nlohmann::ordered_json;
+    Counters c;
+    c.cache = counts;
+    json k = json::object();
+    for (const auto& row : all_counters()) {
+        if (!is_cache_counter(row.kind)) continue;
+        auto put = [&](const CounterRef& ref) {
+            CounterValue v = c.value(ref);
+            k[json::json_pointer(p.counter_json(ref))] = v.is_ratio ? json(v.ratio) : json(v.count);
+        };
+        if (row.scope == CounterScope::Run) put({row.kind});
+        if (row.scope == CounterScope::PerArray)
+            for (size_t a = 0; a < p.arrays.size(); ++a)
+                if (row.kind != CounterKind::ArrayCacheDramWritten || p.arrays[a].role != ast::Role::Input) put({row.kind, Op::LOAD, static_cast<int>(a)});
+    }
+    k["l2"]["cache"] = cache_json(*p.cache);
+    return k["l2"];
+}
+
+std::string format_cached_count(const Program& p, const CachedCount& c, const CachedCountOptions& o, Format format) {
+    const std::int64_t workers = o.workers ? o.workers : p.workers;
+    if (format == Format::Json) {
+        nlohmann::ordered_json j;
+        j["program"] = p.source ? p.source->path : "";
+        j["params"] = nlohmann::ordered_json::object();
+        for (const auto& [name, value] : p.params) j["params"][name] = value;
+        j["heads"] = o.heads;
+        j["workers"] = workers;
+        j["instructions"] = c.instructions;
+        j["cycles"] = c.cycles;
+        j["counters"]["l2"] = cache_counters_json(p, c.counts);
+        return j.dump(2) + "\n";
+    }
+    std::string out = fmt::format("through the cache, counted without running the arithmetic: {} on {} worker{}, {} instructions, "
+                                  "{} cycles (the makespan)\n",
+                                  o.heads == 1 ? std::string("1 head") : fmt::format("{} heads", o.heads), workers,
+                                  workers == 1 ? "" : "s", c.instructions, c.cycles);
+    return out + format_cache_counts(p, c.counts, format);
+}
+
 std::string cache_summary(const ProgramCache& cache) {
     const CacheConfig& c = cache.config;
     return fmt::format("{}: {} B, {}-byte lines of {}-byte sectors, {} way{}, {} sets ({} index), {}-byte fills; {} bytes an element",
@@ -42,7 +83,7 @@ std::string cache_summary(const ProgramCache& cache) {
                        cache.element_bytes);
 }
 
-std::string format_cache_counts(const Program& p, const Counters& c, Format format) {
+std::string format_cache_counts(const Program& p, const CacheCounts& counts, Format format) {
     Table t{{"array", "L2 hits", "L2 misses", "hit rate", "DRAM bytes read", "DRAM bytes written"}, {false, true, true, true, true, true}, {}};
     auto row = [&](std::string name, const CacheStats& s) {
         std::uint64_t hits = s.read_hits + s.write_hits, misses = s.read_misses + s.write_misses;
@@ -50,13 +91,13 @@ std::string format_cache_counts(const Program& p, const Counters& c, Format form
                           hits + misses ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses)) : "-",
                           std::to_string(s.dram_read_bytes), std::to_string(s.dram_write_bytes)});
     };
-    for (size_t a = 0; a < p.arrays.size(); ++a) row(p.arrays[a].name, c.cache->arrays[a]);
-    row("total", c.cache->total);
+    for (size_t a = 0; a < p.arrays.size(); ++a) row(p.arrays[a].name, counts.arrays[a]);
+    row("total", counts.total);
     std::string out = fmt::format("cache {}\n", cache_summary(*p.cache));
     out += render_table(t, format);
     out += fmt::format("hits and misses are {}-byte sectors; {} bytes are still dirty in the cache at the end (not in DRAM bytes "
                        "written, as a GPU launch's DRAM writes leave them out)\n",
-                       p.cache->config.sector_bytes, c.cache->dirty_bytes);
+                       p.cache->config.sector_bytes, counts.dirty_bytes);
     return out;
 }
 
@@ -79,15 +120,7 @@ nlohmann::ordered_json counters_json(const Program& p, const Counters& c) {
         // (Work and utilization only on a machine of more than one worker: with one, the JSON
         // is what it was before workers existed.)
         bool workers_only = row.kind == CounterKind::TotalWork || row.kind == CounterKind::Utilization;
-        if (is_cache_counter(row.kind)) {  // under "l2", only with a cache
-            if (!c.cache) continue;
-            if (row.scope == CounterScope::Run) put({row.kind});
-            if (row.scope == CounterScope::PerArray)
-                for (size_t a = 0; a < p.arrays.size(); ++a)
-                    if (row.kind != CounterKind::ArrayCacheDramWritten || p.arrays[a].role != ast::Role::Input)
-                        put({row.kind, Op::LOAD, static_cast<int>(a)});
-            continue;
-        }
+        if (is_cache_counter(row.kind)) continue;  // under "l2", below
         if (row.scope == CounterScope::Run && (!workers_only || p.workers > 1)) put({row.kind});
         if (row.scope == CounterScope::PerOpcode)
             for (const auto& op : all_ops()) put({row.kind, op.op});
@@ -96,7 +129,7 @@ nlohmann::ordered_json counters_json(const Program& p, const Counters& c) {
         k["workers"]["count"] = p.workers;
         k["workers"]["busy"] = c.busy;
     }
-    if (c.cache && p.cache) k["l2"]["cache"] = cache_json(*p.cache);
+    if (c.cache && p.cache) k["l2"] = cache_counters_json(p, *c.cache);
     k["dram"]["arrays"] = json::object();
     for (size_t a = 0; a < p.arrays.size(); ++a) {
         const ArrayStats& s = c.arrays[a];
@@ -246,7 +279,7 @@ std::string format_run(const Program& p, const RunResult& r, Format format, bool
                                fmt::format("{} of {}", s.elements_read, info.size), std::to_string(s.max_reads)});
     }
     out += render_table(arrays, format);
-    if (c.cache && p.cache) out += "\n" + format_cache_counts(p, c, format);
+    if (c.cache && p.cache) out += "\n" + format_cache_counts(p, *c.cache, format);
     if (stats) {
         double rate = r.seconds > 0 ? static_cast<double>(c.instructions) / r.seconds : 0.0;
         // A tile program runs few instructions, each a lot of work: its rate may be far under 0.1 M/s.

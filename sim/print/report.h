@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/check/run.h"
+#include "sim/exec/cached_count.h"
 #include "sim/print/format.h"
 
 namespace toysim {
@@ -27,7 +28,11 @@ nlohmann::ordered_json counters_json(const Program& program, const Counters& cou
 // "h100: 52428800 B, 128-byte lines of 32-byte sectors, 16 ways, ..." and the cache's table
 // (per array and in total), for a run with a cache.
 std::string cache_summary(const ProgramCache& cache);
-std::string format_cache_counts(const Program& program, const Counters& counters, Format format);
+std::string format_cache_counts(const Program& program, const CacheCounts& counts, Format format);
+// The cache's counters as JSON (what goes under "counters"/"l2"), with the cache's description.
+nlohmann::ordered_json cache_counters_json(const Program& program, const CacheCounts& counts);
+// `toysim cost --cache`: the count-only walk's counts (cached_count.h), in any format.
+std::string format_cached_count(const Program& program, const CachedCount& counted, const CachedCountOptions& options, Format format);
 // A cache's description as JSON: its text, geometry, element size and the arrays' alignment.
 nlohmann::ordered_json cache_json(const ProgramCache& cache);
 
