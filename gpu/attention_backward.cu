@@ -416,6 +416,7 @@ void launch_over_columns(Kernel kernel, bool gradients, const StageArgs& s, cons
     require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, s, name, gradients ? kGradientTiles : kDeltaTiles);
     if (s.plan_only) return;
     dim3 grid(static_cast<unsigned>(cdiv(a.n, a.Bc)), static_cast<unsigned>(s.heads));
+    note_residency(s, kernel, kThreads, static_cast<size_t>(bytes));
     kernel<<<grid, kThreads, static_cast<size_t>(bytes), s.stream>>>(a);
     check_launch(name);
 }
@@ -431,6 +432,7 @@ void launch_fa2_backward(int stage, const StageArgs& s) {
             if (stage == 0) {
                 if (s.plan_only) return;
                 dim3 grid(static_cast<unsigned>(cdiv(a.n, a.Br)), static_cast<unsigned>(s.heads));
+                note_residency(s, delta_kernel<T, kCount>, kThreads, 0);
                 delta_kernel<T, kCount><<<grid, kThreads, 0, s.stream>>>(a);
                 check_launch("fa2_backward (delta)");
             } else {

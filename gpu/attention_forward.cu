@@ -922,6 +922,7 @@ void launch_attention_standard(int stage, const StageArgs& args) {
                 require_tiles(kernel, scores_bytes, dm, args, "attention_standard (scores)");
                 if (args.plan_only) return;
                 const dim3 grid(unsigned(dm.Tr) * unsigned(dm.Tc), unsigned(args.heads));
+                note_residency(args, kernel, kThreads, scores_bytes(dm));
                 kernel<<<grid, kThreads, scores_bytes(dm), args.stream>>>(Q, K, S, dm, args.counts);
                 check_launch("attention_standard (scores)");
             } else if (stage == 1) {
@@ -932,6 +933,7 @@ void launch_attention_standard(int stage, const StageArgs& args) {
                 require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, "attention_standard (softmax)", advice.c_str());
                 if (args.plan_only) return;
                 const dim3 grid(unsigned(dm.n), unsigned(args.heads));
+                note_residency(args, kernel, kThreads, bytes);
                 kernel<<<grid, kThreads, bytes, args.stream>>>(S, P, dm.n, args.counts);
                 check_launch("attention_standard (softmax)");
             } else {
@@ -940,6 +942,7 @@ void launch_attention_standard(int stage, const StageArgs& args) {
                     require_tiles(kernel, pv_bytes, dm, args, "attention_standard (pv)");
                     if (args.plan_only) return;
                     const dim3 grid(unsigned(dm.Tr), unsigned(args.heads));
+                    note_residency(args, kernel, kThreads, pv_bytes(dm));
                     kernel<<<grid, kThreads, pv_bytes(dm), args.stream>>>(P, V, O, dm, args.counts);
                     check_launch("attention_standard (pv)");
                 });
@@ -973,6 +976,7 @@ void launch_fa1_forward(int, const StageArgs& args) {
                 status = cudaMemsetAsync(scratch, 0, words * sizeof(unsigned), args.stream);
                 if (status != cudaSuccess) throw GpuError(std::string("fa1_forward: zeroing its tickets: ") + cudaGetErrorString(status));
                 const dim3 grid(unsigned(dm.Tc), unsigned(args.heads));
+                note_residency(args, kernel, kThreads, fa1_bytes(dm));
                 kernel<<<grid, kThreads, fa1_bytes(dm), args.stream>>>(Q, K, V, O, m, l, dm, scratch, scratch + words - 1, args.counts);
                 check_launch("fa1_forward");
                 status = cudaFreeAsync(scratch, args.stream);
@@ -1000,6 +1004,7 @@ void launch_fa2_forward(int, const StageArgs& args) {
                 require_tiles(kernel, bytes, dm, args, "fa2_forward");
                 if (args.plan_only) return;
                 const dim3 grid(unsigned(dm.Tr), unsigned(args.heads));
+                note_residency(args, kernel, kThreads, bytes(dm));
                 kernel<<<grid, kThreads, bytes(dm), args.stream>>>(Q, K, V, O, L, dm, share_kv, args.counts);
                 check_launch("fa2_forward");
             });

@@ -742,6 +742,7 @@ void launch_fa2_v1(int, const StageArgs& args) {
                 require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, "fa2_v1_wmma", "v1 needs Br = Bc = 64");
                 if (args.plan_only) return;
                 const dim3 grid(unsigned(sh.Tr), unsigned(args.heads));
+                note_residency(args, kernel, kV1Threads, bytes);
                 kernel<<<grid, kV1Threads, bytes, args.stream>>>(static_cast<const T*>(args.arrays[kQ]), static_cast<const T*>(args.arrays[kK]),
                                                                  static_cast<const T*>(args.arrays[kV]), static_cast<T*>(args.arrays[kO]),
                                                                  static_cast<float*>(args.arrays[kL]), sh.n, args.counts);
@@ -766,6 +767,7 @@ void launch_fa2_v2(int, const StageArgs& args) {
                     require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, "fa2_v2_mma", "lower Br or Bc");
                     if (args.plan_only) return;
                     const dim3 grid(unsigned(sh.Tr), unsigned(args.heads));
+                    note_residency(args, kernel, 2 * kBr, bytes);
                     kernel<<<grid, 2 * kBr, bytes, args.stream>>>(static_cast<const T*>(args.arrays[kQ]), static_cast<const T*>(args.arrays[kK]),
                                                                   static_cast<const T*>(args.arrays[kV]), static_cast<T*>(args.arrays[kO]),
                                                                   static_cast<float*>(args.arrays[kL]), sh.n, args.counts);
@@ -797,6 +799,7 @@ void launch_fa2_v3(int, const StageArgs& args) {
                     require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, "fa2_v3_mma", "lower Bc");
                     if (args.plan_only) return;
                     const dim3 grid(unsigned(sh.Tr), unsigned(args.heads));
+                    note_residency(args, kernel, kV3Threads, bytes);
                     kernel<<<grid, kV3Threads, bytes, args.stream>>>(static_cast<const T*>(args.arrays[kQ]), static_cast<const T*>(args.arrays[kK]),
                                                                      static_cast<const T*>(args.arrays[kV]), static_cast<T*>(args.arrays[kO]),
                                                                      static_cast<float*>(args.arrays[kL]), sh.n, args.counts);

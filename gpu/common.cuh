@@ -34,7 +34,19 @@ struct StageArgs {
     cudaStream_t stream;
     int shared_memory_limit;     // bytes a block may opt in to on this device
     bool plan_only;              // check what the launch needs (shared memory) and launch nothing
+    int* resident_blocks = nullptr;  // where a timed launch says how many of its blocks one SM holds at once
 };
+
+// Before a timed launch: how many blocks of `kernel` one SM runs at once, at this block size
+// and shared memory (the occupancy calculator's answer), into args.resident_blocks. The
+// modeled L2's prediction runs that many × SMs workers (toysim diff).
+template <class Kernel>
+void note_residency(const StageArgs& args, Kernel* kernel, int threads_per_block, std::size_t shared_bytes) {
+    if (!args.resident_blocks || args.counts) return;
+    int blocks = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads_per_block, shared_bytes) == cudaSuccess)
+        *args.resident_blocks = blocks;
+}
 
 // A kernel file's entry point: launches stage `stage` (KernelSpec::stages) of kernel `name`.
 // Throws GpuError for what this device cannot run (say, the shared memory a tile needs).

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sim/analysis/cost.h"
+#include "sim/exec/cached_count.h"
 
 namespace toysim::gpu {
 
@@ -19,9 +20,75 @@ std::string list(const std::vector<std::string>& names) {
     return out;
 }
 
+// The walk through the modeled L2, into out.prediction and the stages' and arrays' predicted
+// bytes; or why there is none.
+void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel, const PredictOptions& o, GpuDiff& out) {
+    const std::string cache = o.cache.empty() ? cache_preset_of(gpu.device.name) : o.cache;
+    if (cache.empty()) {
+        out.why_no_prediction = fmt::format("no cache preset models {}: give one with --cache", gpu.device.name);
+        return;
+    }
+    Program q = p;
+    q.cache = make_program_cache(cache, Loc{}, fmt::format("--cache {}: ", cache));
+    CachedCountOptions walk;
+    walk.heads = gpu.heads;
+    for (const ArrayInfo& a : p.arrays) {
+        const int k = kernel.find_array(a.name);
+        walk.element_bytes.push_back(dtype_bytes(k >= 0 ? kernel.storage(k, gpu.dtype) : gpu.dtype));
+    }
+    Prediction pr;
+    pr.cache = cache;
+    int per_sm = 0;
+    for (const auto& stage : gpu.launch.stages) per_sm = std::max(per_sm, stage.resident_blocks_per_sm);
+    if (o.workers > 0) {
+        pr.workers = o.workers;
+        pr.workers_from = "--workers";
+    } else if (per_sm > 0) {
+        pr.workers = std::int64_t{per_sm} * gpu.device.sm_count;
+        pr.workers_from = fmt::format("{} resident blocks per SM × {} SMs", per_sm, gpu.device.sm_count);
+    } else {
+        pr.workers = gpu.device.sm_count;
+        pr.workers_from = fmt::format("one block per SM × {} SMs (the GPU results record no occupancy)", gpu.device.sm_count);
+    }
+    walk.workers = pr.workers;
+    // A kernel of several launches whose program has one top-level loop per launch: each loop
+    // is a launch, measured from a cold L2.
+    std::size_t top_loops = 0;
+    for (const LoopInfo& l : p.loops) top_loops += l.slot == 0 ? 1 : 0;
+    const std::size_t stages = gpu.launch.stages.size();
+    pr.per_launch = stages == 1 || top_loops == stages;
+    walk.cold_launches = stages > 1 && top_loops == stages;
+    walk.max_instructions = 20'000'000'000ULL;
+    const auto start = std::chrono::steady_clock::now();
+    CachedCount counted = count_through_cache(q, walk);
+    pr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    pr.instructions = counted.instructions;
+    pr.read_bytes = double(counted.counts.total.dram_read_bytes);
+    pr.write_bytes = double(counted.counts.total.dram_write_bytes);
+    for (auto& a : out.arrays) {
+        const CacheStats& s = counted.counts.arrays[static_cast<size_t>(p.find_array(a.array))];
+        a.predicted_read_bytes = double(s.dram_read_bytes);
+        a.predicted_write_bytes = double(s.dram_write_bytes);
+    }
+    if (pr.per_launch)
+        for (std::size_t k = 0; k < stages; ++k) {
+            const CacheCounts& c = walk.cold_launches ? counted.launches.at(k) : counted.counts;
+            out.stages[k].predicted_read_bytes = double(c.total.dram_read_bytes);
+            out.stages[k].predicted_write_bytes = double(c.total.dram_write_bytes);
+        }
+    out.prediction = pr;
+}
+
 }  // namespace
 
-GpuDiff diff(const Program& p, const GpuRunResult& gpu) {
+std::string cache_preset_of(const std::string& device_name) {
+    static const std::pair<const char*, const char*> models[] = {{"H100", "h100"}, {"A100", "a100"}};
+    for (const auto& [model, preset] : models)
+        if (device_name.find(model) != std::string::npos) return preset;
+    return "";
+}
+
+GpuDiff diff(const Program& p, const GpuRunResult& gpu, const PredictOptions& predict_options) {
     const KernelSpec& program_own = program_kernel(p);
     // Results of a version of the program's kernel (--kernel) count against the same program.
     const KernelSpec& kernel = gpu.kernel->version_of == program_own.name ? program_kernel(p, gpu.kernel->name) : program_own;
@@ -85,6 +152,7 @@ GpuDiff diff(const Program& p, const GpuRunResult& gpu) {
         }
         out.stages.push_back(std::move(s));
     }
+    if (predict_options.predict) predict(p, gpu, kernel, predict_options, out);
     if (!out.measured) return out;
     out.aggregate_error = out.dram_bytes > 0 ? error_sum / out.dram_bytes : 0;
 

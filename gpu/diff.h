@@ -6,6 +6,7 @@
 // json`. Nothing here prints.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,8 @@ struct ArrayDiff {
     // launch's DRAM traffic is a total that no count can split.
     std::optional<double> dram_read_bytes, dram_write_bytes;
     std::int64_t footprint_bytes = 0;  // the array itself, all heads
+    // What the modeled L2 predicts reaches DRAM for this array (GpuDiff::prediction).
+    std::optional<double> predicted_read_bytes, predicted_write_bytes;
 };
 
 struct StageDiff {
@@ -30,6 +33,26 @@ struct StageDiff {
     double counted_read_bytes = 0, counted_write_bytes = 0;
     std::vector<std::string> reads, writes;  // the arrays it reads and writes
     MeasuredTraffic measured;
+    std::optional<double> predicted_read_bytes, predicted_write_bytes;  // where the program's launches are known
+};
+
+// The modeled L2's prediction (sim/exec/cached_count.h): the program walked through the
+// device's cache preset on as many workers as the GPU holds blocks at once, every head sharing
+// the cache.
+struct Prediction {
+    std::string cache;           // as --cache takes it: "h100"
+    std::int64_t workers = 0;
+    std::string workers_from;    // how that number was found
+    bool per_launch = false;     // each launch from a cold cache, as measured
+    double read_bytes = 0, write_bytes = 0;
+    std::uint64_t instructions = 0;
+    double seconds = 0;          // the walk's
+};
+
+struct PredictOptions {
+    bool predict = true;
+    std::string cache;         // "": the device's preset
+    std::int64_t workers = 0;  // 0: resident blocks per SM × SMs, as recorded
 };
 
 struct GpuDiff {
@@ -42,9 +65,14 @@ struct GpuDiff {
     // Accel-Sim's correlation figure over the launches: Σ|counted − DRAM| / Σ DRAM (bytes).
     double aggregate_error = 0;
     std::vector<std::string> notes;  // where the toy model and the GPU part, from the numbers
+    std::optional<Prediction> prediction;
+    std::string why_no_prediction;
 };
 
 // Throws ToyError when the GPU result is not of this program's kernel and parameters.
-GpuDiff diff(const Program& program, const GpuRunResult& gpu);
+GpuDiff diff(const Program& program, const GpuRunResult& gpu, const PredictOptions& predict = {});
+
+// The cache preset of a device, by its name ("h100" for an NVIDIA H100), or "" when none models it.
+std::string cache_preset_of(const std::string& device_name);
 
 }  // namespace toysim::gpu

@@ -153,6 +153,7 @@ struct StageResult {
     std::vector<std::uint64_t> reads, writes;  // elements per array (kernel order), all heads
     Timing time;
     MeasuredTraffic measured;  // when LaunchPlan::measure is not Off
+    int resident_blocks_per_sm = 0;  // the occupancy calculator's blocks of this launch per SM; 0: not known
 };
 
 struct LaunchResult {

@@ -84,6 +84,7 @@ void launch_matmul_inner(const StageArgs& args) {
     const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(tiles), static_cast<unsigned>(args.heads));
     const dim3 block(kInnerBlock, kInnerBlock);
     with_counting(args, [&](auto counting) {
+        note_residency(args, matmul_inner_kernel<decltype(counting)::value>, int(block.x * block.y), 0);
         matmul_inner_kernel<decltype(counting)::value><<<grid, block, 0, args.stream>>>(a, b, c, n, args.counts);
     });
     check_launch("matmul_inner");
@@ -164,6 +165,7 @@ void launch_matmul_outer(const StageArgs& args) {
     const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(tiles), static_cast<unsigned>(args.heads));
     const dim3 block(t, t);
     with_counting(args, [&](auto counting) {
+        note_residency(args, matmul_outer_kernel<decltype(counting)::value>, int(block.x * block.y), shared_bytes);
         matmul_outer_kernel<decltype(counting)::value><<<grid, block, shared_bytes, args.stream>>>(a, b, c, n, t, args.counts);
     });
     check_launch("matmul_outer");

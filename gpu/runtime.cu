@@ -266,9 +266,15 @@ LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& host) {
         if (marks) cuda_check(cudaEventRecord((*marks)[static_cast<size_t>(nstages)], stream.s), "recording an event");
     };
 
-    // 1. The checked launch: the timed variant, from freshly uploaded (or poisoned) arrays.
+    // 1. The checked launch: the timed variant, from freshly uploaded (or poisoned) arrays. Each
+    // stage also says how many of its blocks an SM holds at once.
     upload_all();
-    run_stages(nullptr);
+    std::vector<int> residency(static_cast<size_t>(nstages), 0);
+    for (int s = 0; s < nstages; ++s) {
+        args.resident_blocks = &residency[static_cast<size_t>(s)];
+        launcher(s, args);
+    }
+    args.resident_blocks = nullptr;
     cuda_check(cudaStreamSynchronize(stream.s), "running the kernel");
     for (std::size_t k = 0; k < narrays; ++k) {
         if (!host[k].download) continue;
@@ -314,6 +320,7 @@ LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& host) {
     for (int s = 0; s < nstages; ++s) {
         StageResult stage;
         stage.name = spec.stages[static_cast<size_t>(s)];
+        stage.resident_blocks_per_sm = residency[static_cast<size_t>(s)];
         for (std::size_t k = 0; k < narrays; ++k) {
             stage.reads.push_back(per_stage[static_cast<size_t>(s)][2 * k]);
             stage.writes.push_back(per_stage[static_cast<size_t>(s)][2 * k + 1]);

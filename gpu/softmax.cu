@@ -178,7 +178,10 @@ void launch_softmax(const char* name, int stage, const StageArgs& args, SoftmaxK
     auto* out = static_cast<float*>(args.arrays[kOut]);
     const dim3 grid(static_cast<unsigned>(args.heads)), block(static_cast<unsigned>(block_threads(n)));
     if (args.counts) counting<<<grid, block, 0, args.stream>>>(x, out, n, args.counts);
-    else timed<<<grid, block, 0, args.stream>>>(x, out, n, nullptr);
+    else {
+        note_residency(args, timed, int(block.x), 0);
+        timed<<<grid, block, 0, args.stream>>>(x, out, n, nullptr);
+    }
     check_launch(name);
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <functional>
+#include <optional>
 #include <queue>
 
 #include "sim/exec/dram_cache.h"
@@ -21,15 +22,21 @@ struct Walker {
     std::vector<std::int64_t> rows, cols;  // per tile: its shape now (0 × 0: never written)
     std::uint64_t clock = 0;
     std::int64_t head = 0;
+    std::int32_t released = -1;  // the launch boundary (a pc) it has passed last
 };
 
 // What a walker did when asked for one instruction.
-enum class Moved { Instruction, Halted, AtGrid, IterationDone };
+enum class Moved { Instruction, Halted, AtGrid, IterationDone, AtLaunch };
 
 class Walk {
 public:
-    Walk(const Program& p, const CachedCountOptions& o)
-        : p_(p), o_(o), cache_(p, o.heads, o.element_bytes), workers_(o.workers ? o.workers : p.workers) {}
+    Walk(const Program& p, const CachedCountOptions& o) : p_(p), o_(o), workers_(o.workers ? o.workers : p.workers) {
+        cache_.emplace(p, o.heads, o.element_bytes);
+        launch_at_.assign(p.code.size(), false);
+        if (o.cold_launches)
+            for (size_t pc = 0; pc < p.code.size(); ++pc)
+                if (p.code[pc].code == Code::LoopBegin && p.loops[static_cast<size_t>(p.code[pc].loop)].slot == 0) launch_at_[pc] = true;
+    }
 
     CachedCount run() {
         std::vector<Walker> serial(static_cast<size_t>(o_.heads));
@@ -39,18 +46,33 @@ public:
             w.cols.assign(p_.tiles.size(), 0);
             w.head = h;
         }
-        for (;;) {
-            // The heads' serial code, interleaved, until every head halts or reaches the same grid.
-            std::vector<std::int32_t> at_grid(serial.size(), -1);
-            interleave(serial, [&](Walker& w, std::size_t k, Moved m) {
-                if (m == Moved::AtGrid) at_grid[k] = w.pc;
-                return false;  // a walker that halts or waits at a grid stops
-            });
-            if (at_grid[0] < 0) break;  // halted (every head takes the same path)
-            run_grid(serial, static_cast<std::size_t>(p_.code[static_cast<size_t>(at_grid[0])].loop));
-        }
         CachedCount out;
-        out.counts = cache_.counts();
+        for (;;) {
+            // The heads' serial code, interleaved, until every head halts or reaches the same
+            // grid or launch (every head takes the same path: control flow reads no value).
+            Moved stopped = Moved::Halted;
+            interleave(serial, [&](Walker&, std::size_t, Moved m) {
+                stopped = m;
+                return false;
+            });
+            if (stopped == Moved::Halted) break;
+            if (stopped == Moved::AtLaunch) {  // a new launch, from a cold cache
+                if (serial[0].released >= 0) {  // the first launch also has the code before its loop
+                    out.launches.push_back(cache_->counts());
+                    cache_.emplace(p_, o_.heads, o_.element_bytes);
+                }
+                for (Walker& w : serial) w.released = w.pc;
+                continue;
+            }
+            run_grid(serial, static_cast<std::size_t>(p_.code[static_cast<size_t>(serial[0].pc)].loop));
+        }
+        if (o_.cold_launches) {
+            out.launches.push_back(cache_->counts());
+            out.counts = out.launches.front();
+            for (size_t k = 1; k < out.launches.size(); ++k) add(out.counts, out.launches[k]);
+        } else {
+            out.counts = cache_->counts();
+        }
         out.instructions = instructions_;
         for (const Walker& w : serial) out.cycles = std::max(out.cycles, w.clock);
         return out;
@@ -59,7 +81,8 @@ public:
 private:
     const Program& p_;
     const CachedCountOptions& o_;
-    DramCache cache_;
+    std::optional<DramCache> cache_;  // a new one for each launch (cold_launches)
+    std::vector<bool> launch_at_;     // per pc: a launch begins at this loop
     std::int64_t workers_;
     std::uint64_t instructions_ = 0;
 
@@ -142,6 +165,7 @@ private:
             const Inst& in = p_.code[static_cast<size_t>(w.pc)];
             switch (in.code) {
                 case Code::LoopBegin: {
+                    if (launch_at_[static_cast<size_t>(w.pc)] && w.released != w.pc) return Moved::AtLaunch;
                     const LoopInfo& l = p_.loops[static_cast<size_t>(in.loop)];
                     if (!l.lo.eval_checked(w.vars.data(), w.vars[static_cast<size_t>(l.slot)]) ||
                         !l.hi.eval_checked(w.vars.data(), w.limit[static_cast<size_t>(l.slot)]))
@@ -177,7 +201,7 @@ private:
     std::uint64_t execute(Walker& w, const Inst& in) {
         if (in.code == Code::LOAD || in.code == Code::STORE || in.code == Code::STORE_ADD) {
             const MemRef& m = p_.mems[static_cast<size_t>(in.mem)];
-            cache_.access({m.array, access_kind(static_cast<Op>(in.code)), m.address.eval(w.vars.data())}, w.head);
+            cache_->access({m.array, access_kind(static_cast<Op>(in.code)), m.address.eval(w.vars.data())}, w.head);
             return 1;
         }
         if (in.code != Code::Tile) return 1;
@@ -204,7 +228,7 @@ private:
                 std::swap(g.rows, g.cols);
                 std::swap(g.row_stride, g.col_stride);
             }
-            cache_.access({m.array, access_kind(t.op), g.address, g.rows, g.cols, g.row_stride, g.col_stride}, w.head);
+            cache_->access({m.array, access_kind(t.op), g.address, g.rows, g.cols, g.row_stride, g.col_stride}, w.head);
             if (t.op == Op::LOAD) set_destination(g.rows, g.cols);
             return units(g.rows, g.cols);
         }
@@ -235,6 +259,20 @@ private:
 };
 
 }  // namespace
+
+void add(CacheCounts& sum, const CacheCounts& more) {
+    auto plus = [](CacheStats& a, const CacheStats& b) {
+        a.read_hits += b.read_hits;
+        a.read_misses += b.read_misses;
+        a.write_hits += b.write_hits;
+        a.write_misses += b.write_misses;
+        a.dram_read_bytes += b.dram_read_bytes;
+        a.dram_write_bytes += b.dram_write_bytes;
+    };
+    plus(sum.total, more.total);
+    for (size_t a = 0; a < sum.arrays.size() && a < more.arrays.size(); ++a) plus(sum.arrays[a], more.arrays[a]);
+    sum.dirty_bytes += more.dirty_bytes;
+}
 
 CachedCount count_through_cache(const Program& program, const CachedCountOptions& options) {
     if (!program.cache) throw ToyError("internal: count_through_cache needs a program with a cache");

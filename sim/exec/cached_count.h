@@ -35,13 +35,22 @@ struct CachedCountOptions {
     std::vector<int> element_bytes;  // per array; empty: the cache's element size for every array
     // Instructions (all heads) before it stops with an error; 0: no limit.
     std::uint64_t max_instructions = 0;
+    // Each top-level loop is a launch of its own, measured from a cold L2 as `toysim gpu run
+    // --measure cold` measures each launch: every head reaches the loop, the cache is emptied
+    // (what is dirty is written back uncounted, as the flush before a launch writes it), and
+    // each launch's counts are kept. Code before the first loop belongs to the first launch.
+    bool cold_launches = false;
 };
 
 struct CachedCount {
-    CacheCounts counts;
+    CacheCounts counts;                 // every launch's, summed
+    std::vector<CacheCounts> launches;  // with cold_launches: one per top-level loop
     std::uint64_t instructions = 0;  // executed, all heads
     std::uint64_t cycles = 0;        // the makespan on the workers (with one head: the run's cycles)
 };
+
+// `more`'s counts added to `sum`'s (launch after launch).
+void add(CacheCounts& sum, const CacheCounts& more);
 
 // The program must have a cache. Throws ToyError for a slice outside its array, a bound that
 // overflows, or more than max_instructions.

@@ -14,6 +14,21 @@ std::string mb(double bytes) { return fmt::format("{:.2f} MB", bytes / 1e6); }
 std::string ratio(double a, double b) { return b > 0 ? fmt::format("{:.3f}", a / b) : "-"; }
 json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
+// The measured DRAM bytes read, every launch's.
+double measured_read(const gpu::GpuDiff& d) {
+    double bytes = 0;
+    for (const auto& s : d.stages) bytes += s.measured.dram_read_bytes;
+    return bytes;
+}
+
+// (predicted − measured) / measured DRAM bytes read, all launches: the modeled L2's error.
+double read_error(const gpu::GpuDiff& d) {
+    const double measured = measured_read(d);
+    return measured > 0 ? (d.prediction->read_bytes - measured) / measured : 0;
+}
+
+std::string percent(double fraction) { return fmt::format("{:+.1f}%", 100 * fraction); }
+
 json diff_json(const std::string& path, const gpu::GpuRunResult& g, const gpu::GpuDiff& d, const std::string& source) {
     json params = json::object();
     for (const auto& [name, value] : g.params) params[name] = value;
@@ -23,7 +38,9 @@ json diff_json(const std::string& path, const gpu::GpuRunResult& g, const gpu::G
                                {"simulated_writes", a.simulated_writes}, {"counted_reads", a.counted_reads},
                                {"counted_writes", a.counted_writes},     {"footprint_bytes", a.footprint_bytes},
                                {"dram_read_bytes", optional_number(a.dram_read_bytes)},
-                               {"dram_write_bytes", optional_number(a.dram_write_bytes)}};
+                               {"dram_write_bytes", optional_number(a.dram_write_bytes)},
+                               {"predicted_dram_read_bytes", optional_number(a.predicted_read_bytes)},
+                               {"predicted_dram_write_bytes", optional_number(a.predicted_write_bytes)}};
     json stages = json::array();
     for (const auto& s : d.stages) {
         json j{{"stage", s.stage}, {"counted_read_bytes", s.counted_read_bytes}, {"counted_write_bytes", s.counted_write_bytes}};
@@ -34,12 +51,27 @@ json diff_json(const std::string& path, const gpu::GpuRunResult& g, const gpu::G
             j["dram_write_bytes"] = s.measured.dram_write_bytes;
             j["l2_hit_rate"] = s.measured.l2_hit_rate;
         }
+        if (s.predicted_read_bytes) {
+            j["predicted_dram_read_bytes"] = *s.predicted_read_bytes;
+            j["predicted_dram_write_bytes"] = *s.predicted_write_bytes;
+        }
         stages.push_back(j);
     }
     json out{{"program", path},     {"kernel", g.kernel->name}, {"gpu", source},         {"device", g.device.name},
              {"params", params},    {"heads", g.heads},         {"dtype", gpu::dtype_name(g.dtype)},
              {"l2", gpu::l2_state_name(g.measure)},             {"arrays", arrays},       {"stages", stages},
              {"simulated_bytes", d.simulated_bytes},            {"counted_bytes", d.counted_bytes}};
+    if (d.prediction) {
+        const gpu::Prediction& p = *d.prediction;
+        out["prediction"] = json{{"cache", p.cache},           {"workers", p.workers},
+                                 {"workers_from", p.workers_from}, {"per_launch", p.per_launch},
+                                 {"dram_read_bytes", p.read_bytes}, {"dram_write_bytes", p.write_bytes},
+                                 {"instructions", p.instructions}};
+        if (d.measured) out["prediction"]["read_error"] = read_error(d);
+    } else {
+        out["prediction"] = nullptr;
+        out["why_no_prediction"] = d.why_no_prediction;
+    }
     out["measured"] = d.measured;
     if (d.measured) {
         out["l2_bytes"] = d.l2_bytes;
@@ -96,12 +128,43 @@ std::string format_diff(const std::string& path, const gpu::GpuRunResult& g, con
     out += render_table(arrays, format);
     out += "\nper launch, in bytes\n";
     out += render_table(stages, format);
+    if (d.prediction) {
+        const gpu::Prediction& pr = *d.prediction;
+        Table predicted{{"launch", "DRAM read (predicted)", "DRAM read (measured)", "error", "DRAM written (predicted)", "DRAM written (measured)"},
+                        {false, true, true, true, true, true},
+                        {}};
+        auto row = [&](const std::string& name, double read, double written, const gpu::MeasuredTraffic* m) {
+            const bool has = m && m->available;
+            predicted.rows.push_back({name, mb(read), has ? mb(m->dram_read_bytes) : "-",
+                                      has && m->dram_read_bytes > 0 ? percent((read - m->dram_read_bytes) / m->dram_read_bytes) : "-",
+                                      mb(written), has ? mb(m->dram_write_bytes) : "-"});
+        };
+        for (const auto& s : d.stages)
+            if (s.predicted_read_bytes) row(s.stage, *s.predicted_read_bytes, *s.predicted_write_bytes, &s.measured);
+        if (d.stages.size() > 1 || !pr.per_launch) {
+            gpu::MeasuredTraffic all;
+            all.available = d.measured;
+            for (const auto& s : d.stages) {
+                all.dram_read_bytes += s.measured.dram_read_bytes;
+                all.dram_write_bytes += s.measured.dram_write_bytes;
+            }
+            row("all launches", pr.read_bytes, pr.write_bytes, &all);
+        }
+        out += fmt::format("\npredicted by the modeled L2 (cache {}, {} workers: {}{}), against the measured DRAM\n", pr.cache, pr.workers,
+                           pr.workers_from, pr.per_launch ? (d.stages.size() > 1 ? "; each launch from a cold cache" : "") : "; one run of the whole program");
+        out += render_table(predicted, format);
+    } else if (!d.why_no_prediction.empty()) {
+        out += fmt::format("\nno prediction: {}\n", d.why_no_prediction);
+    }
     if (!d.measured) {
         out += fmt::format("\nhardware traffic: not measured: {}\n", d.why_not_measured);
         return out;
     }
     out += fmt::format("\nsimulated {}, counted {}, L2 {}, DRAM {}; aggregate error Σ|counted − DRAM| / Σ DRAM = {:.3f}\n",
                        mb(d.simulated_bytes), mb(d.counted_bytes), mb(d.l2_bytes), mb(d.dram_bytes), d.aggregate_error);
+    if (d.prediction)
+        out += fmt::format("predicted DRAM read {} against {} measured: {}\n", mb(d.prediction->read_bytes), mb(measured_read(d)),
+                           percent(read_error(d)));
     if (!d.notes.empty()) {
         out += "\nwhere they part:\n";
         for (const auto& n : d.notes) out += "  - " + n + "\n";
@@ -133,15 +196,18 @@ std::string format_diff_sweep(const std::string& path, const std::string& name, 
         }
         return json_text(rows);
     }
-    Table t{{name, "heads", "simulated", "counted", "L2", "DRAM", "DRAM / simulated", "DRAM reads / arrays read"},
-            {true, true, true, true, true, true, true, true},
+    Table t{{name, "heads", "simulated", "counted", "L2", "DRAM", "DRAM / simulated", "DRAM reads / arrays read", "DRAM read predicted",
+             "DRAM read measured", "error"},
+            {true, true, true, true, true, true, true, true, true, true, true},
             {}};
     for (const auto& p : points) {
         const auto& d = p.diff;
         t.rows.push_back({fmt::format("{}", p.value), fmt::format("{}", p.gpu.heads), mb(d.simulated_bytes), mb(d.counted_bytes),
                           d.measured ? mb(d.l2_bytes) : "-", d.measured ? mb(d.dram_bytes) : "-",
                           d.measured ? ratio(d.dram_bytes, d.simulated_bytes) : "-",
-                          d.measured ? fmt::format("{:.2f}×", reread_factor(d)) : "-"});
+                          d.measured ? fmt::format("{:.2f}×", reread_factor(d)) : "-",
+                          d.prediction ? mb(d.prediction->read_bytes) : "-", d.measured ? mb(measured_read(d)) : "-",
+                          d.prediction && d.measured ? percent(read_error(d)) : "-"});
     }
     std::string out;
     if (format != Format::Csv && !points.empty())
@@ -152,17 +218,19 @@ std::string format_diff_sweep(const std::string& path, const std::string& name, 
 
 std::string svg_diff_sweep(const std::string& path, const std::string& name, const std::vector<DiffSweepPoint>& points) {
     std::vector<double> x;
-    PlotSeries sim{"simulated DRAM", {}, "#1f77b4"}, l2{"L2 (measured)", {}, "#2ca02c"}, dram{"DRAM (measured)", {}, "#d62728"};
+    PlotSeries sim{"simulated DRAM", {}, "#1f77b4"}, l2{"L2 (measured)", {}, "#2ca02c"}, dram{"DRAM (measured)", {}, "#d62728"},
+        predicted{"DRAM (predicted)", {}, "#ff7f0e"};
     for (const auto& p : points) {
         x.push_back(double(p.value));
         sim.y.push_back(p.diff.simulated_bytes);
         l2.y.push_back(p.diff.measured ? p.diff.l2_bytes : 0);
         dram.y.push_back(p.diff.measured ? p.diff.dram_bytes : 0);
+        predicted.y.push_back(p.diff.prediction ? p.diff.prediction->read_bytes + p.diff.prediction->write_bytes : 0);
     }
     std::string title = path;
     if (!points.empty())
         title += fmt::format(" on {}, {}, {} heads", points[0].gpu.device.name, gpu::dtype_name(points[0].gpu.dtype), points[0].gpu.heads);
-    return svg_log_plot(title, name, "bytes", x, {sim, l2, dram});
+    return svg_log_plot(title, name, "bytes", x, {sim, l2, dram, predicted});
 }
 
 }  // namespace toysim

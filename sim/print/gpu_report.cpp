@@ -76,8 +76,10 @@ json run_json(const std::string& path, const gpu::GpuRunResult& r) {
         json counted = json::object();
         for (size_t a = 0; a < r.traffic.size(); ++a)
             if (stage.reads[a] || stage.writes[a]) counted[r.traffic[a].array] = traffic_json(stage.reads[a], stage.writes[a], r.traffic[a].element_bytes);
-        launches.push_back(json{{"stage", stage.name}, {"counted", counted}, {"time_ms", timing_json(stage.time)},
-                                {"measured", measured_json(r, stage.measured)}});
+        json launch{{"stage", stage.name}, {"counted", counted}, {"time_ms", timing_json(stage.time)},
+                    {"measured", measured_json(r, stage.measured)}};
+        if (stage.resident_blocks_per_sm > 0) launch["resident_blocks_per_sm"] = stage.resident_blocks_per_sm;
+        launches.push_back(launch);
     }
     json traffic = json::object();
     for (const auto& row : r.traffic) {
@@ -263,6 +265,7 @@ gpu::GpuRunResult parse_gpu_run(const std::string& text, const std::string& path
                 stage.writes[static_cast<size_t>(k)] = counts.at("writes").get<std::uint64_t>();
             }
             stage.time.ms = {launch.at("time_ms").at("median").get<float>()};
+            stage.resident_blocks_per_sm = launch.value("resident_blocks_per_sm", 0);  // recorded since 2026-11-25
             const json& m = launch.value("measured", json(nullptr));
             if (!m.is_null()) {
                 r.measure = m.at("l2").get<std::string>() == "cold" ? gpu::L2State::Cold : gpu::L2State::Warm;
