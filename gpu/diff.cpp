@@ -153,6 +153,7 @@ GpuDiff diff(const Program& p, const GpuRunResult& gpu, const PredictOptions& pr
         out.stages.push_back(std::move(s));
     }
     if (predict_options.predict) predict(p, gpu, kernel, predict_options, out);
+    else out.why_no_prediction = predict_options.why_not;
     if (!out.measured) return out;
     out.aggregate_error = out.dram_bytes > 0 ? error_sum / out.dram_bytes : 0;
 

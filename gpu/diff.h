@@ -51,6 +51,7 @@ struct Prediction {
 
 struct PredictOptions {
     bool predict = true;
+    std::string why_not;       // when !predict, what the diff says instead
     std::string cache;         // "": the device's preset
     std::int64_t workers = 0;  // 0: resident blocks per SM × SMs, as recorded
 };

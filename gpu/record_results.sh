@@ -5,10 +5,13 @@
 # reads them back on any machine, and tests/test_gpu_results.cpp checks that the simulator's
 # counts still equal the counts recorded here.
 #
-#   bash gpu/record_results.sh [path/to/toysim]
+#   bash gpu/record_results.sh [path/to/toysim] [runs|sweeps]   (default: both)
+#
+# TOYSIM_RESULTS_DIR writes elsewhere than traces/gpu (a folder that outlives a remote run).
 set -euo pipefail
 toysim=${1:-build/toysim}
-out=traces/gpu
+what=${2:-all}
+out=${TOYSIM_RESULTS_DIR:-traces/gpu}
 mkdir -p "$out"
 attention="--set d=64 --set Br=64 --set Bc=64"
 
@@ -21,6 +24,7 @@ record() {  # NAME PROGRAM ARGS...
     done
 }
 
+if [[ $what != sweeps ]]; then
 record matmul_inner programs/matmul_inner.toy --set n=1024
 record matmul_outer programs/matmul_outer.toy --set n=1024 --set t=32
 record softmax_3pass programs/p4_softmax_3pass.toy --set n=1000000 --heads 16
@@ -37,6 +41,9 @@ record fa2_v3_mma.n4096.fp16 programs/attention/fa2.toy --kernel fa2_v3_mma --se
 record fa2_backward.n1024.fp16 programs/attention/fa2_backward.toy --set n=1024 $attention --heads 4 --dtype fp16
 record fa2_backward_no_d_trick.n1024.fp16 programs/attention/fa2_backward_no_d_trick.toy --set n=1024 $attention --heads 4 --dtype fp16
 
+fi
+
+[[ $what == runs ]] && exit 0
 # K and V of 4 heads outgrow the 50 MB L2 of an H100 between n = 16384 and 65536 (fp16, d = 64).
 for program in fa2 standard_tiled; do
     "$toysim" diff "programs/attention/$program.toy" $attention --heads 4 --dtype fp16 \

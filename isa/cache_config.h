@@ -27,9 +27,9 @@ struct CacheConfig {
     std::uint64_t sets() const { return size_bytes / (static_cast<std::uint64_t>(line_bytes) * ways); }
     std::uint32_t sectors_per_line() const { return line_bytes / sector_bytes; }
     std::uint32_t sectors_per_fill() const { return fill_bytes == 0 ? 1 : fill_bytes / sector_bytes; }
-    // The set of `line`: index_key(line) modulo the sets (a Cache keeps the sets' count).
-    std::uint64_t index_key(std::uint64_t line) const;
-    std::uint64_t set_of(std::uint64_t line) const { return index_key(line) % sets(); }
+    // The set of `line`: index_key(line, sets) modulo the sets (a Cache keeps the sets' count).
+    std::uint64_t index_key(std::uint64_t line, std::uint64_t sets) const;
+    std::uint64_t set_of(std::uint64_t line) const { return index_key(line, sets()) % sets(); }
 };
 
 // A named configuration: `cache h100`, `--cache h100`.

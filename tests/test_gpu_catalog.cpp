@@ -410,13 +410,15 @@ TEST_CASE("a diff sweep prints one row per value and plots it as SVG", "[gpu]") 
     }
     points[1].value = 70;  // the plot's second x
     std::string csv = format_diff_sweep("fa2.toy", "n", points, Format::Csv);
-    CHECK(csv == "n,heads,simulated,counted,L2,DRAM,DRAM / simulated,DRAM reads / arrays read\n"
-                 "7,2,0.00 MB,0.00 MB,0.00 MB,0.00 MB,0.520,1.00×\n"
-                 "70,2,0.00 MB,0.00 MB,0.00 MB,0.00 MB,0.520,1.00×\n");
+    // "Test GPU" has no cache preset: no prediction.
+    CHECK(csv == "n,heads,simulated,counted,L2,DRAM,DRAM / simulated,DRAM reads / arrays read,DRAM read predicted,DRAM read measured,error\n"
+                 "7,2,0.00 MB,0.00 MB,0.00 MB,0.00 MB,0.520,1.00×,-,0.00 MB,-\n"
+                 "70,2,0.00 MB,0.00 MB,0.00 MB,0.00 MB,0.520,1.00×,-,0.00 MB,-\n");
     std::string svg = svg_diff_sweep("fa2.toy", "n", points);
     CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
     CHECK(svg.find("fa2.toy on Test GPU, fp32, 2 heads") != std::string::npos);
     CHECK(std::count(svg.begin(), svg.end(), '\n') > 20);
     for (const char* series : {">simulated DRAM<", ">L2 (measured)<", ">DRAM (measured)<"}) CHECK(svg.find(series) != std::string::npos);
+    CHECK(svg.find(">DRAM (predicted)<") == std::string::npos);  // no prediction: no curve
     CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
 }

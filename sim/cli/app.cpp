@@ -174,6 +174,8 @@ Commands define_commands(CLI::App& app, Options& o) {
     add_cache(c.cost);
     c.cost->add_option("--heads", o.heads, "with a cache: independent copies of the problem that share it, as a GPU's grid runs them (default 1)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
+    c.cost->add_flag("--cold-launches", o.cold_launches,
+                     "with a cache: each top-level loop is a GPU launch measured from a cold L2 (emptied before it)");
     c.cost->add_option("--workers", o.workers, "with a cache: the workers a grid runs on, as a GPU's resident blocks (default: the program's)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
     c.cost->footer("\nThe formulas come from the loops and slices of the program; the counts beside them come from a\n"
@@ -231,6 +233,9 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.diff->add_option("--measure", o.measure, "live: L2 cold (flushed first, the default) or warm")->check(CLI::IsMember({"cold", "warm"}));
     c.diff->add_option("--sweep", o.sweep, "live: NAME=V1,V2,... runs the kernel at each value (n=1024,4096,16384)");
     c.diff->add_option("--plot", o.plot, "with --sweep: write the traffic against the swept value as an SVG file");
+    c.diff->add_option("--cache", o.cache, "the modeled L2 that predicts DRAM bytes (default: the device's preset, h100 on an H100)");
+    c.diff->add_option("--workers", o.workers, "the workers the prediction runs a grid on (default: resident blocks per SM × SMs, as recorded)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
     add_format(c.diff);
     c.diff->footer("\nexamples:\n"
                    "  toysim diff programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64 --heads 16 --dtype fp16\n"

@@ -46,6 +46,7 @@ struct Options {
     std::string output;                      // view: the HTML file to write
     std::string cache;                       // run, trace, sweep, compare, cost: --cache (a preset or settings)
     std::int64_t workers = 0;                // cost with a cache: a grid's workers (0: the program's)
+    bool cold_launches = false;              // cost with a cache: each top-level loop a launch from a cold cache
 };
 
 // The streams, and the source file the error being reported points into (for its caret).

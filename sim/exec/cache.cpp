@@ -16,7 +16,7 @@ Cache::Cache(const CacheConfig& config, std::uint32_t owners) : config_(config) 
 }
 
 Cache::Way& Cache::touch(std::uint64_t line, std::uint32_t owner) {
-    Way* set = ways_.data() + (config_.index_key(line) % sets_) * config_.ways;
+    Way* set = ways_.data() + (config_.index_key(line, sets_) % sets_) * config_.ways;
     Way* victim = set;
     for (std::uint32_t w = 0; w < config_.ways; ++w) {
         Way& way = set[w];

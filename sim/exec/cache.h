@@ -10,9 +10,10 @@
 //  - a write allocates the same way but reads nothing: the sector becomes valid and dirty
 //    (the GPU keeps byte masks, so even a partial write needs no fill);
 //  - dirty sectors reach DRAM when their line is evicted, or at flush().
-// The set of a line is its number modulo the sets, or with `index=hash` a hash of it modulo the
-// sets: the H100 indexes its L2 by a hash (no stride from 4 KiB to 128 MiB makes 256 lines
-// conflict there, gpu/README.md), so its preset hashes. Nothing here knows about arrays or
+// The set of a line is its number modulo the sets, or with `index=hash` that number rotated by
+// a hash of which run of `sets` lines it is in (CacheConfig::index_key): the H100 indexes its
+// L2 by a hash (no stride from 4 KiB to 128 MiB makes 256 lines conflict there, gpu/README.md)
+// that spreads a contiguous array evenly, so its preset hashes. Nothing here knows about arrays or
 // elements: accesses are byte ranges, each with an owner (a number the caller gives: the
 // machine's array), so that hits, misses and DRAM bytes, write-backs included, are also
 // counted per owner. A line belongs to the owner of the access that brought it in.

@@ -85,6 +85,7 @@ private:
     std::vector<bool> launch_at_;     // per pc: a launch begins at this loop
     std::int64_t workers_;
     std::uint64_t instructions_ = 0;
+    std::uint64_t steps_ = 0;  // instructions and loop steps, against max_instructions
 
     // Runs the walkers, each instruction by the one whose clock is earliest (the lowest index
     // among equals), until none is left. After a walker halts, reaches a grid or ends its
@@ -99,12 +100,18 @@ private:
             const std::size_t k = ready.top().second;
             ready.pop();
             Walker& w = walkers[k];
-            Moved m = step(w);
-            while (m != Moved::Instruction) {
-                if (!after(w, k, m)) break;
-                m = step(w);
+            for (;;) {
+                Moved m = step(w);
+                while (m != Moved::Instruction) {
+                    if (!after(w, k, m)) break;
+                    m = step(w);
+                }
+                if (m != Moved::Instruction) break;
+                // Still the earliest (always, when it runs alone): on without the queue.
+                if (ready.empty() || Entry{w.clock, k} < ready.top()) continue;
+                ready.push({w.clock, k});
+                break;
             }
-            if (m == Moved::Instruction) ready.push({w.clock, k});
         }
     }
 
@@ -158,6 +165,14 @@ private:
         }
     }
 
+    // One more step (an instruction, or a loop going round): past max_instructions, an error.
+    void spend() {
+        if (o_.max_instructions && steps_ == o_.max_instructions)
+            throw ToyError(fmt::format("the walk through the cache stopped after {} instructions and loop steps, its limit",
+                                       o_.max_instructions));
+        ++steps_;
+    }
+
     // Loop control (free) up to the next instruction, which it executes: its accesses go to
     // the cache and its cycles onto the walker's clock.
     Moved step(Walker& w) {
@@ -178,6 +193,7 @@ private:
                 case Code::LoopEnd: {
                     const LoopInfo& l = p_.loops[static_cast<size_t>(in.loop)];
                     if (l.grid_inner) return Moved::IterationDone;
+                    spend();  // a loop of no instructions still takes steps: bounded like them
                     const bool again = ++w.vars[static_cast<size_t>(l.slot)] < w.limit[static_cast<size_t>(l.slot)];
                     w.pc = again ? in.jump + 1 : w.pc + 1;
                     continue;
@@ -185,8 +201,7 @@ private:
                 case Code::Halt: return Moved::Halted;
                 default: break;
             }
-            if (o_.max_instructions && instructions_ == o_.max_instructions)
-                throw ToyError(fmt::format("the run through the cache stopped after {} instructions (its limit)", o_.max_instructions));
+            spend();
             ++instructions_;
             const std::uint64_t units = execute(w, in);
             w.clock += units * static_cast<std::uint64_t>(p_.cycles[static_cast<size_t>(p_.op_at(w.pc))]);

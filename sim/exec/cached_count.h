@@ -33,7 +33,7 @@ struct CachedCountOptions {
     std::int64_t heads = 1;
     std::int64_t workers = 0;        // a grid's workers; 0: the program's (`workers P`)
     std::vector<int> element_bytes;  // per array; empty: the cache's element size for every array
-    // Instructions (all heads) before it stops with an error; 0: no limit.
+    // Instructions and loop steps (all heads) before it stops with an error; 0: no limit.
     std::uint64_t max_instructions = 0;
     // Each top-level loop is a launch of its own, measured from a cold L2 as `toysim gpu run
     // --measure cold` measures each launch: every head reaches the loop, the cache is emptied

@@ -1,5 +1,6 @@
 #include "sim/print/diff_report.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "sim/print/plot.h"
@@ -230,7 +231,9 @@ std::string svg_diff_sweep(const std::string& path, const std::string& name, con
     std::string title = path;
     if (!points.empty())
         title += fmt::format(" on {}, {}, {} heads", points[0].gpu.device.name, gpu::dtype_name(points[0].gpu.dtype), points[0].gpu.heads);
-    return svg_log_plot(title, name, "bytes", x, {sim, l2, dram, predicted});
+    std::vector<PlotSeries> series{sim, l2, dram};
+    if (std::any_of(points.begin(), points.end(), [](const DiffSweepPoint& p) { return p.diff.prediction.has_value(); })) series.push_back(predicted);
+    return svg_log_plot(title, name, "bytes", x, series);
 }
 
 }  // namespace toysim

@@ -25,6 +25,7 @@
 #include "sim/print/cost_report.h"
 #include "sim/print/report.h"
 #include "sim/print/step_report.h"
+#include "sim/exec/cached_count.h"
 #include "sim/print/view_report.h"
 #include "sim/support/diag.h"
 #include "sim/support/text.h"
@@ -93,6 +94,16 @@ inline std::string one_input(std::string_view input) {
         auto time = derive_time(program);
         for (Format f : formats) printed += format_cost(program, formulas, counted, f, races, &time);
     });
+    // The count-only walk through the program's cache (cost --cache), two heads sharing it.
+    if (program.cache && program.cache->config.size_bytes <= (std::uint64_t{1} << 26))
+        stage([&] {
+            CachedCountOptions walk;
+            walk.heads = 2;
+            walk.cold_launches = true;
+            walk.max_instructions = kRunSteps;
+            CachedCount counted = count_through_cache(program, walk);
+            for (Format f : formats) printed += format_cached_count(program, counted, walk, f);
+        });
     RunOptions run_options, trace_options;
     run_options.max_steps = kRunSteps;
     trace_options.max_steps = kTraceSteps;
