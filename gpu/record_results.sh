@@ -3,7 +3,8 @@
 # repository root, with a CUDA build of toysim): every program with a kernel, measured with a
 # cold and a warm L2, and the FA2 and standard-attention sweeps over n. `toysim diff --gpu FILE`
 # reads them back on any machine, and tests/test_gpu_results.cpp checks that the simulator's
-# counts still equal the counts recorded here.
+# counts still equal the counts recorded here. After the sweeps, gpu/prediction_table.sh writes
+# the modeled L2's error table (prediction.md).
 #
 #   bash gpu/record_results.sh [path/to/toysim] [runs|sweeps]   (default: both)
 #
@@ -50,3 +51,5 @@ for program in fa2 standard_tiled; do
         --sweep n=1024,2048,4096,8192,16384,32768,65536 --format json --plot "$out/$program.sweep.svg" > "$out/$program.sweep.json"
     echo "$out/$program.sweep.json"
 done
+# The modeled L2's error against what was just recorded (needs no GPU: it reads the files).
+TOYSIM_RESULTS_DIR=$out bash gpu/prediction_table.sh "$toysim"
