@@ -24,8 +24,6 @@ std::string copy_program(const std::string& cache) {
            "for i in 0..n {\n    LOAD x[i], R0\n    STORE R0, y[i]\n}\n";
 }
 
-std::uint64_t hits(const CacheStats& s) { return s.read_hits + s.write_hits; }
-std::uint64_t misses(const CacheStats& s) { return s.read_misses + s.write_misses; }
 
 }  // namespace
 
@@ -69,10 +67,10 @@ TEST_CASE("cache run: a direct-mapped cache where two arrays share every set thr
     RunResult r = run(build(copy_program("size=256B line=64 sector=32 ways=1 index=mod")));
     REQUIRE(r.counters.cache);
     const CacheCounts& c = *r.counters.cache;
-    CHECK(misses(c.arrays[0]) == 16);
-    CHECK(hits(c.arrays[0]) == 0);
+    CHECK(c.arrays[0].misses() == 16);
+    CHECK(c.arrays[0].hits() == 0);
     CHECK(c.arrays[0].dram_read_bytes == 512);
-    CHECK(misses(c.arrays[1]) == 16);
+    CHECK(c.arrays[1].misses() == 16);
     CHECK(c.arrays[1].dram_write_bytes == 480);
     CHECK(c.dirty_bytes == 32);
     CHECK(c.total.dram_read_bytes == 512);
@@ -85,11 +83,11 @@ TEST_CASE("cache run: with two ways the same loop misses once per sector", "[cac
     // is written back and y's 64 bytes are dirty at the end.
     RunResult r = run(build(copy_program("size=256B line=64 sector=32 ways=2 index=mod")));
     const CacheCounts& c = *r.counters.cache;
-    CHECK(misses(c.arrays[0]) == 2);
-    CHECK(hits(c.arrays[0]) == 14);
+    CHECK(c.arrays[0].misses() == 2);
+    CHECK(c.arrays[0].hits() == 14);
     CHECK(c.arrays[0].dram_read_bytes == 64);
-    CHECK(misses(c.arrays[1]) == 2);
-    CHECK(hits(c.arrays[1]) == 14);
+    CHECK(c.arrays[1].misses() == 2);
+    CHECK(c.arrays[1].hits() == 14);
     CHECK(c.total.dram_write_bytes == 0);
     CHECK(c.dirty_bytes == 64);
     // The counter table's names, as expect lines and JSON read them.

@@ -26,9 +26,7 @@ Cache::Way& Cache::touch(std::uint64_t line, std::uint32_t owner) {
         }
         if (way.last_use < victim->last_use) victim = &way;  // an empty way (0) first, then the oldest
     }
-    const std::uint64_t written = static_cast<std::uint64_t>(std::popcount(victim->dirty)) * config_.sector_bytes;
-    stats_.dram_write_bytes += written;
-    by_owner_[victim->owner].dram_write_bytes += written;
+    by_owner_[victim->owner].dram_write_bytes += static_cast<std::uint64_t>(std::popcount(victim->dirty)) * config_.sector_bytes;
     *victim = Way{line, ++tick_, 0, 0, owner};
     return *victim;
 }
@@ -47,17 +45,14 @@ void Cache::access(std::uint64_t address, std::uint64_t bytes, bool write, std::
             const std::uint32_t bit = std::uint32_t{1} << (sector % per_line);
             const bool hit = way.valid & bit;
             if (write) {
-                (hit ? stats_.write_hits : stats_.write_misses) += 1;
                 (hit ? mine.write_hits : mine.write_misses) += 1;
                 way.dirty |= bit;
                 way.valid |= bit;
             } else {
-                (hit ? stats_.read_hits : stats_.read_misses) += 1;
                 (hit ? mine.read_hits : mine.read_misses) += 1;
                 if (!hit) {  // the whole fill group comes in
                     const std::uint32_t fill = config_.sectors_per_fill();
                     const auto group = static_cast<std::uint32_t>(((std::uint64_t{1} << fill) - 1) << ((sector % per_line) / fill * fill));
-                    stats_.dram_read_bytes += static_cast<std::uint64_t>(fill) * config_.sector_bytes;
                     mine.dram_read_bytes += static_cast<std::uint64_t>(fill) * config_.sector_bytes;
                     way.valid |= group;
                 }
@@ -66,11 +61,26 @@ void Cache::access(std::uint64_t address, std::uint64_t bytes, bool write, std::
     }
 }
 
+CacheStats& CacheStats::operator+=(const CacheStats& more) {
+    read_hits += more.read_hits;
+    read_misses += more.read_misses;
+    write_hits += more.write_hits;
+    write_misses += more.write_misses;
+    dram_read_bytes += more.dram_read_bytes;
+    dram_write_bytes += more.dram_write_bytes;
+    return *this;
+}
+
+CacheStats Cache::stats() const {
+    CacheStats total;
+    for (const CacheStats& s : by_owner_) total += s;
+    return total;
+}
+
 void Cache::read(std::uint64_t address, std::uint64_t bytes, std::uint32_t owner) { access(address, bytes, false, owner); }
 void Cache::write(std::uint64_t address, std::uint64_t bytes, std::uint32_t owner) { access(address, bytes, true, owner); }
 
 void Cache::flush() {
-    stats_.dram_write_bytes += dirty_bytes();
     for (std::uint32_t o = 0; o < by_owner_.size(); ++o) by_owner_[o].dram_write_bytes += dirty_bytes(o);
     std::fill(ways_.begin(), ways_.end(), Way{});
 }

@@ -32,6 +32,9 @@ struct CacheStats {
     std::uint64_t write_hits = 0, write_misses = 0;
     std::uint64_t dram_read_bytes = 0, dram_write_bytes = 0;
     bool operator==(const CacheStats&) const = default;
+    std::uint64_t hits() const { return read_hits + write_hits; }
+    std::uint64_t misses() const { return read_misses + write_misses; }
+    CacheStats& operator+=(const CacheStats& more);
 };
 
 class Cache {
@@ -46,7 +49,8 @@ public:
     // Writes every dirty sector back (counted) and empties the cache.
     void flush();
 
-    const CacheStats& stats() const { return stats_; }
+    // In all (every owner's, summed), or one owner's.
+    CacheStats stats() const;
     const CacheStats& stats(std::uint32_t owner) const { return by_owner_[owner]; }
     const CacheConfig& config() const { return config_; }
     // Bytes written to the cache and not yet to DRAM: all, or one owner's.
@@ -68,8 +72,7 @@ private:
     std::uint64_t sets_ = 0;
     std::vector<Way> ways_;  // set-major: set s holds ways_[s·ways .. s·ways + ways)
     std::uint64_t tick_ = 0;
-    CacheStats stats_;
-    std::vector<CacheStats> by_owner_;
+    std::vector<CacheStats> by_owner_;  // every access has an owner: the total is their sum
 };
 
 }  // namespace toysim

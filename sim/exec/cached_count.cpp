@@ -276,16 +276,8 @@ private:
 }  // namespace
 
 void add(CacheCounts& sum, const CacheCounts& more) {
-    auto plus = [](CacheStats& a, const CacheStats& b) {
-        a.read_hits += b.read_hits;
-        a.read_misses += b.read_misses;
-        a.write_hits += b.write_hits;
-        a.write_misses += b.write_misses;
-        a.dram_read_bytes += b.dram_read_bytes;
-        a.dram_write_bytes += b.dram_write_bytes;
-    };
-    plus(sum.total, more.total);
-    for (size_t a = 0; a < sum.arrays.size() && a < more.arrays.size(); ++a) plus(sum.arrays[a], more.arrays[a]);
+    sum.total += more.total;
+    for (size_t a = 0; a < sum.arrays.size() && a < more.arrays.size(); ++a) sum.arrays[a] += more.arrays[a];
     sum.dirty_bytes += more.dirty_bytes;
 }
 

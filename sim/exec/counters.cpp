@@ -12,8 +12,6 @@ CounterValue Counters::value(const CounterRef& c) const {
         if (!cache) throw std::logic_error("a cache counter of a run without a cache");
         return c.array >= 0 ? cache->arrays.at(static_cast<size_t>(c.array)) : cache->total;
     };
-    auto hits = [&] { return stats().read_hits + stats().write_hits; };
-    auto misses = [&] { return stats().read_misses + stats().write_misses; };
     switch (c.kind) {
         case CounterKind::Cycles: return count(cycles);
         case CounterKind::Instructions: return count(instructions);
@@ -30,12 +28,12 @@ CounterValue Counters::value(const CounterRef& c) const {
         case CounterKind::TotalWork: return count(work);
         case CounterKind::Utilization: return CounterValue{0, utilization(), true};
         case CounterKind::CacheHits:
-        case CounterKind::ArrayCacheHits: return count(hits());
+        case CounterKind::ArrayCacheHits: return count(stats().hits());
         case CounterKind::CacheMisses:
-        case CounterKind::ArrayCacheMisses: return count(misses());
+        case CounterKind::ArrayCacheMisses: return count(stats().misses());
         case CounterKind::CacheHitRate: {
-            std::uint64_t all = hits() + misses();
-            return CounterValue{0, all ? static_cast<double>(hits()) / static_cast<double>(all) : 0.0, true};
+            const std::uint64_t hits = stats().hits(), all = hits + stats().misses();
+            return CounterValue{0, all ? static_cast<double>(hits) / static_cast<double>(all) : 0.0, true};
         }
         case CounterKind::CacheDramRead:
         case CounterKind::ArrayCacheDramRead: return count(stats().dram_read_bytes);

@@ -86,7 +86,7 @@ std::string cache_summary(const ProgramCache& cache) {
 std::string format_cache_counts(const Program& p, const CacheCounts& counts, Format format) {
     Table t{{"array", "L2 hits", "L2 misses", "hit rate", "DRAM bytes read", "DRAM bytes written"}, {false, true, true, true, true, true}, {}};
     auto row = [&](std::string name, const CacheStats& s) {
-        std::uint64_t hits = s.read_hits + s.write_hits, misses = s.read_misses + s.write_misses;
+        const std::uint64_t hits = s.hits(), misses = s.misses();
         t.rows.push_back({std::move(name), std::to_string(hits), std::to_string(misses),
                           hits + misses ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses)) : "-",
                           std::to_string(s.dram_read_bytes), std::to_string(s.dram_write_bytes)});

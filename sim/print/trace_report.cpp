@@ -89,7 +89,7 @@ std::string trace_summary(const Program& p, const Counters& c) {
     if (c.cache) {
         const CacheStats& t = c.cache->total;
         cache = fmt::format("; L2 sectors: {} hits, {} misses; DRAM past the L2: {} bytes read, {} written back, {} dirty at the end",
-                            t.read_hits + t.write_hits, t.read_misses + t.write_misses, t.dram_read_bytes, t.dram_write_bytes,
+                            t.hits(), t.misses(), t.dram_read_bytes, t.dram_write_bytes,
                             c.cache->dirty_bytes);
     }
     return fmt::format("{}, {} ({}); DRAM: {}, {}; {}{}", cycles, plural(c.instructions, "instruction"),
