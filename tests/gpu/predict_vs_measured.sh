@@ -9,10 +9,12 @@
 set -euo pipefail
 toysim=$(realpath "$1")
 cd "$(dirname "$0")/../.."
+errors=$(mktemp)
+trap 'rm -f "$errors"' EXIT
 for n in 16384 32768; do
   if ! json=$("$toysim" diff programs/attention/fa2.toy --set n=$n --set d=64 --set Br=64 --set Bc=64 --heads 4 --dtype fp16 \
-                --measure cold --format json 2>/tmp/toysim-predict-err.txt); then
-    echo "skipped: toysim diff could not run the kernel: $(head -1 /tmp/toysim-predict-err.txt)"
+                --measure cold --format json 2>"$errors"); then
+    echo "skipped: toysim diff could not run the kernel: $(head -1 "$errors")"
     exit 77
   fi
   verdict=$(python3 - "$json" <<'PY'
