@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
 #include <type_traits>
 
 #include "gpu/kernels.h"
@@ -51,6 +52,8 @@ void note_residency(const StageArgs& args, Kernel* kernel, int threads_per_block
 // A kernel file's entry point: launches stage `stage` (KernelSpec::stages) of kernel `name`.
 // Throws GpuError for what this device cannot run (say, the shared memory a tile needs).
 using StageLauncher = void (*)(int stage, const StageArgs& args);
+// A catalog kernel's launcher, or a generated module's stages (runtime.cu).
+using AnyStageLauncher = std::function<void(int stage, const StageArgs& args)>;
 
 // One per kernel file, found by runtime.cu by kernel name.
 struct KernelEntry {

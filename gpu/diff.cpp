@@ -89,9 +89,13 @@ std::string cache_preset_of(const std::string& device_name) {
 }
 
 GpuDiff diff(const Program& p, const GpuRunResult& gpu, const PredictOptions& predict_options) {
-    const KernelSpec& program_own = program_kernel(p);
-    // Results of a version of the program's kernel (--kernel) count against the same program.
-    const KernelSpec& kernel = gpu.kernel->version_of == program_own.name ? program_kernel(p, gpu.kernel->name) : program_own;
+    // A generated module's row is its own; results of a version of the program's kernel
+    // (--kernel) count against the same program.
+    const KernelSpec& kernel = [&]() -> const KernelSpec& {
+        if (gpu.generated) return *gpu.kernel;
+        const KernelSpec& program_own = program_kernel(p);
+        return gpu.kernel->version_of == program_own.name ? program_kernel(p, gpu.kernel->name) : program_own;
+    }();
     if (gpu.kernel != &kernel)
         throw ToyError(fmt::format("the GPU results are of kernel {}, but this program's is {}", gpu.kernel->name, kernel.name));
     for (const auto& [name, value] : gpu.params)

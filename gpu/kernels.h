@@ -131,8 +131,14 @@ struct MeasuredTraffic {
     double l2_hit_rate = 0;                              // lts__t_sector_hit_rate.pct, 0..100
 };
 
+struct GeneratedProgram;  // gpu/codegen.h
+
 struct LaunchPlan {
     const KernelSpec* kernel = nullptr;
+    // A module generated from the program (gpu/codegen.h) and its compiled image: run instead
+    // of a catalog kernel's launcher.
+    const GeneratedProgram* generated = nullptr;
+    const std::string* generated_image = nullptr;
     std::vector<std::int64_t> params;  // in kernel->params order
     std::int64_t heads = 1;            // batch × heads: the grid's extra dimension
     DType dtype = DType::F32;

@@ -1,5 +1,8 @@
 #include "gpu/run.h"
 
+#include "gpu/codegen.h"
+#include "gpu/nvrtc.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -159,10 +162,13 @@ double GpuRunResult::gigabytes_per_second() const {
     return launch.total.ms.empty() ? 0.0 : counted_bytes / (launch.total.median() * 1e-3) / 1e9;
 }
 
+bool runs_generated(const Program& p, std::string_view kernel) { return kernel == "generated" || (kernel.empty() && !p.tree->gpu_kernel); }
+
 GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
-    const KernelSpec& kernel = program_kernel(p, options.kernel);
-    const Loc at = p.tree->gpu_kernel->loc;
     GpuRunResult result;
+    if (runs_generated(p, options.kernel)) result.generated = generate_cuda(p, options.dtype);
+    const KernelSpec& kernel = result.generated ? result.generated->spec : program_kernel(p, options.kernel);
+    const Loc at = p.tree->gpu_kernel ? p.tree->gpu_kernel->loc : Loc{};
     result.kernel = &kernel;
     result.heads = options.heads;
     result.dtype = options.dtype;
@@ -177,6 +183,9 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
                            : fmt::format("kernel {} runs on the tensor cores in {} only (--dtype)", kernel.name, kernel.dtypes_text()));
 
     std::vector<std::int64_t> params;
+    if (result.generated)  // compile-time constants of the module: shown, not passed
+        for (const auto& param : p.tree->params)
+            if (!param.derived) result.params.emplace_back(param.name, param_value(p, param.name));
     for (const auto& param : kernel.params) {
         std::int64_t v = param_value(p, param.name);
         if (v < 1) throw ToyError(ErrorKind::Setting, Loc{}, fmt::format("kernel {} needs {} >= 1, not {}", kernel.name, param.name, v), std::string(param.name));
@@ -366,8 +375,19 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     }
 
     // ---- launch ----
-    LaunchPlan plan{&kernel, params, options.heads, options.dtype, options.warmups, options.repeats, options.measure};
-    result.launch = launch(plan, host);
+    LaunchPlan plan{&kernel, nullptr, nullptr, params, options.heads, options.dtype, options.warmups, options.repeats, options.measure};
+    std::string image;
+    if (result.generated) {
+        const int arch = result.device.compute_major * 10 + result.device.compute_minor;
+        image = nvrtc_compile(result.generated->compile_unit(), result.generated->program_path + ".cu", arch, generated_compile_options()).image;
+        plan.generated = result.generated.get();
+        plan.generated_image = &image;
+    }
+    try {
+        result.launch = launch(plan, host);
+    } catch (const GeneratedError& e) {
+        throw ToyError(e.loc, e.what());
+    }
     for (auto& stage : result.launch.stages)
         if (options.measure != L2State::Off && !stage.measured.available && stage.measured.why_not.empty())
             stage.measured.why_not = "this build of toysim cannot read hardware counters (no CUPTI)";
@@ -389,6 +409,13 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
         result.traffic.push_back(std::move(row));
     }
     if (kernel.flops) result.flops = kernel.flops(params) * double(heads);
+    // A generated kernel does the work of the program's own (fa2.toy's: 4·n²·d per head).
+    if (result.generated && p.tree->gpu_kernel)
+        if (const KernelSpec* own = find_kernel(p.tree->gpu_kernel->name); own && own->flops) {
+            std::vector<std::int64_t> own_params;
+            for (const auto& param : own->params) own_params.push_back(param_value(p, param.name));
+            result.flops = own->flops(own_params) * double(heads);
+        }
 
     // ---- checks ----
     const double tolerance_floor = tolerance_for(options.dtype);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,7 +27,9 @@ namespace toysim::gpu {
 const KernelSpec& program_kernel(const Program& program, std::string_view kernel = {});
 
 struct GpuRunOptions {
-    std::string kernel;  // empty: the program's own; else a version of it (program_kernel)
+    // empty: the program's own (or, without a `gpu` line, CUDA generated from the program);
+    // "generated": CUDA generated from the program; else a version of the program's kernel
+    std::string kernel;
     std::int64_t heads = 1;
     DType dtype = DType::F32;
     int warmups = 3;
@@ -59,8 +62,13 @@ struct ArrayCheckResult {
     bool passed() const { return mismatches == 0; }
 };
 
+struct GeneratedProgram;
+
 struct GpuRunResult {
     const KernelSpec* kernel = nullptr;
+    // The module generated from the program (--kernel generated, or a program without a `gpu`
+    // line): `kernel` is its catalog row.
+    std::shared_ptr<const GeneratedProgram> generated;
     std::vector<std::pair<std::string, std::int64_t>> params;  // the kernel's, in its order
     std::int64_t heads = 1;
     DType dtype = DType::F32;
@@ -78,6 +86,9 @@ struct GpuRunResult {
     std::optional<double> tflops() const;  // at the median time
     double gigabytes_per_second() const;
 };
+
+// Whether gpu_run runs CUDA generated from the program: --kernel generated, or no `gpu` line.
+bool runs_generated(const Program& program, std::string_view kernel);
 
 // Compiles nothing: `program` is already bound to its parameters. Throws ToyError for what
 // the program or the settings get wrong, GpuError for what the device cannot do.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gpu/common.cuh"
+#include "gpu/generated_launch.cuh"
 #include "gpu/l2_flush.cuh"
 #include "gpu/profiler.h"
 
@@ -171,7 +172,7 @@ namespace {
 // size is written then read just before the launch, so that the L2 holds nothing of the
 // launch's arrays and nothing dirty. Warm: the stage runs once, unmeasured, just before.
 template <typename Restore>
-void measure_stages(L2State l2, const DeviceInfo& device, cudaStream_t stream, int nstages, Restore& restore, StageLauncher launcher,
+void measure_stages(L2State l2, const DeviceInfo& device, cudaStream_t stream, int nstages, Restore& restore, const AnyStageLauncher& launcher,
                     const StageArgs& args, LaunchResult& result) {
     RangeProfiler profiler;
     DeviceBuffer flush;
@@ -209,9 +210,16 @@ LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& host) {
     const KernelSpec& spec = *plan.kernel;
     const std::size_t narrays = spec.arrays.size();
     if (host.size() != narrays) throw GpuError("internal: one host array per kernel array expected");
-    StageLauncher launcher = find_launcher(spec.name);
     DeviceInfo device = query_device();
     cuda_check(cudaSetDevice(0), "selecting the device");
+    std::shared_ptr<GeneratedRunner> generated;
+    AnyStageLauncher launcher;
+    if (plan.generated) {
+        generated = make_generated_runner(*plan.generated, *plan.generated_image, plan.heads);
+        launcher = [runner = generated.get()](int s, const StageArgs& a) { run_generated_stage(*runner, s, a); };
+    } else {
+        launcher = find_launcher(spec.name);
+    }
 
     // Device memory, refused up front when it does not fit: the arrays, a pristine copy of
     // every array that is restored before each timed launch, and the counters.
@@ -276,6 +284,7 @@ LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& host) {
     }
     args.resident_blocks = nullptr;
     cuda_check(cudaStreamSynchronize(stream.s), "running the kernel");
+    if (generated) check_generated_fault(*generated);
     for (std::size_t k = 0; k < narrays; ++k) {
         if (!host[k].download) continue;
         DType t = spec.storage(static_cast<int>(k), plan.dtype);

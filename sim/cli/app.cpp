@@ -44,6 +44,7 @@ struct Commands {
     CLI::App* gpu = nullptr;
     CLI::App* gpu_run = nullptr;
     CLI::App* gpu_kernels = nullptr;
+    CLI::App* gpu_cuda = nullptr;
     CLI::App* diff = nullptr;
     CLI::App* step = nullptr;
     CLI::App* view = nullptr;
@@ -200,10 +201,13 @@ Commands define_commands(CLI::App& app, Options& o) {
 
     c.gpu = app.add_subcommand("gpu", "Run a program's CUDA kernel on a real GPU: counted traffic against the simulator's, checked, timed.");
     c.gpu->require_subcommand(1);
-    c.gpu_run = c.gpu->add_subcommand("run", "Run the kernel the program's 'gpu' line names, with the program's parameters.");
+    c.gpu_run = c.gpu->add_subcommand("run", "Run the program on the GPU: the kernel its 'gpu' line names, or CUDA generated from it (--kernel generated, "
+                                             "and any program without a 'gpu' line).");
     c.gpu_run->add_option("file", o.file, program_help)->required();
     c.gpu_run->add_option("--set", o.sets, "override a parameter, e.g. --set n=4096 (repeatable)");
-    c.gpu_run->add_option("--kernel", o.kernel, "run another version of the program's kernel, e.g. fa2_v2_mma for fa2.toy (toysim gpu kernels)");
+    c.gpu_run->add_option("--kernel", o.kernel,
+                          "run another version of the program's kernel, e.g. fa2_v2_mma for fa2.toy (toysim gpu kernels), or 'generated': "
+                          "CUDA generated from the program (toysim gpu cuda)");
     c.gpu_run->add_option("--heads", o.heads, "batch × heads: independent copies of the problem, the grid's extra dimension (default 1)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
     c.gpu_run->add_option("--dtype", o.dtype, "storage type: fp32, or fp16 or bf16 for attention (fp32 arithmetic in every case)")
@@ -219,7 +223,21 @@ Commands define_commands(CLI::App& app, Options& o) {
                       "  toysim gpu run programs/attention/fa2.toy --kernel fa2_v2_mma --set n=4096 --set d=64 --set Br=128 --set Bc=64 --heads 64 --dtype fp16\n"
                       "  toysim gpu run programs/attention/fa1.toy --set n=1000 --set d=64 --set Br=32 --set Bc=32 --heads 8 --dtype fp16\n"
                       "  toysim gpu run programs/p5_online_softmax.toy --set n=100000 --heads 64 --format json\n"
-                      "  toysim gpu run programs/matmul_outer.toy --set n=1024 --set t=16");
+                      "  toysim gpu run programs/matmul_outer.toy --set n=1024 --set t=16\n"
+                      "  toysim gpu run programs/attention/fa2_causal.toy --set n=1000   (no 'gpu' line: generated)\n"
+                      "  toysim gpu run programs/attention/fa2.toy --kernel generated --set n=4096 --set d=64 --heads 64 --dtype fp16");
+    c.gpu_cuda = c.gpu->add_subcommand("cuda", "Print the CUDA that 'gpu run' generates from a program: your program, as CUDA, each "
+                                               "kernel under the .toy lines it came from.");
+    c.gpu_cuda->add_option("file", o.file, program_help)->required();
+    c.gpu_cuda->add_option("--set", o.sets, "override a parameter, e.g. --set n=4096 (repeatable)");
+    c.gpu_cuda->add_option("--dtype", o.dtype, "storage type of the arrays: fp32, fp16 or bf16 (default fp32)")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    c.gpu_cuda->add_flag("--prelude", o.prelude, "also print the device prelude the module starts with (the tile loops)");
+    c.gpu_cuda->add_flag("--compile", o.compile, "also compile it with NVRTC for sm_90 (no GPU needed) and say so, or print the compiler's errors");
+    c.gpu_cuda->footer("\nexamples:\n"
+                       "  toysim gpu cuda programs/attention/fa2.toy\n"
+                       "  toysim gpu cuda programs/p2_matmul_inner_3reg.toy --prelude\n"
+                       "  toysim gpu cuda programs/attention/flash_decoding.toy --dtype fp16 --compile");
     c.gpu_kernels = c.gpu->add_subcommand("kernels", "List the kernels a program's 'gpu' line may name.");
     add_format(c.gpu_kernels);
 
@@ -322,6 +340,7 @@ int parse_and_dispatch(const std::vector<std::string>& args, Context& ctx) {
     if (c.cost->parsed()) return cost_command(o, ctx);
     if (c.gpu_run->parsed()) return gpu_run_command(o, ctx);
     if (c.gpu_kernels->parsed()) return gpu_kernels_command(o, ctx);
+    if (c.gpu_cuda->parsed()) return gpu_cuda_command(o, ctx);
     if (c.diff->parsed()) {
         o.heads_given = c.diff->count("--heads") > 0;
         o.dtype_given = c.diff->count("--dtype") > 0;

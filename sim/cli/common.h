@@ -36,6 +36,7 @@ struct Options {
     std::string measure = "off";             // gpu run, diff: off, cold or warm
     std::string gpu_source = "live";         // diff: live, or a saved gpu run JSON
     std::string kernel;                      // gpu run, diff: a version of the program's kernel (--kernel)
+    bool prelude = false, compile = false;   // gpu cuda
     std::string sweep;                       // diff, compare: NAME=V1,V2,...
     std::string plot;                        // diff --sweep, sweep, compare --sweep: a plot to write
     std::string plot_y = "traffic";          // sweep, compare --sweep: what the plot draws: traffic or cycles
@@ -117,6 +118,7 @@ int cost_command(const Options& options, Context& ctx);
 int compare_command(const Options& options, Context& ctx);
 int gpu_run_command(const Options& options, Context& ctx);
 int gpu_kernels_command(const Options& options, Context& ctx);
+int gpu_cuda_command(const Options& options, Context& ctx);
 int diff_command(const Options& options, Context& ctx);
 int step_command(const Options& options, Context& ctx);
 int view_command(const Options& options, Context& ctx);

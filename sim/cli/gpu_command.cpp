@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "gpu/codegen.h"
+#include "gpu/nvrtc.h"
 #include "gpu/run.h"
 #include "sim/cli/common.h"
 #include "gpu/diff.h"
@@ -43,6 +45,26 @@ int gpu_run_command(const Options& o, Context& ctx) {
 
 int gpu_kernels_command(const Options& o, Context& ctx) {
     ctx.out << format_kernel_catalog(parse_format(o.format));
+    return kOk;
+}
+
+int gpu_cuda_command(const Options& o, Context& ctx) {
+    Program program = load_program(o.file, settings_from(o.sets), ctx);
+    auto generated = gpu::generate_cuda(program, *gpu::parse_dtype(o.dtype));
+    if (o.prelude) ctx.out << gpu::device_prelude() << "\n";
+    ctx.out << generated->source;
+    if (!o.compile) return kOk;
+    try {
+        gpu::NvrtcCompiled compiled = gpu::nvrtc_compile(generated->compile_unit(), generated->program_path + ".cu", 90, gpu::generated_compile_options());
+        ctx.out << fmt::format("\n// compiled with NVRTC {} for sm_90: {} bytes of machine code{}\n", gpu::nvrtc_version(), compiled.image.size(),
+                               compiled.from_cache ? " (from the cache)" : "");
+    } catch (const gpu::NvrtcCompileError& e) {
+        ctx.err << "toysim: error: " << e.what() << "\n";
+        return kBadInput;
+    } catch (const gpu::GpuError& e) {
+        ctx.err << "toysim: error: " << e.what() << "\n";
+        return kBadInput;
+    }
     return kOk;
 }
 

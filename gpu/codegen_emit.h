@@ -1,0 +1,93 @@
+// The code generator's inside (gpu/codegen.cpp lays out the module; this writes a kernel).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpu/kernels.h"
+#include "sim/lower/program.h"
+
+namespace toysim::gpu {
+
+// The semantics column of the ISA table (isa/opcodes.h) with the domain's methods as the
+// prelude's struct D has them: D.add(c, D.mul(a, b)) -> D::add(c, D::mul(a, b)).
+std::string device_semantics(Op op);
+// A float constant as CUDA source: "(float)0.5", "-INFINITY", "NAN".
+std::string float_literal(double v);
+
+// Where the code at pc is written: an instruction's line, or its loop's.
+Loc code_loc(const Program& p, std::int32_t pc);
+
+// The tiles and scalar registers a piece of code reads and writes.
+struct Footprint {
+    std::vector<bool> tiles_read, tiles_written;
+    bool registers_read = false, registers_written = false;
+    void add(const Footprint& other);
+};
+Footprint footprint(const Program& p, std::int32_t first, std::int32_t last);
+
+// Worker 0's register file in global memory, per head: each tile's capacity (dense), its
+// shape (two floats), then the scalar registers.
+class RegisterFileLayout {
+public:
+    explicit RegisterFileLayout(const Program& p);
+    std::int64_t tile_offset(int tile) const { return tile_offset_[static_cast<size_t>(tile)]; }
+    std::int64_t shape_offset(int tile) const { return shape_offset_[static_cast<size_t>(tile)]; }
+    std::int64_t register_offset() const { return register_offset_; }
+    std::int64_t registers() const { return registers_; }
+    std::int64_t regfile_floats() const { return total_; }
+
+private:
+    std::vector<std::int64_t> tile_offset_, shape_offset_;
+    std::int64_t register_offset_ = 0, registers_ = 1, total_ = 0;
+};
+
+struct EmittedKernel {
+    std::string source;
+    bool per_thread = false;
+    int threads = 256;
+    std::int64_t shared_bytes = 0;
+    std::string largest_tile;
+    std::int64_t largest_tile_bytes = 0;
+    Loc largest_tile_loc;
+};
+
+class KernelEmitter {
+public:
+    struct Shape {
+        std::string function;
+        std::int32_t first = 0, last = 0;  // the body's pcs
+        std::vector<LoopInfo> grid;        // outermost first; empty: serial code
+        std::vector<int> host_loops;       // loops the host runs around the launch (indices)
+        bool serial = false;               // worker 0's code: it keeps its register file
+    };
+    KernelEmitter(const Program& p, const RegisterFileLayout& layout, DType dtype) : p_(p), layout_(layout), dtype_(dtype) {}
+    EmittedKernel emit(const Shape& shape, const Footprint& serial_writes);
+
+private:
+    const Program& p_;
+    const RegisterFileLayout& layout_;
+    DType dtype_;
+    bool per_thread_ = false;
+    int threads_ = 256;
+    int indent_ = 1;
+    std::string body_;
+    std::vector<std::string> slot_name_;      // loop variable names by slot
+    std::vector<integer::Interval> slot_range_;
+    std::vector<bool> counted_reads_, counted_writes_;
+    std::vector<std::string> array_name_, tile_name_;
+
+    void line(const std::string& text);
+    void comment_source(Loc loc);
+    std::string affine(const Affine& a) const;
+    std::string reg(std::int32_t pc, std::int32_t index, const char* local);
+    std::string stride(int tile) const;
+    void enter_loop(const LoopInfo& l, bool emit_for);
+    void instruction(std::int32_t pc);
+    void scalar(std::int32_t pc);
+    void tile(std::int32_t pc);
+    void slice(std::int32_t pc, const struct TileInst& t);
+    void count(int array, bool write, const std::string& elements);
+};
+
+}  // namespace toysim::gpu

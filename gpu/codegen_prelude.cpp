@@ -1,0 +1,222 @@
+// The device prelude of generated kernels (gpu/codegen.h): what every module starts with.
+// The ISA's value operations come from isa/primitives.h, so a generated kernel computes what
+// the simulator computes (on fp32 instead of doubles).
+#include <string>
+
+#include "gpu/codegen.h"
+#include "isa/primitives.h"
+
+namespace toysim::gpu {
+
+namespace {
+
+constexpr const char* kPrelude = R"cuda(// ---- toysim's device prelude (gpu/codegen_prelude.cpp) ----
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+// Storage types; arithmetic is fp32.
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T> __device__ __forceinline__ T from_float(float x);
+template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+// STORE_ADD: DRAM[dst] += Rs, atomically.
+__device__ __forceinline__ void atomic_add_to(float* p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void atomic_add_to(__half* p, float v) { atomicAdd(p, __float2half_rn(v)); }
+__device__ __forceinline__ void atomic_add_to(__nv_bfloat16* p, float v) { atomicAdd(p, __float2bfloat16_rn(v)); }
+
+// NaN propagates through max, whatever the operand order (as the simulator's max).
+__device__ __forceinline__ float toysim_max(float a, float b) { return a >= b ? a : (b > a ? b : a + b); }
+
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+
+// What the host passes a launch: the loop variables of the host loops around it (by nesting
+// depth), and the extents of its grid's loops (the widest, where an inner loop's bounds move
+// with an outer one) and their product.
+struct HostVars {
+    long long v[8];
+    long long extent[8];
+    long long total;
+};
+
+// A slice's end clipped to its array's extent (the edge tile).
+__device__ __forceinline__ long long clip(long long end, long long extent) { return end < extent ? end : extent; }
+
+// Stops the kernel at instruction `pc` with a fault code; the first fault is kept.
+__device__ __forceinline__ void fault_at(int* fault, int pc, int code) {
+    if (atomicCAS(fault, 0, pc + 1) == 0) fault[1] = code;
+}
+
+// A tile (or a register) as a rows×cols view: element (i, j) is p[i·rs + j·cs]. A transposed
+// tile swaps the strides; a broadcast dimension has stride 0.
+struct View {
+    const float* p;
+    int rs, cs;
+    __device__ __forceinline__ float at(int i, int j) const { return p[i * rs + j * cs]; }
+};
+// A source of shape rows×cols broadcast to out_rows×out_cols (numpy's rule), or false.
+__device__ __forceinline__ bool broadcast(View& v, int rows, int cols, int out_rows, int out_cols) {
+    if ((rows != out_rows && rows != 1) || (cols != out_cols && cols != 1)) return false;
+    if (rows == 1) v.rs = 0;
+    if (cols == 1) v.cs = 0;
+    return true;
+}
+
+// ---- block-cooperative tile loops: every thread of the block calls them ----
+
+// LOAD slice, tile: element (i, j) of the slice at src[i·rs + j·cs].
+template <typename T>
+__device__ __forceinline__ void tile_load(float* dst, int ds, const T* src, long long rs, long long cs, int rows, int cols) {
+    for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) {
+        const int i = e / cols, j = e - i * cols;
+        dst[i * ds + j] = to_float(src[i * rs + j * cs]);
+    }
+}
+// STORE tile, slice (accumulate: STORE_ADD, an atomic add per element).
+template <bool kAccumulate, typename T>
+__device__ __forceinline__ void tile_store(T* dst, long long rs, long long cs, View src, int rows, int cols) {
+    for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) {
+        const int i = e / cols, j = e - i * cols;
+        if constexpr (kAccumulate) atomic_add_to(&dst[i * rs + j * cs], src.at(i, j));
+        else dst[i * rs + j * cs] = from_float<T>(src.at(i, j));
+    }
+}
+// out(i, j) = f(i, j) for every element: the element-wise rows.
+template <typename F>
+__device__ __forceinline__ void tile_map(float* out, int os, int rows, int cols, F f) {
+    for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) {
+        const int i = e / cols, j = e - i * cols;
+        out[i * os + j] = f(i, j);
+    }
+}
+// out(i, 0) = fold of f over row i of src: a warp per row.
+template <typename F>
+__device__ __forceinline__ void tile_rowreduce(float* out, int os, View src, int rows, int cols, F f) {
+    const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    for (int i = threadIdx.x / 32; i < rows; i += warps) {
+        bool has = lane < cols;
+        float acc = has ? src.at(i, lane) : 0.f;
+        for (int j = lane + 32; j < cols; j += 32) acc = f(acc, src.at(i, j));
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            const float other = __shfl_xor_sync(0xffffffffu, acc, offset);
+            const bool other_has = __shfl_xor_sync(0xffffffffu, has, offset);
+            if (other_has) acc = has ? f(acc, other) : other;
+            has = has || other_has;
+        }
+        if (lane == 0) out[i * os] = acc;
+    }
+}
+// The same when the destination is also a source that another thread may still read (a
+// broadcast or transposed operand): each thread keeps its K elements in registers until every
+// thread has read what it needs. rows·cols <= K·blockDim.
+template <int K, typename F>
+__device__ __forceinline__ void tile_map_staged(float* out, int os, int rows, int cols, F f) {
+    float v[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int e = threadIdx.x + k * blockDim.x;
+        if (e < rows * cols) v[k] = f(e / cols, e % cols);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int e = threadIdx.x + k * blockDim.x;
+        if (e < rows * cols) out[(e / cols) * os + e % cols] = v[k];
+    }
+}
+// out = a·b (+ c): each thread a TM×TN block of the result, its rows and columns strided
+// across the block so that a warp reads consecutive shared-memory words. kStaged: the
+// destination is also a source; every thread has at most one block (the generator chose TM
+// and TN so), and writes it only once every thread has read its operands.
+template <int TM, int TN, bool kStaged>
+__device__ __forceinline__ void tile_product(float* out, int os, View a, View b, View c, bool has_c, int rows, int cols, int inner) {
+    const int rt = (rows + TM - 1) / TM, ct = (cols + TN - 1) / TN;
+    for (int m0 = 0; m0 < rt * ct; m0 += blockDim.x) {
+        const int m = m0 + threadIdx.x;
+        const bool mine = m < rt * ct;
+        const int ti = m / ct, tj = m - ti * ct;
+        float acc[TM][TN];
+#pragma unroll
+        for (int r = 0; r < TM; ++r)
+#pragma unroll
+            for (int q = 0; q < TN; ++q) {
+                const int i = ti + r * rt, j = tj + q * ct;
+                acc[r][q] = mine && has_c && i < rows && j < cols ? c.at(i, j) : 0.f;
+            }
+        if (mine) {
+            for (int k = 0; k < inner; ++k) {
+                float av[TM], bv[TN];
+#pragma unroll
+                for (int r = 0; r < TM; ++r) av[r] = ti + r * rt < rows ? a.at(ti + r * rt, k) : 0.f;
+#pragma unroll
+                for (int q = 0; q < TN; ++q) bv[q] = tj + q * ct < cols ? b.at(k, tj + q * ct) : 0.f;
+#pragma unroll
+                for (int r = 0; r < TM; ++r)
+#pragma unroll
+                    for (int q = 0; q < TN; ++q) acc[r][q] += av[r] * bv[q];
+            }
+        }
+        if constexpr (kStaged) __syncthreads();
+        if (mine) {
+#pragma unroll
+            for (int r = 0; r < TM; ++r)
+#pragma unroll
+                for (int q = 0; q < TN; ++q) {
+                    const int i = ti + r * rt, j = tj + q * ct;
+                    if (i < rows && j < cols) out[i * os + j] = acc[r][q];
+                }
+        }
+    }
+}
+// Worker 0's tile to or from the register file in global memory (between launches).
+__device__ __forceinline__ void tile_copy(float* out, int os, const float* in, int is, int rows, int cols) {
+    for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) {
+        const int i = e / cols, j = e - i * cols;
+        out[i * os + j] = in[i * is + j];
+    }
+}
+)cuda";
+
+// The ISA's primitives (isa/primitives.h) on fp32, as the semantics column of isa/opcodes.h
+// names them (D.add(c, D.mul(a, b)) becomes D::add(c, D::mul(a, b))).
+std::string primitives() {
+    std::string out = "\n// The ISA's value operations (isa/primitives.h), on fp32.\nstruct D {\n";
+    auto device_numeric = [](std::string text) {
+        for (auto [from, to] : {std::pair{"std::exp(", "expf("}, std::pair{"std::log(", "logf("}}) {
+            for (size_t at = text.find(from); at != std::string::npos; at = text.find(from)) text.replace(at, std::string(from).size(), to);
+        }
+        return text;
+    };
+#define X(KIND, METHOD, ARITY, NUMERIC, FORM, TEXT, PREFIX, BINDS)                                                          \
+    out += std::string("    static __device__ __forceinline__ float " #METHOD) + (ARITY == 1 ? "(float a)" : "(float a, float b)") + \
+           " { return " + device_numeric(#NUMERIC) + "; }\n";
+    TOYSIM_PRIMITIVES(X)
+#undef X
+    out += "    static __device__ __forceinline__ float constant(float x) { return x; }\n};\n";
+    return out;
+}
+
+}  // namespace
+
+std::string device_prelude() { return kPrelude + primitives(); }
+
+std::string device_fault_text(DeviceFault fault) {
+    switch (fault) {
+        case DeviceFault::None: return "";
+        case DeviceFault::SliceOutside: return "a slice or an element outside its array (or an empty slice)";
+        case DeviceFault::Shape: return "operand shapes that do not fit together";
+        case DeviceFault::TileOverflow: return "a result larger than its tile";
+        case DeviceFault::TileUnwritten: return "a tile read before it was written";
+        case DeviceFault::RegisterOutside: return "an indexed register outside the register file";
+    }
+    return "an unknown fault";
+}
+
+}  // namespace toysim::gpu
