@@ -39,7 +39,8 @@ struct GeneratedKernel {
     std::string function;            // the timed variant's name; the counting one adds "_count"
     bool per_thread = false;         // scalar code: one thread per iteration (else a block per iteration)
     int threads = 256;               // block size
-    std::int64_t shared_bytes = 0;   // dynamic shared memory of a block: the tiles, scalar registers, scratch
+    std::int64_t shared_bytes = 0;   // dynamic shared memory of a block: the tiles and scalar registers
+    std::int64_t spill_floats = 0;   // a block's tiles in global memory, where shared memory cannot hold them all
     std::vector<LoopInfo> grid;      // the grid's loops, outermost first; empty: serial code (one iteration)
     Loc loc;                         // the grid's `parallel for`, or the serial code's first instruction
     // The tile that takes the most shared memory, for the message when a block's do not fit.

@@ -17,6 +17,9 @@ namespace {
 
 constexpr int kBlockThreads = 256;    // a block per iteration: its threads share the tile loops
 constexpr int kThreadsPerBlock = 128;  // a thread per iteration: iterations per block
+// The most shared memory a block can have on the GPUs toysim targets (an H100: 227 KiB).
+constexpr std::int64_t kSharedMemoryBudget = 227 * 1024;
+constexpr const char* kSpillPerBlockMarker = "@SPILL@";
 
 }  // namespace
 
@@ -72,6 +75,22 @@ void Footprint::add(const Footprint& o) {
     for (size_t t = 0; t < o.tiles_written.size(); ++t) tiles_written[t] = tiles_written[t] || o.tiles_written[t];
     registers_read = registers_read || o.registers_read;
     registers_written = registers_written || o.registers_written;
+}
+
+std::vector<bool> fp32_arrays(const Program& p) {
+    std::vector<bool> read(p.arrays.size(), false), written(p.arrays.size(), false);
+    for (size_t pc = 0; pc < p.code.size(); ++pc) {
+        if (!is_instruction(p.code[pc].code)) continue;
+        const std::int32_t m = p.memref_at(static_cast<std::int32_t>(pc));
+        if (m < 0) continue;
+        const Op op = p.op_at(static_cast<std::int32_t>(pc));
+        const size_t a = static_cast<size_t>(p.mems[static_cast<size_t>(m)].array);
+        if (reads_dram(op)) read[a] = true;
+        if (writes_dram(op)) written[a] = true;
+    }
+    std::vector<bool> out(p.arrays.size());
+    for (size_t a = 0; a < out.size(); ++a) out[a] = read[a] && written[a];
+    return out;
 }
 
 Footprint footprint(const Program& p, std::int32_t first, std::int32_t last) {
@@ -199,7 +218,7 @@ void KernelEmitter::scalar(std::int32_t pc) {
         const std::string element = fmt::format("{}[{}]", array_name_[static_cast<size_t>(m.array)], affine(offset));
         if (op == Op::LOAD) effect = fmt::format("{} = to_float({});", regs.back(), element);
         else if (accumulates(op)) effect = fmt::format("atomic_add_to(&{}, {});", element, regs.front());
-        else effect = fmt::format("{} = from_float<T>({});", element, regs.front());
+        else effect = fmt::format("store_to(&{}, {});", element, regs.front());
         if (reads_dram(op)) count(m.array, false, "1");
         if (writes_dram(op)) count(m.array, true, "1");
     } else {
@@ -288,27 +307,50 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         }
     }
 
-    // Shared memory: the tiles this kernel touches, then the scalar registers.
+    // Shared memory: the tiles this kernel touches, then the scalar registers. Where they do
+    // not all fit the largest shared memory a block can have (an H100's), the largest tiles
+    // go to global memory instead (a slice per block, cached in L1 and L2) until the rest fits.
     std::string head;
-    std::int64_t floats = 0;
-    std::vector<bool> used(p_.tiles.size(), false);
+    std::int64_t floats = 0, spilled = 0;
+    std::vector<bool> used(p_.tiles.size(), false), spill(p_.tiles.size(), false);
     for (size_t t = 0; t < p_.tiles.size(); ++t) used[t] = mine.tiles_read[t] || mine.tiles_written[t];
     const bool uses_registers = mine.registers_read || mine.registers_written;
+    auto tile_floats = [&](size_t t) { return p_.tiles[t].rows * std::stoll(stride(static_cast<int>(t))); };
+    std::int64_t shared_floats = uses_registers && !per_thread_ ? layout_.registers() : 0;
+    for (size_t t = 0; t < p_.tiles.size(); ++t) shared_floats += used[t] ? tile_floats(t) : 0;
+    while (!per_thread_ && shared_floats * 4 > kSharedMemoryBudget) {
+        size_t largest = p_.tiles.size();
+        for (size_t t = 0; t < p_.tiles.size(); ++t)
+            if (used[t] && !spill[t] && (largest == p_.tiles.size() || tile_floats(t) > tile_floats(largest))) largest = t;
+        if (largest == p_.tiles.size()) break;
+        spill[largest] = true;
+        shared_floats -= tile_floats(largest);
+    }
     if (!per_thread_) head += "    extern __shared__ float smem[];\n";
     for (size_t t = 0; t < p_.tiles.size(); ++t) {
         if (!used[t]) continue;
         const Tile& tile = p_.tiles[t];
-        const std::int64_t bytes = tile.rows * std::stoll(stride(static_cast<int>(t))) * 4;
-        head += fmt::format("    float* const {} = smem + {};  // line {}: tile {}[{}][{}] (row stride {})\n", tile_name_[t], floats,
-                            tile.loc.line, tile.name, tile.rows, tile.cols, stride(static_cast<int>(t)));
+        const std::int64_t bytes = tile_floats(t) * 4;
+        if (spill[t]) {
+            head += fmt::format("    float* const {} = spill + ((long long)blockIdx.y * gridDim.x + blockIdx.x) * {} + {};  // line {}: tile {}[{}][{}] "
+                                "(row stride {}), in global memory: shared memory is full\n",
+                                tile_name_[t], kSpillPerBlockMarker, spilled, tile.loc.line, tile.name, tile.rows, tile.cols, stride(static_cast<int>(t)));
+            spilled += bytes / 4;
+        } else {
+            head += fmt::format("    float* const {} = smem + {};  // line {}: tile {}[{}][{}] (row stride {})\n", tile_name_[t], floats,
+                                tile.loc.line, tile.name, tile.rows, tile.cols, stride(static_cast<int>(t)));
+            floats += bytes / 4;
+        }
         head += fmt::format("    int {0}_rows = 0, {0}_cols = 0;  // its shape: what was last written to it\n", tile_name_[t]);
-        floats += bytes / 4;
         if (bytes > out.largest_tile_bytes) {
             out.largest_tile_bytes = bytes;
             out.largest_tile = fmt::format("{}[{}][{}]", tile.name, tile.rows, tile.cols);
             out.largest_tile_loc = tile.loc;
         }
     }
+    for (size_t at = head.find(kSpillPerBlockMarker); at != std::string::npos; at = head.find(kSpillPerBlockMarker))
+        head.replace(at, std::string(kSpillPerBlockMarker).size(), std::to_string(spilled));
+    out.spill_floats = spilled;
     if (uses_registers) {
         if (per_thread_) head += fmt::format("    float R[{}];  // the scalar registers\n", layout_.registers());
         else head += fmt::format("    float* const R = smem + {};  // the scalar registers\n", floats);
@@ -356,11 +398,11 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
 
     // The variants: timed (kCount = false, no counting code) and counting.
     std::string params;
-    for (size_t a = 0; a < p_.arrays.size(); ++a) params += fmt::format("T* __restrict__ {}, ", array_name_[a]);
-    params += "unsigned long long* counts, float* regfile, int* fault, HostVars host";
+    for (size_t a = 0; a < p_.arrays.size(); ++a) params += fmt::format("{}* __restrict__ {}, ", fp32_arrays_[a] ? "float" : "T", array_name_[a]);
+    params += "unsigned long long* counts, float* regfile, float* spill, int* fault, HostVars host";
     std::string args;
     for (size_t a = 0; a < p_.arrays.size(); ++a) args += array_name_[a] + ", ";
-    args += "counts, regfile, fault, host";
+    args += "counts, regfile, spill, fault, host";
     std::string& s = out.source;
     const Loc where = shape.grid.empty() ? code_loc(p_, shape.first) : shape.grid.front().loc;
     s += fmt::format("\n// ---- {}: {} ----\n", shape.function,

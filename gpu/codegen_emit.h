@@ -18,6 +18,11 @@ std::string float_literal(double v);
 // Where the code at pc is written: an instruction's line, or its loop's.
 Loc code_loc(const Program& p, std::int32_t pc);
 
+// The arrays a generated module keeps in fp32 whatever the run's dtype: those the program both
+// reads and writes (a running state such as FA1's m and ℓ, or a STORE_ADD target), which a
+// 16-bit round trip per update would wear down, as the hand-written kernels keep theirs.
+std::vector<bool> fp32_arrays(const Program& p);
+
 // The tiles and scalar registers a piece of code reads and writes.
 struct Footprint {
     std::vector<bool> tiles_read, tiles_written;
@@ -47,6 +52,7 @@ struct EmittedKernel {
     bool per_thread = false;
     int threads = 256;
     std::int64_t shared_bytes = 0;
+    std::int64_t spill_floats = 0;
     std::string largest_tile;
     std::int64_t largest_tile_bytes = 0;
     Loc largest_tile_loc;
@@ -61,13 +67,14 @@ public:
         std::vector<int> host_loops;       // loops the host runs around the launch (indices)
         bool serial = false;               // worker 0's code: it keeps its register file
     };
-    KernelEmitter(const Program& p, const RegisterFileLayout& layout, DType dtype) : p_(p), layout_(layout), dtype_(dtype) {}
+    KernelEmitter(const Program& p, const RegisterFileLayout& layout, const std::vector<bool>& fp32_arrays)
+        : p_(p), layout_(layout), fp32_arrays_(fp32_arrays) {}
     EmittedKernel emit(const Shape& shape, const Footprint& serial_writes);
 
 private:
     const Program& p_;
     const RegisterFileLayout& layout_;
-    DType dtype_;
+    const std::vector<bool>& fp32_arrays_;  // kept in fp32 whatever the run's dtype
     bool per_thread_ = false;
     int threads_ = 256;
     int indent_ = 1;

@@ -22,6 +22,9 @@ template <typename T> __device__ __forceinline__ T from_float(float x);
 template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
 template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ void store_to(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store_to(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void store_to(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 // STORE_ADD: DRAM[dst] += Rs, atomically.
 __device__ __forceinline__ void atomic_add_to(float* p, float v) { atomicAdd(p, v); }
 __device__ __forceinline__ void atomic_add_to(__half* p, float v) { atomicAdd(p, __float2half_rn(v)); }

@@ -50,8 +50,12 @@ struct GeneratedRunner {
     std::vector<cudaKernel_t> timed, counted;
     float* regfile = nullptr;
     int* fault = nullptr;
+    float* spill = nullptr;           // tiles that shared memory cannot hold, a slice per block
+    std::size_t spill_floats = 0;     // allocated
+    std::size_t spill_needed = 0;     // by the largest launch the plan walked
 
     ~GeneratedRunner() {
+        if (spill) cudaFree(spill);
         if (regfile) cudaFree(regfile);
         if (fault) cudaFree(fault);
         if (library) cudaLibraryUnload(library);
@@ -82,13 +86,26 @@ struct GeneratedRunner {
                                      " bytes of shared memory per block (tile " + kernel.largest_tile + " alone takes " +
                                      std::to_string(kernel.largest_tile_bytes) + "); this GPU gives a block at most " +
                                      std::to_string(args.shared_memory_limit) + ": make the tiles smaller");
-        if (args.plan_only) return;
+        const std::size_t spill_here = static_cast<std::size_t>(kernel.spill_floats) * static_cast<std::size_t>(blocks) * static_cast<std::size_t>(heads);
+        if (args.plan_only) {
+            spill_needed = std::max(spill_needed, spill_here);
+            return;
+        }
+        if (spill_here > spill_floats) {  // the plan walked every launch: this happens once, before the first
+            if (spill) cudaFree(spill);
+            spill = nullptr;
+            spill_floats = 0;
+            check(cudaMalloc(reinterpret_cast<void**>(&spill), std::max(spill_needed, spill_here) * sizeof(float)),
+                  "allocating global memory for the tiles that shared memory cannot hold");
+            spill_floats = std::max(spill_needed, spill_here);
+        }
         cudaKernel_t function = args.counts ? counted[static_cast<size_t>(k)] : timed[static_cast<size_t>(k)];
         std::vector<void*> params;
         for (size_t a = 0; a < program.spec.arrays.size(); ++a) params.push_back(const_cast<void**>(&args.arrays[a]));
         unsigned long long* counts = args.counts;
         params.push_back(&counts);
         params.push_back(&regfile);
+        params.push_back(&spill);
         params.push_back(&fault);
         params.push_back(&host);
         const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(heads));

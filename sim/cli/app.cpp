@@ -217,6 +217,8 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.gpu_run->add_option("--measure", o.measure,
                           "also read each launch's DRAM and L2 traffic with CUPTI: cold (L2 flushed first) or warm (default off)")
         ->check(CLI::IsMember({"off", "cold", "warm"}));
+    c.gpu_run->add_option("--exercise", o.exercise, "FILE is a solution of this exercise (a folder or a name, as 'toysim grade' takes it): "
+                                                     "its spec's arrays, checks and parameters, run generated");
     add_format(c.gpu_run);
     c.gpu_run->footer("\nexamples:\n"
                       "  toysim gpu run programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64\n"
@@ -232,6 +234,7 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.gpu_cuda->add_option("--set", o.sets, "override a parameter, e.g. --set n=4096 (repeatable)");
     c.gpu_cuda->add_option("--dtype", o.dtype, "storage type of the arrays: fp32, fp16 or bf16 (default fp32)")
         ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    c.gpu_cuda->add_option("--exercise", o.exercise, "FILE is a solution of this exercise (a folder or a name, as 'toysim grade' takes it)");
     c.gpu_cuda->add_flag("--prelude", o.prelude, "also print the device prelude the module starts with (the tile loops)");
     c.gpu_cuda->add_flag("--compile", o.compile, "also compile it with NVRTC for sm_90 (no GPU needed) and say so, or print the compiler's errors");
     c.gpu_cuda->footer("\nexamples:\n"

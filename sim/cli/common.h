@@ -119,6 +119,9 @@ int compare_command(const Options& options, Context& ctx);
 int gpu_run_command(const Options& options, Context& ctx);
 int gpu_kernels_command(const Options& options, Context& ctx);
 int gpu_cuda_command(const Options& options, Context& ctx);
+// A solution with its exercise's spec (EXERCISE: a folder or a name, as `toysim grade` takes it),
+// compiled at `settings` (the spec's defaults otherwise): `gpu run --exercise`.
+Program load_solution_program(const std::string& exercise, const std::string& solution, const ParamSettings& settings, Context& ctx);
 int diff_command(const Options& options, Context& ctx);
 int step_command(const Options& options, Context& ctx);
 int view_command(const Options& options, Context& ctx);

@@ -67,6 +67,19 @@ fs::path find_exercise(const std::string& given) {
                                did_you_mean(given, views)));
 }
 
+}  // namespace
+
+Program load_solution_program(const std::string& exercise, const std::string& solution, const ParamSettings& settings, Context& ctx) {
+    const fs::path folder = find_exercise(exercise);
+    ctx.source = SourceFile::read((folder / "exercise.toy").string());
+    auto spec = ctx.source;
+    auto source = SourceFile::read(solution);
+    ctx.source = source;  // errors point into the solution (merge says where in the spec otherwise)
+    return compile(grade::solution_program(spec, source), settings);
+}
+
+namespace {
+
 // The spec of the exercise in `folder`, read into ctx.source so that an error in it shows its line.
 grade::Exercise load(const fs::path& folder, Context& ctx) {
     ctx.source = SourceFile::read((folder / "exercise.toy").string());

@@ -23,8 +23,18 @@ gpu::L2State l2_state(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// FILE, or with --exercise the solution FILE inside its exercise's spec.
+Program load_gpu_program(const Options& o, Context& ctx) {
+    if (!o.exercise.empty()) return load_solution_program(o.exercise, o.file, settings_from(o.sets), ctx);
+    return load_program(o.file, settings_from(o.sets), ctx);
+}
+
+}  // namespace
+
 int gpu_run_command(const Options& o, Context& ctx) {
-    Program program = load_program(o.file, settings_from(o.sets), ctx);
+    Program program = load_gpu_program(o, ctx);
     gpu::GpuRunOptions options;
     options.kernel = o.kernel;
     options.heads = o.heads;
@@ -49,7 +59,7 @@ int gpu_kernels_command(const Options& o, Context& ctx) {
 }
 
 int gpu_cuda_command(const Options& o, Context& ctx) {
-    Program program = load_program(o.file, settings_from(o.sets), ctx);
+    Program program = load_gpu_program(o, ctx);
     auto generated = gpu::generate_cuda(program, *gpu::parse_dtype(o.dtype));
     if (o.prelude) ctx.out << gpu::device_prelude() << "\n";
     ctx.out << generated->source;

@@ -277,6 +277,12 @@ Exercise load_exercise(std::shared_ptr<const SourceFile> source, std::string nam
     return ex;
 }
 
+std::shared_ptr<const ast::Program> solution_program(std::shared_ptr<const SourceFile> spec_source,
+                                                     std::shared_ptr<const SourceFile> solution) {
+    auto spec_tree = parse_spec(spec_source);
+    return merge(spec_tree, parse(solution, ParseMode::Solution));
+}
+
 Grade grade_solution(const Exercise& exercise, std::shared_ptr<const SourceFile> solution, const GradeLimits& limits) {
     Grade g;
     g.exercise = exercise.name;

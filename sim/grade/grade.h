@@ -101,6 +101,12 @@ struct GradeLimits {
     std::int64_t max_elements = std::int64_t{1} << 27;  // DRAM + register file, in elements
 };
 
+// The program a solution makes with its exercise's spec (spec_source: exercise.toy): what
+// grading runs, for tools that run it elsewhere (`toysim gpu run --exercise`). Throws a
+// ToyError located in the solution (or the spec) when either is bad.
+std::shared_ptr<const ast::Program> solution_program(std::shared_ptr<const SourceFile> spec_source,
+                                                     std::shared_ptr<const SourceFile> solution);
+
 // Runs the student's file on every test case. A broken or hostile solution never throws (parse
 // errors, refused declarations, disallowed opcodes, run-time faults, endless or huge loops):
 // each case gets its verdict and message. Throws a ToyError located in the exercise's spec only

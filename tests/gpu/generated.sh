@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Every shipped program and every exercise's reference solution, as CUDA generated from the
+# program (toysim gpu run --kernel generated), on the GPU at each of the program's own `test`
+# settings (ragged shapes among them), 3 heads: the counted traffic must equal the simulated
+# traffic × heads, array by array, and the checks must pass (exit 0 of `gpu run`). fp32 at
+# every test line; fp16 and bf16 at each program's last one.
+# Usage: generated.sh path/to/toysim [FILTER]   (FILTER: a substring of the paths to run)
+# Exits 77 (ctest: skipped) without a GPU or without NVRTC.
+set -uo pipefail
+toysim=$(realpath "$1")
+filter=${2:-}
+cd "$(dirname "$0")/../.."
+probe=$("$toysim" gpu run programs/p1_c00.toy --kernel generated --repeats 1 --warmups 0 2>&1)
+if [ $? -ne 0 ]; then
+  echo "skipped: $(echo "$probe" | grep -m1 error)"
+  exit 77
+fi
+failed=0 runs=0
+# "n = 7 d = 3 Br = 3" -> "--set n=7 --set d=3 --set Br=3" (an exercise's words visible, hidden,
+# points N and seed = N are not parameters).
+settings() {
+  sed -E 's/^test //; s/\b(visible|hidden)\b//g; s/points [0-9]+//; s/seed = [0-9]+//; s/([A-Za-z_][A-Za-z0-9_]*) = (-?[0-9]+)/--set \1=\2/g'
+}
+run() {  # FILE DTYPE SETTINGS [--exercise DIR]
+  local file=$1 dtype=$2 sets=$3; shift 3
+  runs=$((runs + 1))
+  # shellcheck disable=SC2086
+  if ! out=$("$toysim" gpu run "$file" "$@" --kernel generated $sets --heads 3 --dtype "$dtype" --repeats 1 --warmups 0 2>&1); then
+    failed=$((failed + 1))
+    echo "FAIL $file $* $sets --dtype $dtype"
+    echo "$out" | sed 's/^/    /' | head -40
+  fi
+}
+for file in programs/*.toy programs/attention/*.toy; do
+  [[ -n $filter && $file != *$filter* ]] && continue
+  mapfile -t tests < <(grep -E '^test ' "$file" | settings)
+  [ ${#tests[@]} -eq 0 ] && tests=("")
+  for t in "${tests[@]}"; do run "$file" fp32 "$t"; done
+  for dtype in fp16 bf16; do run "$file" $dtype "${tests[-1]}"; done
+done
+for dir in programs/exercises/*/; do
+  [[ -n $filter && $dir != *$filter* ]] && continue
+  mapfile -t tests < <(grep -E '^test ' "$dir/exercise.toy" | settings)
+  [ ${#tests[@]} -eq 0 ] && tests=("")
+  for t in "${tests[@]}"; do run "$dir/solution.toy" fp32 "$t" --exercise "$dir"; done
+  run "$dir/solution.toy" fp16 "${tests[-1]}" --exercise "$dir"
+done
+echo "$((runs - failed)) of $runs generated runs: counted = simulated and checks passed"
+[ $failed -eq 0 ]
