@@ -158,7 +158,11 @@ std::string KernelEmitter::affine(const Affine& a) const {
 
 std::string KernelEmitter::stride(int tile) const {
     const std::int64_t cols = p_.tiles[static_cast<size_t>(tile)].cols;
-    // An odd row stride: a warp reading a tile's column (a transposed operand) hits 32 banks.
+    // Rows of a multiple of 4 columns are padded by 4 floats: 16-byte reads along a row stay
+    // aligned, and 8 threads reading 16 bytes of 8 consecutive rows (a transposed operand of a
+    // product) hit 8 different groups of 4 banks. Other even rows are padded by 1 (an odd
+    // stride: a warp reading a column hits 32 banks).
+    if (cols % 4 == 0) return std::to_string(cols + 4);
     return std::to_string(cols > 1 && cols % 2 == 0 ? cols + 1 : cols);
 }
 
@@ -315,7 +319,8 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     std::vector<bool> used(p_.tiles.size(), false), spill(p_.tiles.size(), false);
     for (size_t t = 0; t < p_.tiles.size(); ++t) used[t] = mine.tiles_read[t] || mine.tiles_written[t];
     const bool uses_registers = mine.registers_read || mine.registers_written;
-    auto tile_floats = [&](size_t t) { return p_.tiles[t].rows * std::stoll(stride(static_cast<int>(t))); };
+    // Each tile starts on 16 bytes (4 floats), for the products' 16-byte reads.
+    auto tile_floats = [&](size_t t) { return (p_.tiles[t].rows * std::stoll(stride(static_cast<int>(t))) + 3) / 4 * 4; };
     std::int64_t shared_floats = uses_registers && !per_thread_ ? layout_.registers() : 0;
     for (size_t t = 0; t < p_.tiles.size(); ++t) shared_floats += used[t] ? tile_floats(t) : 0;
     while (!per_thread_ && shared_floats * 4 > kSharedMemoryBudget) {
@@ -326,7 +331,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         spill[largest] = true;
         shared_floats -= tile_floats(largest);
     }
-    if (!per_thread_) head += "    extern __shared__ float smem[];\n";
+    if (!per_thread_) head += "    extern __shared__ __align__(16) float smem[];\n";
     for (size_t t = 0; t < p_.tiles.size(); ++t) {
         if (!used[t]) continue;
         const Tile& tile = p_.tiles[t];

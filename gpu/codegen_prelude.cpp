@@ -74,30 +74,38 @@ __device__ __forceinline__ bool broadcast(View& v, int rows, int cols, int out_r
 
 // ---- block-cooperative tile loops: every thread of the block calls them ----
 
+// Calls f(i, j) for every element of a rows×cols block, spread over the block's threads: a
+// warp per row, its lanes along the row (consecutive words: coalesced in global memory,
+// conflict-free in shared memory); a column, a thread per row; short rows, a thread per element.
+template <typename F>
+__device__ __forceinline__ void for_each_element(int rows, int cols, F f) {
+    if (cols == 1) {
+        for (int i = threadIdx.x; i < rows; i += blockDim.x) f(i, 0);
+    } else if (cols < 32) {
+        for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) f(e / cols, e % cols);
+    } else {
+        const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+        for (int i = threadIdx.x / 32; i < rows; i += warps)
+            for (int j = lane; j < cols; j += 32) f(i, j);
+    }
+}
 // LOAD slice, tile: element (i, j) of the slice at src[i·rs + j·cs].
 template <typename T>
 __device__ __forceinline__ void tile_load(float* dst, int ds, const T* src, long long rs, long long cs, int rows, int cols) {
-    for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) {
-        const int i = e / cols, j = e - i * cols;
-        dst[i * ds + j] = to_float(src[i * rs + j * cs]);
-    }
+    for_each_element(rows, cols, [&](int i, int j) { dst[i * ds + j] = to_float(src[i * rs + j * cs]); });
 }
 // STORE tile, slice (accumulate: STORE_ADD, an atomic add per element).
 template <bool kAccumulate, typename T>
 __device__ __forceinline__ void tile_store(T* dst, long long rs, long long cs, View src, int rows, int cols) {
-    for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) {
-        const int i = e / cols, j = e - i * cols;
+    for_each_element(rows, cols, [&](int i, int j) {
         if constexpr (kAccumulate) atomic_add_to(&dst[i * rs + j * cs], src.at(i, j));
         else dst[i * rs + j * cs] = from_float<T>(src.at(i, j));
-    }
+    });
 }
 // out(i, j) = f(i, j) for every element: the element-wise rows.
 template <typename F>
 __device__ __forceinline__ void tile_map(float* out, int os, int rows, int cols, F f) {
-    for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) {
-        const int i = e / cols, j = e - i * cols;
-        out[i * os + j] = f(i, j);
-    }
+    for_each_element(rows, cols, [&](int i, int j) { out[i * os + j] = f(i, j); });
 }
 // out(i, 0) = fold of f over row i of src: a warp per row.
 template <typename F>
@@ -120,7 +128,7 @@ __device__ __forceinline__ void tile_rowreduce(float* out, int os, View src, int
 // broadcast or transposed operand): each thread keeps its K elements in registers until every
 // thread has read what it needs. rows·cols <= K·blockDim.
 template <int K, typename F>
-__device__ __forceinline__ void tile_map_staged(float* out, int os, int rows, int cols, F f) {
+__device__ __forceinline__ void tile_map_staged(float* out, int os, int rows, int cols, F f) {  // (its own order: K per thread)
     float v[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -173,6 +181,68 @@ __device__ __forceinline__ void tile_product(float* out, int os, View a, View b,
 #pragma unroll
                 for (int q = 0; q < TN; ++q) {
                     const int i = ti + r * rt, j = tj + q * ct;
+                    if (i < rows && j < cols) out[i * os + j] = acc[r][q];
+                }
+        }
+    }
+}
+// The same product reading shared memory 16 bytes at a time: 4 consecutive k of a's rows
+// and, kBT (b is a tile transposed: b(k, j) = bt[j][k]), of bt's rows; otherwise 4
+// consecutive columns of b's rows k..k+3 (TN = 4, each thread's columns contiguous). Needs
+// inner (and, for !kBT, cols) a multiple of 4, and strides and tiles aligned to 4 floats.
+template <int TM, int TN, bool kStaged, bool kBT>
+__device__ __forceinline__ void tile_product4(float* out, int os, const float* a, int as, const float* b, int bs, View c, bool has_c, int rows,
+                                              int cols, int inner) {
+    static_assert(kBT || TN == 4, "b's rows are read 4 columns at a time");
+    const int rt = (rows + TM - 1) / TM, ct = (cols + TN - 1) / TN;
+    for (int m0 = 0; m0 < rt * ct; m0 += blockDim.x) {
+        const int m = m0 + threadIdx.x;
+        const bool mine = m < rt * ct;
+        const int ti = m / ct, tj = m - ti * ct;
+        int ii[TM], jj[TN];
+#pragma unroll
+        for (int r = 0; r < TM; ++r) ii[r] = min(ti + r * rt, rows - 1);
+#pragma unroll
+        for (int q = 0; q < TN; ++q) jj[q] = kBT ? min(tj + q * ct, cols - 1) : min(tj * TN, cols - TN) + q;
+        float acc[TM][TN];
+#pragma unroll
+        for (int r = 0; r < TM; ++r)
+#pragma unroll
+            for (int q = 0; q < TN; ++q) acc[r][q] = mine && has_c ? c.at(ii[r], jj[q]) : 0.f;
+        if (mine) {
+            for (int k = 0; k < inner; k += 4) {
+                float4 av[TM];
+#pragma unroll
+                for (int r = 0; r < TM; ++r) av[r] = *reinterpret_cast<const float4*>(a + ii[r] * as + k);
+                if constexpr (kBT) {
+#pragma unroll
+                    for (int q = 0; q < TN; ++q) {
+                        const float4 bv = *reinterpret_cast<const float4*>(b + jj[q] * bs + k);
+#pragma unroll
+                        for (int r = 0; r < TM; ++r) acc[r][q] += av[r].x * bv.x + av[r].y * bv.y + av[r].z * bv.z + av[r].w * bv.w;
+                    }
+                } else {
+                    const float4 b0 = *reinterpret_cast<const float4*>(b + (k + 0) * bs + jj[0]);
+                    const float4 b1 = *reinterpret_cast<const float4*>(b + (k + 1) * bs + jj[0]);
+                    const float4 b2 = *reinterpret_cast<const float4*>(b + (k + 2) * bs + jj[0]);
+                    const float4 b3 = *reinterpret_cast<const float4*>(b + (k + 3) * bs + jj[0]);
+#pragma unroll
+                    for (int r = 0; r < TM; ++r) {
+                        acc[r][0] += av[r].x * b0.x + av[r].y * b1.x + av[r].z * b2.x + av[r].w * b3.x;
+                        acc[r][1] += av[r].x * b0.y + av[r].y * b1.y + av[r].z * b2.y + av[r].w * b3.y;
+                        acc[r][2] += av[r].x * b0.z + av[r].y * b1.z + av[r].z * b2.z + av[r].w * b3.z;
+                        acc[r][3] += av[r].x * b0.w + av[r].y * b1.w + av[r].z * b2.w + av[r].w * b3.w;
+                    }
+                }
+            }
+        }
+        if constexpr (kStaged) __syncthreads();
+        if (mine) {
+#pragma unroll
+            for (int r = 0; r < TM; ++r)
+#pragma unroll
+                for (int q = 0; q < TN; ++q) {
+                    const int i = ti + r * rt, j = kBT ? tj + q * ct : tj * TN + q;
                     if (i < rows && j < cols) out[i * os + j] = acc[r][q];
                 }
         }

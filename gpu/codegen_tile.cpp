@@ -222,11 +222,31 @@ void KernelEmitter::tile(std::int32_t pc) {
                                fmt::format("cannot generate CUDA for this product: its result tile holds {}×{} elements, more than {} threads "
                                            "can hold in registers at 8×8 each", cap_rows, cap_cols, kBlockThreads));
             const std::string c_view = sources == 3 ? "src_c" : "View{nullptr, 0, 0}";
-            const std::string call = fmt::format("(out_ptr, {}, src_a, src_b, {}, {}, rows, cols, inner);", os, c_view, sources == 3 ? "true" : "false");
+            const std::string has_c = sources == 3 ? "true" : "false";
             line(fmt::format("float* const out_ptr = {};", out));
-            if (in_place == "true") line(fmt::format("tile_product<{}, {}, false>{}", tm, tn, call));
-            else if (in_place == "false") line(fmt::format("tile_product<{}, {}, true>{}", tm, tn, call));
-            else line(fmt::format("if ({}) tile_product<{}, {}, false>{} else tile_product<{}, {}, true>{}", in_place, tm, tn, call, tm, tn, call));
+            // 16-byte reads where the layout allows (a not transposed, strides of 4 floats;
+            // b transposed, or b's rows read 4 columns at a time): the generic loop otherwise.
+            const bool b_transposed = in[1].transposed;
+            const bool fast = !in[0].transposed && std::stoll(stride(in[0].tile)) % 4 == 0 && std::stoll(stride(in[1].tile)) % 4 == 0 &&
+                              (b_transposed || tn == 4);
+            auto call = [&](bool staged) {
+                std::string generic = fmt::format("tile_product<{}, {}, {}>(out_ptr, {}, src_a, src_b, {}, {}, rows, cols, inner);", tm, tn,
+                                                  staged ? "true" : "false", os, c_view, has_c);
+                if (!fast) return generic;
+                std::string quick = fmt::format("tile_product4<{}, {}, {}, {}>(out_ptr, {}, {}, {}, {}, {}, {}, {}, rows, cols, inner);", tm, tn,
+                                                staged ? "true" : "false", b_transposed ? "true" : "false", os, tile_name_[static_cast<size_t>(in[0].tile)],
+                                                stride(in[0].tile), tile_name_[static_cast<size_t>(in[1].tile)], stride(in[1].tile), c_view, has_c);
+                return fmt::format("if (inner % 4 == 0{}) {} else {}", b_transposed ? "" : " && cols % 4 == 0", quick, generic);
+            };
+            if (in_place == "true" || in_place == "false") {
+                line(call(in_place == "false"));
+            } else {
+                line(fmt::format("if ({}) {{", in_place));
+                line("    " + call(false));
+                line("} else {");
+                line("    " + call(true));
+                line("}");
+            }
         } else if (op.shape == OpShape::RowReduce) {
             line(fmt::format("tile_rowreduce({}, {}, src_a, rows, {}, [](float a, float b) {{ return {}; }});", out, os, in[0].cols, device_semantics(t.op)));
         } else {
