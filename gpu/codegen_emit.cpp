@@ -192,7 +192,35 @@ void KernelEmitter::enter_loop(const LoopInfo& l, bool emit_for) {
     }
 }
 
+void KernelEmitter::barrier() {
+    const bool any = std::find(pending_read_.begin(), pending_read_.end(), true) != pending_read_.end() ||
+                     std::find(pending_write_.begin(), pending_write_.end(), true) != pending_write_.end();
+    if (any && !per_thread_) line("__syncthreads();");
+    std::fill(pending_read_.begin(), pending_read_.end(), false);
+    std::fill(pending_write_.begin(), pending_write_.end(), false);
+}
+
+// A tile instruction needs the block to wait only where another thread may still be writing
+// what it reads, or reading or writing what it writes (since the last barrier): consecutive
+// instructions on different tiles run without one.
+void KernelEmitter::barrier_before(std::int32_t pc) {
+    const Footprint f = footprint(p_, pc, pc + 1);
+    std::vector<bool> reads = f.tiles_read, writes = f.tiles_written;
+    reads.push_back(f.registers_read);
+    writes.push_back(f.registers_written);
+    bool conflict = false;
+    for (size_t k = 0; k < reads.size(); ++k)
+        if ((reads[k] && pending_write_[k]) || (writes[k] && (pending_read_[k] || pending_write_[k]))) conflict = true;
+    if (conflict) barrier();
+    for (size_t k = 0; k < reads.size(); ++k) {
+        pending_read_[k] = pending_read_[k] || reads[k];
+        pending_write_[k] = pending_write_[k] || writes[k];
+    }
+}
+
 void KernelEmitter::instruction(std::int32_t pc) {
+    if (p_.code[static_cast<size_t>(pc)].code == Code::Tile) barrier_before(pc);
+    else barrier();  // scalar code runs on thread 0 and is followed by its own barrier
     comment_source(p_.origin[static_cast<size_t>(pc)]->loc);
     if (p_.code[static_cast<size_t>(pc)].code == Code::Tile) tile(pc);
     else scalar(pc);
@@ -274,6 +302,8 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     // The body first: it says which counters the kernel keeps.
     indent_ = 1;
     body_.clear();
+    pending_read_.assign(p_.tiles.size() + 1, false);
+    pending_write_.assign(p_.tiles.size() + 1, false);
     for (int l : shape.host_loops) enter_loop(p_.loops[static_cast<size_t>(l)], false);
     for (const LoopInfo& l : shape.grid) enter_loop(l, false);
     const std::string grid_and_host = [&] {
@@ -302,8 +332,10 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     for (std::int32_t pc = shape.first; pc < shape.last; ++pc) {
         const Inst& in = p_.code[static_cast<size_t>(pc)];
         if (in.code == Code::LoopBegin) {
+            barrier();
             enter_loop(p_.loops[static_cast<size_t>(in.loop)], true);
         } else if (in.code == Code::LoopEnd) {
+            barrier();  // the next iteration's first instruction, or the code after the loop
             --indent_;
             line("}");
         } else if (is_instruction(in.code)) {

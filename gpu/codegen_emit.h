@@ -84,6 +84,12 @@ private:
     std::vector<bool> counted_reads_, counted_writes_;
     std::vector<std::string> array_name_, tile_name_;
 
+    // Barriers: what tile instructions since the last __syncthreads() read and wrote (tiles,
+    // then the scalar registers last); an instruction that would race with them waits first.
+    std::vector<bool> pending_read_, pending_write_;
+    void barrier();
+    void barrier_before(std::int32_t pc);
+
     void line(const std::string& text);
     void comment_source(Loc loc);
     std::string affine(const Affine& a) const;

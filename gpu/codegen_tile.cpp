@@ -267,7 +267,6 @@ void KernelEmitter::tile(std::int32_t pc) {
     }
     --indent_;
     line("}");
-    line("__syncthreads();");
 }
 
 }  // namespace toysim::gpu
