@@ -11,41 +11,13 @@
 #include <unistd.h>
 
 #include "gpu/nvrtc.h"
+#include "tests/support.h"
 
 using namespace toysim;
+using toysim::testing::ScopedEnv;
 namespace fs = std::filesystem;
 
-// Catch2 2 has no SKIP (Catch2 3.3 has): say why and leave the test case. ctest reports a test
-// that prints "toysim-skip:" as skipped (SKIP_REGULAR_EXPRESSION, tests/CMakeLists.txt).
-#ifndef SKIP
-#define SKIP(why)                          \
-    do {                                   \
-        WARN("toysim-skip: " << why);      \
-        return;                            \
-    } while (false)
-#endif
-
 namespace {
-
-// An environment variable set (or unset, with nullopt) for one scope, then put back.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        if (value) setenv(name, value->c_str(), 1);
-        else unsetenv(name);
-    }
-    ~ScopedEnv() {
-        if (old_) setenv(name_, old_->c_str(), 1);
-        else unsetenv(name_);
-    }
-    ScopedEnv(const ScopedEnv&) = delete;
-    ScopedEnv& operator=(const ScopedEnv&) = delete;
-
-private:
-    const char* name_;
-    std::optional<std::string> old_;
-};
 
 // A fresh directory under the system's temporary directory, removed with what is in it.
 struct TempDir {

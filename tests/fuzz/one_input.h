@@ -1,7 +1,7 @@
 // One fuzz input, through every stage the command line has. The input is a .toy program,
 // optionally followed by a line "%%" and more text (the second part):
 //  - the program: parse -> compile -> cost -> run -> trace -> a stepping session -> the viewer's
-//    data -> every printer;
+//    data -> every printer -> the CUDA generated from it (toysim gpu cuda, without compiling);
 //  - the second part, line by line, as `toysim step` commands on a session of the program;
 //  - the program read as an exercise spec, and the second part as a student's solution to it:
 //    load -> grade -> every grade printer.
@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "gpu/codegen.h"
 #include "sim/analysis/cost.h"
 #include "sim/cli/step_commands.h"
 #include "sim/grade/grade.h"
@@ -93,6 +94,11 @@ inline std::string one_input(std::string_view input) {
         auto races = prove_race_freedom(program);
         auto time = derive_time(program);
         for (Format f : formats) printed += format_cost(program, formulas, counted, f, races, &time);
+    });
+    // The CUDA generated from it (toysim gpu cuda): every program either generates or is a
+    // located error.
+    stage([&] {
+        for (gpu::DType t : {gpu::DType::F32, gpu::DType::BF16}) printed += gpu::generate_cuda(program, t)->source;
     });
     // The count-only walk through the program's cache (cost --cache), two heads sharing it.
     if (program.cache && program.cache->config.size_bytes <= (std::uint64_t{1} << 26))

@@ -1,0 +1,180 @@
+// gpu/codegen.h: CUDA generated from a program. What the generator decides (kernels, stages,
+// host loops, where tiles live, which arrays stay fp32), the text it writes, the programs it
+// refuses, and that every shipped program and exercise solution compiles with NVRTC (the
+// compiler `toysim gpu run` uses; skipped where the toolkit's libnvrtc is missing). Running
+// the kernels needs a GPU: tests/gpu/generated.sh.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "gpu/codegen.h"
+#include "gpu/nvrtc.h"
+#include "sim/grade/grade.h"
+#include "tests/support.h"
+
+using namespace toysim;
+using namespace toysim::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::shared_ptr<const gpu::GeneratedProgram> generated(const std::string& path, const ParamSettings& settings = {},
+                                                       gpu::DType dtype = gpu::DType::F32) {
+    return gpu::generate_cuda(build_file(path, settings), dtype);
+}
+
+// Every exercise's reference solution inside its spec, at the spec's defaults.
+std::vector<std::pair<std::string, Program>> exercise_solutions() {
+    std::vector<std::pair<std::string, Program>> out;
+    const fs::path root = fs::path(TOYSIM_SOURCE_DIR) / "programs/exercises";
+    std::vector<fs::path> folders;
+    for (const auto& e : fs::directory_iterator(root))
+        if (fs::exists(e.path() / "exercise.toy")) folders.push_back(e.path());
+    std::sort(folders.begin(), folders.end());
+    for (const auto& f : folders) {
+        auto tree = grade::solution_program(SourceFile::read((f / "exercise.toy").string()), SourceFile::read((f / "solution.toy").string()));
+        out.emplace_back(f.filename().string(), compile(tree));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("codegen: fa2 is one grid kernel, a block per Q tile, under its .toy lines", "[codegen]") {
+    auto g = generated("programs/attention/fa2.toy", {{"n", 7}, {"d", 3}, {"Br", 3}, {"Bc", 2}});
+    REQUIRE(g->kernels.size() == 1);
+    REQUIRE(g->stages.size() == 1);
+    CHECK(g->stages[0].name == "parallel for i (line 79)");
+    CHECK(g->kernels[0].function == "k0_parallel_for_i");
+    CHECK_FALSE(g->kernels[0].per_thread);
+    CHECK(g->kernels[0].threads == 256);
+    CHECK(g->kernels[0].grid.size() == 1);
+    // Every instruction under the line it came from; the edge tile clipped at n = 7.
+    CHECK(contains(g->source, "// line 80: LOAD Q[i*Br..i*Br+Br][0..d], q\n"));
+    CHECK(contains(g->source, "const int rows = (int)(clip(3*i + 3, 7) - (3*i)), cols = 3;"));
+    CHECK(contains(g->source, "// line 98: MAC p, v, o, o             # O = O·e^(m − m_new) + P̃·V_j\n"));
+    CHECK(contains(g->source, "if constexpr (kCount) reads_K += rows * cols;"));
+    CHECK(contains(g->source, "extern \"C\" __global__ void __launch_bounds__(256) k0_parallel_for_i_count("));
+    // The ISA table's semantics, verbatim.
+    CHECK(contains(g->source, "return D::exp(a);"));
+    CHECK(contains(gpu::device_prelude(), "static __device__ __forceinline__ float max(float a, float b) { return toysim_max(a, b); }"));
+    // The catalog row: every array, one stage.
+    REQUIRE(g->spec.arrays.size() == 5);
+    CHECK(g->spec.arrays[4].name == "L");
+    CHECK(g->spec.stages.size() == 1);
+}
+
+TEST_CASE("codegen: a serial loop around a grid is a loop on the host", "[codegen]") {
+    // fa1.toy: for j { LOAD K, V (worker 0); parallel for i { ... } }.
+    auto g = generated("programs/attention/fa1.toy", {}, gpu::DType::F16);
+    REQUIRE(g->stages.size() == 1);
+    CHECK(g->stages[0].name == "for j (line 72)");
+    REQUIRE(g->stages[0].steps.size() == 1);
+    const gpu::GeneratedStep& loop = g->stages[0].steps[0];
+    REQUIRE(loop.loop);
+    CHECK(loop.loop->var == "j");
+    REQUIRE(loop.body.size() == 2);  // the serial loads, then the grid
+    CHECK(g->kernels[static_cast<size_t>(loop.body[0].kernel)].grid.empty());
+    CHECK(g->kernels[static_cast<size_t>(loop.body[1].kernel)].grid.size() == 1);
+    // The grid reads worker 0's k and v from the register file; the serial kernel keeps them there.
+    CHECK(contains(g->source, "const long long j = host.v[0];  // line 72: the host's loop"));
+    CHECK(contains(g->source, "tile_copy(k, 8, regfile + 0, 4, k_rows, k_cols);"));
+    CHECK(contains(g->source, "tile_copy(regfile + 0, 4, k, 8, k_rows, k_cols);"));
+    // Tiles named as arrays get a suffix; the running state O, m, ℓ stays in fp32.
+    CHECK(contains(g->source, "float* const m_tile = smem +"));
+    CHECK(contains(g->source, "but O, m, l (read and written: a running state) as fp32"));
+    CHECK(g->spec.arrays[3].always_f32);  // O
+    CHECK_FALSE(g->spec.arrays[0].always_f32);  // Q
+}
+
+TEST_CASE("codegen: standard_tiled is three grids, and a scalar grid runs a thread per iteration", "[codegen]") {
+    auto g = generated("programs/attention/standard_tiled.toy");
+    REQUIRE(g->stages.size() == 3);
+    CHECK(g->kernels.size() == 3);
+    auto s = gpu::generate_cuda(build("registers 2\nparam n = 8\ninput x[n]\noutput y[n]\n"
+                                      "parallel for i in 0..n {\n    LOAD x[i], R0\n    ADD R0, R0, R1\n    STORE R1, y[i]\n}\n"),
+                                gpu::DType::F32);
+    REQUIRE(s->kernels.size() == 1);
+    CHECK(s->kernels[0].per_thread);
+    CHECK(s->kernels[0].threads == 128);
+    CHECK(contains(s->source, "const float a = R[0], b = R[0]; R[1] = D::add(a, b);"));
+    CHECK(contains(s->source, "store_to(&y[i], R[1]);"));
+    // Serial code: one thread per head.
+    auto p1 = generated("programs/p1_c00.toy");
+    REQUIRE(p1->kernels.size() == 1);
+    CHECK(p1->kernels[0].per_thread);
+    CHECK(p1->kernels[0].threads == 1);
+    CHECK(p1->stages[0].name.rfind("serial (line", 0) == 0);
+}
+
+TEST_CASE("codegen: tiles shared memory cannot hold go to global memory", "[codegen]") {
+    // fa2_gqa at G = 4, Br = 64: four 256×64 tiles, 266 KiB of them.
+    auto g = generated("programs/attention/fa2_gqa.toy", {{"n", 256}, {"d", 64}, {"Br", 64}, {"Bc", 64}, {"G", 4}, {"Hkv", 2}});
+    bool spilled = false;
+    for (const auto& k : g->kernels) {
+        CHECK(k.shared_bytes <= 227 * 1024);
+        spilled = spilled || k.spill_floats > 0;
+    }
+    CHECK(spilled);
+    CHECK(contains(g->source, "in global memory: shared memory is full"));
+}
+
+TEST_CASE("codegen: a product whose result no block can hold in registers is a located error", "[codegen]") {
+    const std::string text = "registers 1000000\ntile a[512][4]\ntile b[4][512]\ntile c[512][512]\ninput A[512][4]\ninput B[4][512]\n"
+                             "LOAD A[0..512][0..4], a\nLOAD B[0..4][0..512], b\nMAC_Z a, b, c\n";
+    Program p = build(text);
+    try {
+        gpu::generate_cuda(p, gpu::DType::F32);
+        FAIL("no error");
+    } catch (const ToyError& e) {
+        CHECK(e.loc().line == 9);
+        CHECK(std::string(e.what()) ==
+              "cannot generate CUDA for this product: its result tile holds 512×512 elements, more than 256 threads can hold in registers at 8×8 each");
+    }
+}
+
+TEST_CASE("codegen: toysim gpu cuda prints the module, and --exercise reads a solution in its spec", "[codegen]") {
+    auto r = run_cli({"gpu", "cuda", std::string(TOYSIM_SOURCE_DIR) + "/programs/p2_matmul_inner_3reg.toy"});
+    CHECK(r.code == 0);
+    CHECK(contains(r.out, "// p2_matmul_inner_3reg.toy, as CUDA: generated by `toysim gpu cuda` (gpu/codegen.cpp)."));
+    CHECK_FALSE(contains(r.out, "toysim's device prelude"));
+    auto with_prelude = run_cli({"gpu", "cuda", std::string(TOYSIM_SOURCE_DIR) + "/programs/p2_matmul_inner_3reg.toy", "--prelude"});
+    CHECK(contains(with_prelude.out, "// ---- toysim's device prelude (gpu/codegen_prelude.cpp) ----"));
+    const std::string folder = std::string(TOYSIM_SOURCE_DIR) + "/programs/exercises/fa2_forward";
+    auto ex = run_cli({"gpu", "cuda", folder + "/solution.toy", "--exercise", folder});
+    CHECK(ex.code == 0);
+    CHECK(contains(ex.out, "// solution.toy, as CUDA"));
+    auto bad = run_cli({"gpu", "cuda", folder + "/solution.toy"});  // a solution alone lacks the spec's names
+    CHECK(bad.code == 2);
+}
+
+TEST_CASE("codegen: every shipped program and exercise solution compiles with NVRTC", "[codegen][nvrtc]") {
+    std::string why;
+    if (!gpu::nvrtc_available(&why)) SKIP("no NVRTC: " << why);
+    ScopedEnv no_cache("TOYSIM_NO_CACHE", "1");
+    auto compile_module = [&](const std::string& name, const Program& p, gpu::DType dtype) {
+        INFO(name << " (" << gpu::dtype_name(dtype) << ")");
+        auto g = gpu::generate_cuda(p, dtype);
+        try {
+            gpu::NvrtcCompiled c = gpu::nvrtc_compile(g->compile_unit(), g->program_path + ".cu", 90, gpu::generated_compile_options());
+            CHECK(c.image.rfind("\x7f" "ELF", 0) == 0);
+        } catch (const gpu::GpuError& e) {
+            FAIL(e.what());
+        }
+    };
+    int modules = 0;
+    for (const auto& path : shipped_programs()) {
+        // At its defaults in fp32, at its last test line (ragged edges, as a rule) in bf16.
+        compile_module(path, build_file(path), gpu::DType::F32);
+        auto tests = test_settings(*build_file(path).tree);
+        compile_module(path, build_file(path, tests.back()), gpu::DType::BF16);
+        modules += 2;
+    }
+    for (const auto& [name, program] : exercise_solutions()) {
+        compile_module(name, program, gpu::DType::F16);
+        ++modules;
+    }
+    CHECK(modules >= 60);
+}
