@@ -105,7 +105,9 @@ const KernelSpec& program_kernel(const Program& p, std::string_view version) {
     const auto& tree = *p.tree;
     if (!tree.gpu_kernel)
         throw ToyError(ErrorKind::Input, Loc{},
-                       fmt::format("this program has no 'gpu' line naming the kernel that runs it on a GPU (kernels: {})", kernel_names()));
+                       fmt::format("this program has no 'gpu' line naming a hand-written kernel (kernels: {}); without --kernel, or with "
+                                   "--kernel generated, it runs as CUDA generated from the program",
+                                   kernel_names()));
     const ast::GpuKernel& line = *tree.gpu_kernel;
     std::vector<std::string_view> names;
     for (const auto& row : kernel_catalog()) names.push_back(row.name);

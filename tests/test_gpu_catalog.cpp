@@ -117,9 +117,10 @@ TEST_CASE("values are rounded to fp16 and bf16 as the device stores them", "[gpu
 }
 
 TEST_CASE("toysim gpu run refuses what no kernel runs, before looking for a GPU", "[gpu]") {
-    auto r = run_cli({"gpu", "run", "programs/p1_c00.toy"});
+    auto r = run_cli({"gpu", "run", "programs/p1_c00.toy", "--kernel", "fa2_v2_mma"});
     CHECK(r.code == 2);
-    CHECK(r.err.find("programs/p1_c00.toy: error: this program has no 'gpu' line naming the kernel that runs it on a GPU (kernels: ") == 0);
+    CHECK(r.err.find("programs/p1_c00.toy: error: this program has no 'gpu' line naming a hand-written kernel (kernels: ") == 0);
+    CHECK(r.err.find("); without --kernel, or with --kernel generated, it runs as CUDA generated from the program\n") != std::string::npos);
     r = run_cli({"gpu", "run", "programs/attention/fa2.toy", "--set", "d=256"});
     CHECK(r.code == 2);
     CHECK(r.err == "programs/attention/fa2.toy: error: --set d: kernel fa2_forward takes d up to 128, not 256 (d is the head dimension: a row of Q, K, V or O is "
@@ -211,9 +212,11 @@ TEST_CASE("toysim gpu kernels lists the catalog", "[gpu]") {
     auto r = run_cli({"gpu", "kernels", "--format", "csv"});
     CHECK(r.code == 0);
     auto lines = split_lines(r.out);
-    REQUIRE(lines.size() == gpu::kernel_catalog().size() + 1);
+    REQUIRE(lines.size() == gpu::kernel_catalog().size() + 2);  // the header, the catalog, then generated CUDA
     CHECK(lines[0] == "kernel,source,params,dtypes,what it does");
     CHECK(lines[7].find("fa2_forward,gpu/attention_forward.cu,\"n, d, Br, Bc\",\"fp32, fp16, bf16\",") == 0);
+    CHECK(lines.back() == "generated,gpu/codegen.cpp,the program's,\"fp32, fp16, bf16\",\"CUDA generated from the program itself (toysim gpu cuda "
+                          "FILE), compiled at run time with NVRTC\"");
 }
 
 TEST_CASE("the gpu run JSON carries the contract toysim diff reads", "[gpu]") {

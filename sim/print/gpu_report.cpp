@@ -225,6 +225,9 @@ std::string format_kernel_catalog(Format format) {
         t.rows.push_back({std::string(k.name), std::string(k.source), params, k.dtypes_text(),
                           std::string(k.summary)});
     }
+    // Any program also runs as CUDA generated from it (--kernel generated; the default without a `gpu` line).
+    t.rows.push_back({"generated", "gpu/codegen.cpp", "the program's", "fp32, fp16, bf16",
+                      "CUDA generated from the program itself (toysim gpu cuda FILE), compiled at run time with NVRTC"});
     return render_table(t, format);
 }
 
