@@ -62,6 +62,7 @@ public:
         std::vector<Item> items = partition(p_, 0, static_cast<std::int32_t>(p_.code.size()));
         // What serial code leaves in worker 0's register file, for the code after it.
         for (const Item& item : items) collect_serial_writes(item);
+        for (const Item& item : items) collect_reads(item);
         header();
         for (const Item& item : items) {
             GeneratedStage stage;
@@ -77,7 +78,21 @@ private:
     GeneratedProgram& out_;
     RegisterFileLayout layout_;
     std::vector<bool> fp32_;
-    Footprint serial_writes_;
+    Footprint serial_writes_;          // every serial kernel's
+    Footprint serial_writes_so_far_;   // the serial kernels' before the one being generated
+
+    // Every piece of code's footprint, in program order.
+    std::vector<std::pair<std::int32_t, Footprint>> reads_;
+    void collect_reads(const Item& item) {
+        if (item.kind != Item::Kind::HostLoop) reads_.emplace_back(item.first, footprint(p_, item.first, item.last));
+        for (const Item& c : item.children) collect_reads(c);
+    }
+    Footprint read_after(std::int32_t pc, bool in_host_loop) const {
+        Footprint f = footprint(p_, 0, 0);
+        for (const auto& [first, fp] : reads_)
+            if (in_host_loop || first > pc) f.add(fp);
+        return f;
+    }
 
     void collect_serial_writes(const Item& item) {
         if (item.kind == Item::Kind::Serial) serial_writes_.add(footprint(p_, item.first, item.last));
@@ -153,7 +168,11 @@ private:
         }
         KernelEmitter e(p_, layout_, fp32_);
         KernelEmitter::Shape shape{k.function, body_first, body_last, k.grid, host_loops, item.kind == Item::Kind::Serial};
-        EmittedKernel emitted = e.emit(shape, serial_writes_);
+        // What worker 0 may have left: in a host loop, anything a serial kernel writes (the loop
+        // comes back); elsewhere, what the serial kernels before this one wrote.
+        const Footprint& before = host_loops.empty() ? serial_writes_so_far_ : serial_writes_;
+        EmittedKernel emitted = e.emit(shape, before, read_after(item.first, !host_loops.empty()));
+        if (item.kind == Item::Kind::Serial) serial_writes_so_far_.add(footprint(p_, item.first, item.last));
         k.per_thread = emitted.per_thread;
         k.threads = emitted.threads;
         k.shared_bytes = emitted.shared_bytes;

@@ -46,7 +46,7 @@ namespace {
 // Names the generated code uses itself, and C++'s and CUDA's, which a program's names must not take.
 const std::set<std::string>& reserved_names() {
     static const std::set<std::string> names = {
-        "rows", "cols", "inner", "head", "host", "counts", "regfile", "fault", "smem", "R", "D", "T", "View", "flat", "rest", "out",
+        "rows", "cols", "inner", "head", "host", "counts", "regfile", "spill", "fault", "smem", "R", "D", "T", "View", "rest", "out_ptr",
         "f", "src_a", "src_b", "src_c", "r_", "c_", "in_place", "min", "max", "exp", "log", "atomicAdd", "threadIdx", "blockIdx",
         "blockDim", "gridDim", "warpSize", "auto", "bool", "break", "case", "catch", "char", "class", "const", "continue", "default",
         "delete", "do", "double", "else", "enum", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long",
@@ -269,7 +269,7 @@ void KernelEmitter::scalar(std::int32_t pc) {
     if (!per_thread_) line("__syncthreads();");
 }
 
-EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_writes) {
+EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_writes, const Footprint& read_later) {
     EmittedKernel out;
     const Footprint mine = footprint(p_, shape.first, shape.last);
     per_thread_ = true;
@@ -416,7 +416,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
             load += fmt::format("    {0}_rows = (int)regfile[{1}];\n    {0}_cols = (int)regfile[{2}];\n", n, layout_.shape_offset(ti), layout_.shape_offset(ti) + 1);
             load += fmt::format("    tile_copy({0}, {1}, regfile + {2}, {3}, {0}_rows, {0}_cols);\n", n, stride(ti), layout_.tile_offset(ti), p_.tiles[t].cols);
         }
-        if (shape.serial && mine.tiles_written[t]) {
+        if (shape.serial && mine.tiles_written[t] && t < read_later.tiles_read.size() && read_later.tiles_read[t]) {
             save += fmt::format("    tile_copy(regfile + {1}, {2}, {0}, {3}, {0}_rows, {0}_cols);\n", n, layout_.tile_offset(ti), p_.tiles[t].cols, stride(ti));
             save += fmt::format("    if (threadIdx.x == 0) {{ regfile[{1}] = (float){0}_rows; regfile[{2}] = (float){0}_cols; }}\n", n, layout_.shape_offset(ti),
                                 layout_.shape_offset(ti) + 1);
@@ -426,7 +426,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
                                                   per_thread_ ? "1" : "blockDim.x");
     if (mine.registers_read && serial_writes.registers_written)
         load += fmt::format("    {} R[r] = regfile[{} + r];\n", all_registers, layout_.register_offset());
-    if (shape.serial && mine.registers_written)
+    if (shape.serial && mine.registers_written && read_later.registers_read)
         save += fmt::format("    {} regfile[{} + r] = R[r];\n", all_registers, layout_.register_offset());
     if (!load.empty()) {
         head += "    // Worker 0's registers, as the serial code before this launch left them.\n" + load;

@@ -69,7 +69,9 @@ public:
     };
     KernelEmitter(const Program& p, const RegisterFileLayout& layout, const std::vector<bool>& fp32_arrays)
         : p_(p), layout_(layout), fp32_arrays_(fp32_arrays) {}
-    EmittedKernel emit(const Shape& shape, const Footprint& serial_writes);
+    // serial_writes: what worker 0 may have left in the register file before this launch;
+    // read_later: what code after it (or anywhere, in a host loop) reads, which serial code keeps.
+    EmittedKernel emit(const Shape& shape, const Footprint& serial_writes, const Footprint& read_later);
 
 private:
     const Program& p_;
