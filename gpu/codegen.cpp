@@ -124,7 +124,9 @@ private:
              "// the elements every LOAD and STORE moves to its array's counters, as the simulator counts.\n";
         const char* type = out_.dtype == DType::F32 ? "float" : out_.dtype == DType::F16 ? "__half" : "__nv_bfloat16";
         s += fmt::format("typedef {} T;\n", type);
-        s += "#define FAULT(pc, code) do { fault_at(fault, pc, code); return; } while (0)\n";
+        s += "// FAULT(pc, code) stops the block at the instruction at pc: code 1, a slice outside its array; 2, operand shapes\n"
+             "// that do not fit; 3, a result larger than its tile; 4, a tile read before it was written; 5, R[expr] outside.\n"
+             "#define FAULT(pc, code) do { fault_at(fault, pc, code); return; } while (0)\n";
     }
 
     std::vector<GeneratedStep> steps(const Item& item, std::vector<int> host_loops) {

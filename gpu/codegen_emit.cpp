@@ -323,8 +323,9 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
             text += fmt::format("    const long long offset{0} = rest % host.extent[{0}];\n    rest /= host.extent[{0}];\n", k);
         for (size_t k = 0; k < n; ++k) {
             const LoopInfo& l = shape.grid[k];
-            text += fmt::format("    const long long {} = {} + {};  // line {}: parallel for {}\n", slot_name_[static_cast<size_t>(l.slot)],
-                                affine(l.lo), k == 0 ? std::string("rest") : fmt::format("offset{}", k), l.loc.line, l.var);
+            const std::string offset = k == 0 ? std::string("rest") : fmt::format("offset{}", k);
+            text += fmt::format("    const long long {} = {};  // line {}: parallel for {}\n", slot_name_[static_cast<size_t>(l.slot)],
+                                l.lo.is_constant() && l.lo.constant == 0 ? offset : affine(l.lo) + " + " + offset, l.loc.line, l.var);
             text += fmt::format("    if ({} >= {}) return;\n", slot_name_[static_cast<size_t>(l.slot)], affine(l.hi));
         }
         return text;
@@ -397,7 +398,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     head += "    const long long head = blockIdx.y;  // each head's arrays follow the previous head's\n";
     for (size_t a = 0; a < p_.arrays.size(); ++a)
         if (counted_reads_[a] || counted_writes_[a]) head += fmt::format("    {} += head * {};\n", array_name_[a], p_.arrays[a].size);
-    head += fmt::format("    regfile += head * {};\n", layout_.regfile_floats());
+    const size_t regfile_at = head.size();  // where `regfile += ...` goes, if the kernel uses it
     std::string counters;
     for (size_t a = 0; a < p_.arrays.size(); ++a) {
         if (counted_reads_[a]) counters += fmt::format("{}reads_{} = 0", counters.empty() ? "" : ", ", array_name_[a]);
@@ -428,6 +429,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         load += fmt::format("    {} R[r] = regfile[{} + r];\n", all_registers, layout_.register_offset());
     if (shape.serial && mine.registers_written && read_later.registers_read)
         save += fmt::format("    {} regfile[{} + r] = R[r];\n", all_registers, layout_.register_offset());
+    if (!load.empty() || !save.empty()) head.insert(regfile_at, fmt::format("    regfile += head * {};\n", layout_.regfile_floats()));
     if (!load.empty()) {
         head += "    // Worker 0's registers, as the serial code before this launch left them.\n" + load;
         if (!per_thread_) head += "    __syncthreads();\n";

@@ -211,6 +211,7 @@ void KernelEmitter::tile(std::int32_t pc) {
             const auto& c = in[static_cast<size_t>(k)];
             if (product && k < 2) in_place = "false";
             else if (c.transposed) in_place = "false";
+            else if (sources == 1 && op.shape != OpShape::RowReduce) continue;  // its own shape: element (i, j) reads (i, j)
             else if (in_place != "false") in_place = fmt::format("{}rows == {} && cols == {}", in_place == "true" ? "" : in_place + " && ", c.rows, c.cols);
         }
         if (op.shape == OpShape::Fill) in_place = "true";

@@ -45,5 +45,15 @@ for dir in programs/exercises/*/; do
   for t in "${tests[@]}"; do run "$dir/solution.toy" fp32 "$t" --exercise "$dir"; done
   run "$dir/solution.toy" fp16 "${tests[-1]}" --exercise "$dir"
 done
-echo "$((runs - failed)) of $runs generated runs: counted = simulated and checks passed"
+# What the simulator stops on stops the generated kernel, reported at the instruction's line.
+out=$("$toysim" gpu run tests/gpu/bad/edge_shape.toy --repeats 1 --warmups 0 2>&1)
+code=$?
+expected="tests/gpu/bad/edge_shape.toy:12:5: error: the generated kernel stopped at STORE x, Y[i*B..i*B+B][0..4]: operand shapes that do not fit"
+runs=$((runs + 1))
+if [[ $code != 2 || $out != "$expected"* ]]; then
+  failed=$((failed + 1))
+  echo "FAIL tests/gpu/bad/edge_shape.toy: exit $code, expected 2 and: $expected"
+  echo "$out" | sed 's/^/    /' | head -10
+fi
+echo "$((runs - failed)) of $runs generated runs: counted = simulated and checks passed (the last: a located fault)"
 [ $failed -eq 0 ]
