@@ -168,6 +168,25 @@ TEST_CASE("cache: random traces agree with a brute-force reference model", "[cac
     }
 }
 
+TEST_CASE("cache: a cache too large to hold in memory keeps only the sets a run touches", "[cache]") {
+    // 512 GiB of 64-byte lines: 2^33 ways, 256 GiB of records if they were all allocated. A
+    // run that touches a few lines takes a few bytes, and counts as a small cache would.
+    CacheConfig config{std::uint64_t{512} << 30, 64, 32, 8};
+    REQUIRE(config.problem().empty());
+    Cache cache(config);
+    for (int pass = 0; pass < 2; ++pass)
+        for (std::uint64_t a = 0; a < 4096; a += 32) cache.read(a * 1000003, 32);
+    CHECK(cache.stats().read_misses == 128);  // the first pass
+    CHECK(cache.stats().read_hits == 128);    // the second: nothing was evicted
+    cache.write(7, 4);
+    CHECK(cache.dirty_bytes() == 32);
+    cache.flush();
+    CHECK(cache.dirty_bytes() == 0);
+    CHECK(cache.stats().dram_write_bytes == 32);
+    cache.read(0, 32);
+    CHECK(cache.stats().read_misses == 129);  // flushed: empty again
+}
+
 TEST_CASE("cache: a hashed index spreads the strides that share a set under modulo indexing", "[cache]") {
     // 256 lines 3,276,800 bytes apart (the H100's sets × 128 bytes), read twice: under modulo
     // indexing all share one 16-way set and the second read misses them all; hashed, as the

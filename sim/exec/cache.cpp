@@ -11,12 +11,20 @@ Cache::Cache(const CacheConfig& config, std::uint32_t owners) : config_(config) 
     if (std::string why = config.problem(); !why.empty()) throw std::invalid_argument(why);
     if (owners == 0) throw std::invalid_argument("a cache needs at least one owner");
     sets_ = config.sets();
-    ways_.assign(sets_ * config.ways, Way{});
+    sparse_ = sets_ * config.ways > kDenseBytes / sizeof(Way);
+    if (!sparse_) ways_.assign(sets_ * config.ways, Way{});
     by_owner_.assign(owners, CacheStats{});
 }
 
 Cache::Way& Cache::touch(std::uint64_t line, std::uint32_t owner) {
-    Way* set = ways_.data() + (config_.index_key(line, sets_) % sets_) * config_.ways;
+    const std::uint64_t index = config_.index_key(line, sets_) % sets_;
+    std::uint64_t first = index * config_.ways;
+    if (sparse_) {
+        auto [at, added] = set_block_.try_emplace(index, ways_.size());
+        if (added) ways_.resize(ways_.size() + config_.ways);
+        first = at->second;
+    }
+    Way* set = ways_.data() + first;
     Way* victim = set;
     for (std::uint32_t w = 0; w < config_.ways; ++w) {
         Way& way = set[w];
@@ -83,6 +91,10 @@ void Cache::write(std::uint64_t address, std::uint64_t bytes, std::uint32_t owne
 void Cache::flush() {
     for (std::uint32_t o = 0; o < by_owner_.size(); ++o) by_owner_[o].dram_write_bytes += dirty_bytes(o);
     std::fill(ways_.begin(), ways_.end(), Way{});
+    if (sparse_) {
+        ways_.clear();
+        set_block_.clear();
+    }
 }
 
 std::uint64_t Cache::dirty_bytes(std::uint32_t owner) const {

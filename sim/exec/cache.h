@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "isa/cache_config.h"
@@ -70,7 +71,14 @@ private:
 
     CacheConfig config_;
     std::uint64_t sets_ = 0;
-    std::vector<Way> ways_;  // set-major: set s holds ways_[s·ways .. s·ways + ways)
+    // Set-major: set s holds ways_[s·ways .. s·ways + ways). A cache whose records would take
+    // more than kDenseBytes (a modeled cache may be up to 1 TiB) keeps only the sets a run
+    // touches, in the order it touches them, found through set_block_: memory follows what
+    // the program uses, not what the cache could hold.
+    static constexpr std::uint64_t kDenseBytes = std::uint64_t{64} << 20;
+    std::vector<Way> ways_;
+    bool sparse_ = false;
+    std::unordered_map<std::uint64_t, std::uint64_t> set_block_;  // sparse: set -> its first way in ways_
     std::uint64_t tick_ = 0;
     std::vector<CacheStats> by_owner_;  // every access has an owner: the total is their sum
 };
