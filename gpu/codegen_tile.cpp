@@ -217,7 +217,8 @@ void KernelEmitter::tile(std::int32_t pc) {
         if (op.shape == OpShape::Fill) in_place = "true";
         const std::int64_t staged_k = (cap_rows * cap_cols + kBlockThreads - 1) / kBlockThreads;
         if (product) {
-            auto [tm, tn] = product_blocking(cap_rows, cap_cols);
+            const std::pair<int, int> blocking = product_blocking(cap_rows, cap_cols);
+            const int tm = blocking.first, tn = blocking.second;  // (not a structured binding: clang 14's lambdas cannot capture one)
             if (tm == 0)
                 throw ToyError(p_.origin[static_cast<size_t>(pc)]->loc,
                                fmt::format("cannot generate CUDA for this product: its result tile holds {}×{} elements, more than {} threads "
