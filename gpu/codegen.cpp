@@ -168,7 +168,7 @@ private:
             k.loc = code_loc(p_, item.first);
             k.function = fmt::format("k{}_serial_line{}", index, k.loc.line);
         }
-        KernelEmitter e(p_, layout_, fp32_);
+        KernelEmitter e(p_, layout_, fp32_, out_.tensor_cores);
         KernelEmitter::Shape shape{k.function, body_first, body_last, k.grid, host_loops, item.kind == Item::Kind::Serial};
         // What worker 0 may have left: in a host loop, anything a serial kernel writes (the loop
         // comes back); elsewhere, what the serial kernels before this one wrote.
@@ -194,13 +194,14 @@ std::vector<std::string> generated_compile_options() { return {"-std=c++17", "-l
 
 std::string GeneratedProgram::compile_unit() const { return device_prelude() + "\n" + source; }
 
-std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& p, DType dtype) {
+std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& p, DType dtype, bool tensor_cores) {
     auto out = std::make_shared<GeneratedProgram>();
     out->program_path = p.source ? p.source->path : "program";
     // Only the file's name: a module's text (and so its cache key) does not depend on where
     // the program was read from.
     if (auto slash = out->program_path.rfind('/'); slash != std::string::npos) out->program_path = out->program_path.substr(slash + 1);
     out->dtype = dtype;
+    out->tensor_cores = tensor_cores && dtype != DType::F32;
     out->pc_loc.resize(p.code.size());
     out->pc_text.resize(p.code.size());
     for (size_t pc = 0; pc < p.code.size(); ++pc) {

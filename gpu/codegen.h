@@ -73,6 +73,7 @@ struct GeneratedError : GpuError {
 struct GeneratedProgram {
     std::string program_path;
     DType dtype = DType::F32;
+    bool tensor_cores = false;        // some products may run on the tensor cores
     std::string source;               // the program's kernels: what `toysim gpu cuda` prints
     std::vector<GeneratedKernel> kernels;
     std::vector<GeneratedStage> stages;
@@ -90,8 +91,10 @@ struct GeneratedProgram {
 };
 
 // Generates the module for `program` (bound to its parameters) with arrays stored as `dtype`.
+// tensor_cores: in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores
+// (tf32 inputs, fp32 sums); fp32 runs, and false, keep every product on the CUDA cores.
 // Throws ToyError (located) for what cannot be generated.
-std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& program, DType dtype);
+std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& program, DType dtype, bool tensor_cores = true);
 
 // NVRTC's options for a generated module.
 std::vector<std::string> generated_compile_options();

@@ -352,8 +352,9 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     std::vector<bool> used(p_.tiles.size(), false), spill(p_.tiles.size(), false);
     for (size_t t = 0; t < p_.tiles.size(); ++t) used[t] = mine.tiles_read[t] || mine.tiles_written[t];
     const bool uses_registers = mine.registers_read || mine.registers_written;
-    // Each tile starts on 16 bytes (4 floats), for the products' 16-byte reads.
-    auto tile_floats = [&](size_t t) { return (p_.tiles[t].rows * std::stoll(stride(static_cast<int>(t))) + 3) / 4 * 4; };
+    // Each tile starts on 32 bytes (8 floats), for the products' 16-byte reads and the tensor
+    // cores' fragment loads.
+    auto tile_floats = [&](size_t t) { return (p_.tiles[t].rows * std::stoll(stride(static_cast<int>(t))) + 7) / 8 * 8; };
     std::int64_t shared_floats = uses_registers && !per_thread_ ? layout_.registers() : 0;
     for (size_t t = 0; t < p_.tiles.size(); ++t) shared_floats += used[t] ? tile_floats(t) : 0;
     while (!per_thread_ && shared_floats * 4 > kSharedMemoryBudget) {
@@ -364,7 +365,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         spill[largest] = true;
         shared_floats -= tile_floats(largest);
     }
-    if (!per_thread_) head += "    extern __shared__ __align__(16) float smem[];\n";
+    if (!per_thread_) head += "    extern __shared__ __align__(128) float smem[];\n";
     for (size_t t = 0; t < p_.tiles.size(); ++t) {
         if (!used[t]) continue;
         const Tile& tile = p_.tiles[t];

@@ -67,8 +67,8 @@ public:
         std::vector<int> host_loops;       // loops the host runs around the launch (indices)
         bool serial = false;               // worker 0's code: it keeps its register file
     };
-    KernelEmitter(const Program& p, const RegisterFileLayout& layout, const std::vector<bool>& fp32_arrays)
-        : p_(p), layout_(layout), fp32_arrays_(fp32_arrays) {}
+    KernelEmitter(const Program& p, const RegisterFileLayout& layout, const std::vector<bool>& fp32_arrays, bool tensor_cores)
+        : p_(p), layout_(layout), fp32_arrays_(fp32_arrays), tensor_cores_(tensor_cores) {}
     // serial_writes: what worker 0 may have left in the register file before this launch;
     // read_later: what code after it (or anywhere, in a host loop) reads, which serial code keeps.
     EmittedKernel emit(const Shape& shape, const Footprint& serial_writes, const Footprint& read_later);
@@ -77,6 +77,7 @@ private:
     const Program& p_;
     const RegisterFileLayout& layout_;
     const std::vector<bool>& fp32_arrays_;  // kept in fp32 whatever the run's dtype
+    bool tensor_cores_;                      // products of whole fragments on the tensor cores
     bool per_thread_ = false;
     int threads_ = 256;
     int indent_ = 1;

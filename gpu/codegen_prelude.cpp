@@ -13,6 +13,7 @@ namespace {
 constexpr const char* kPrelude = R"cuda(// ---- toysim's device prelude (gpu/codegen_prelude.cpp) ----
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <mma.h>
 
 // Storage types; arithmetic is fp32.
 __device__ __forceinline__ float to_float(float x) { return x; }
@@ -29,6 +30,10 @@ __device__ __forceinline__ void store_to(__nv_bfloat16* p, float v) { *p = __flo
 __device__ __forceinline__ void atomic_add_to(float* p, float v) { atomicAdd(p, v); }
 __device__ __forceinline__ void atomic_add_to(__half* p, float v) { atomicAdd(p, __float2half_rn(v)); }
 __device__ __forceinline__ void atomic_add_to(__nv_bfloat16* p, float v) { atomicAdd(p, __float2bfloat16_rn(v)); }
+
+// The type T when kFirst holds, else F (no <type_traits> under NVRTC).
+template <bool kFirst, typename T, typename F> struct pick_type { using type = T; };
+template <typename T, typename F> struct pick_type<false, T, F> { using type = F; };
 
 // NaN propagates through max, whatever the operand order (as the simulator's max).
 __device__ __forceinline__ float toysim_max(float a, float b) { return a >= b ? a : (b > a ? b : a + b); }
@@ -247,6 +252,48 @@ __device__ __forceinline__ void tile_product4(float* out, int os, const float* a
                 }
         }
     }
+}
+// out = a·b (+ c) on the tensor cores (sm_80 and later): a warp per 16×16 block of the
+// result, from 16×8 and 8×16 fragments of the tiles rounded to tf32 (10 bits of mantissa, as
+// fp16 has), summed in fp32. kAT, kBT: the operand is a tile transposed (read column-major).
+// c, when not null, is where the sums start (the destination itself, for MAC onto it).
+// tc_fits: the shapes are whole fragments (edge tiles take the CUDA-core loops).
+__device__ __forceinline__ bool tc_fits(int rows, int cols, int inner) {
+#if __CUDA_ARCH__ >= 800
+    return rows % 16 == 0 && cols % 16 == 0 && inner % 8 == 0;
+#else
+    return false;
+#endif
+}
+template <bool kAT, bool kBT>
+__device__ __forceinline__ void tile_product_tc(float* out, int os, const float* a, int as, const float* b, int bs, const float* c, int cs, int rows,
+                                                int cols, int inner) {
+#if __CUDA_ARCH__ >= 800
+    using namespace nvcuda;
+    struct RowA { using type = wmma::row_major; };
+    struct ColA { using type = wmma::col_major; };
+    using LayoutA = typename pick_type<kAT, ColA, RowA>::type::type;
+    using LayoutB = typename pick_type<kBT, ColA, RowA>::type::type;
+    const int across = cols / 16, blocks = (rows / 16) * across;
+    for (int t = threadIdx.x / 32; t < blocks; t += blockDim.x / 32) {
+        const int i0 = (t / across) * 16, j0 = (t % across) * 16;
+        wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
+        if (c) wmma::load_matrix_sync(acc, c + i0 * cs + j0, cs, wmma::mem_row_major);
+        else wmma::fill_fragment(acc, 0.f);
+        for (int k = 0; k < inner; k += 8) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, LayoutA> fa;
+            wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, LayoutB> fb;
+            wmma::load_matrix_sync(fa, kAT ? a + k * as + i0 : a + i0 * as + k, as);
+            wmma::load_matrix_sync(fb, kBT ? b + j0 * bs + k : b + k * bs + j0, bs);
+#pragma unroll
+            for (int e = 0; e < fa.num_elements; ++e) fa.x[e] = wmma::__float_to_tf32(fa.x[e]);
+#pragma unroll
+            for (int e = 0; e < fb.num_elements; ++e) fb.x[e] = wmma::__float_to_tf32(fb.x[e]);
+            wmma::mma_sync(acc, fa, fb, acc);
+        }
+        wmma::store_matrix_sync(out + i0 * os + j0, acc, os, wmma::mem_row_major);
+    }
+#endif
 }
 // Worker 0's tile to or from the register file in global memory (between launches).
 __device__ __forceinline__ void tile_copy(float* out, int os, const float* in, int is, int rows, int cols) {

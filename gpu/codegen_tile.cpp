@@ -231,14 +231,28 @@ void KernelEmitter::tile(std::int32_t pc) {
             const bool b_transposed = in[1].transposed;
             const bool fast = !in[0].transposed && std::stoll(stride(in[0].tile)) % 4 == 0 && std::stoll(stride(in[1].tile)) % 4 == 0 &&
                               (b_transposed || tn == 4);
+            const bool aligned = std::stoll(stride(in[0].tile)) % 4 == 0 && std::stoll(stride(in[1].tile)) % 4 == 0;
             auto call = [&](bool staged) {
                 std::string generic = fmt::format("tile_product<{}, {}, {}>(out_ptr, {}, src_a, src_b, {}, {}, rows, cols, inner);", tm, tn,
                                                   staged ? "true" : "false", os, c_view, has_c);
-                if (!fast) return generic;
                 std::string quick = fmt::format("tile_product4<{}, {}, {}, {}>(out_ptr, {}, {}, {}, {}, {}, {}, {}, rows, cols, inner);", tm, tn,
                                                 staged ? "true" : "false", b_transposed ? "true" : "false", os, tile_name_[static_cast<size_t>(in[0].tile)],
                                                 stride(in[0].tile), tile_name_[static_cast<size_t>(in[1].tile)], stride(in[1].tile), c_view, has_c);
-                return fmt::format("if (inner % 4 == 0{}) {} else {}", b_transposed ? "" : " && cols % 4 == 0", quick, generic);
+                std::string cuda_cores = fast ? fmt::format("if (inner % 4 == 0{}) {} else {}", b_transposed ? "" : " && cols % 4 == 0", quick, generic)
+                                              : generic;
+                // The tensor cores, for whole fragments: not when the destination is also a or b
+                // (staged), nor onto a c that is broadcast.
+                const bool c_tile = sources < 3 || (in[2].tile >= 0 && !in[2].transposed && std::stoll(stride(in[2].tile)) % 4 == 0);
+                if (!tensor_cores_ || staged || !dest_tile || !aligned || std::stoll(os) % 4 != 0 || !c_tile) return cuda_cores;
+                const std::string c_ptr = sources == 3 ? tile_name_[static_cast<size_t>(in[2].tile)] : "nullptr";
+                const std::string c_stride = sources == 3 ? stride(in[2].tile) : "0";
+                std::string fits = "tc_fits(rows, cols, inner)";
+                if (sources == 3) fits += fmt::format(" && {} == rows && {} == cols", in[2].rows, in[2].cols);
+                std::string tc = fmt::format("tile_product_tc<{}, {}>(out_ptr, {}, {}, {}, {}, {}, {}, {}, rows, cols, inner);",
+                                             in[0].transposed ? "true" : "false", b_transposed ? "true" : "false", os,
+                                             tile_name_[static_cast<size_t>(in[0].tile)], stride(in[0].tile), tile_name_[static_cast<size_t>(in[1].tile)],
+                                             stride(in[1].tile), c_ptr, c_stride);
+                return fmt::format("if ({}) {} else {}", fits, tc, cuda_cores);
             };
             if (in_place == "true" || in_place == "false") {
                 line(call(in_place == "false"));

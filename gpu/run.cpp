@@ -168,7 +168,7 @@ bool runs_generated(const Program& p, std::string_view kernel) { return kernel =
 
 GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     GpuRunResult result;
-    if (runs_generated(p, options.kernel)) result.generated = generate_cuda(p, options.dtype);
+    if (runs_generated(p, options.kernel)) result.generated = generate_cuda(p, options.dtype, options.tensor_cores);
     const KernelSpec& kernel = result.generated ? result.generated->spec : program_kernel(p, options.kernel);
     const Loc at = p.tree->gpu_kernel ? p.tree->gpu_kernel->loc : Loc{};
     result.kernel = &kernel;

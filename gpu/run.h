@@ -32,6 +32,7 @@ struct GpuRunOptions {
     std::string kernel;
     std::int64_t heads = 1;
     DType dtype = DType::F32;
+    bool tensor_cores = true;  // generated CUDA: fp16/bf16 products of whole fragments on the tensor cores
     int warmups = 3;
     int repeats = 20;
     L2State measure = L2State::Off;  // also read each stage's DRAM and L2 traffic (CUPTI)

@@ -219,6 +219,7 @@ Commands define_commands(CLI::App& app, Options& o) {
         ->check(CLI::IsMember({"off", "cold", "warm"}));
     c.gpu_run->add_option("--exercise", o.exercise, "FILE is a solution of this exercise (a folder or a name, as 'toysim grade' takes it): "
                                                      "its spec's arrays, checks and parameters, run generated");
+    c.gpu_run->add_flag("--no-tensor-cores", o.no_tensor_cores, "generated CUDA: every product on the CUDA cores (in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores, in tf32)");
     add_format(c.gpu_run);
     c.gpu_run->footer("\nexamples:\n"
                       "  toysim gpu run programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64\n"
@@ -235,6 +236,7 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.gpu_cuda->add_option("--dtype", o.dtype, "storage type of the arrays: fp32, fp16 or bf16 (default fp32)")
         ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
     c.gpu_cuda->add_option("--exercise", o.exercise, "FILE is a solution of this exercise (a folder or a name, as 'toysim grade' takes it)");
+    c.gpu_cuda->add_flag("--no-tensor-cores", o.no_tensor_cores, "generated CUDA: every product on the CUDA cores (in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores, in tf32)");
     c.gpu_cuda->add_flag("--prelude", o.prelude, "also print the device prelude the module starts with (the tile loops)");
     c.gpu_cuda->add_flag("--compile", o.compile, "also compile it with NVRTC for sm_90 (no GPU needed) and say so, or print the compiler's errors");
     c.gpu_cuda->footer("\nexamples:\n"
@@ -251,6 +253,7 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.diff->add_option("--gpu", o.gpu_source, "live (run the kernel on this machine's GPU) or a saved 'toysim gpu run --format json' file");
     c.diff->add_option("--heads", o.heads, "live: batch × heads (default 1)")->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
     c.diff->add_option("--dtype", o.dtype, "live: fp32, fp16 or bf16")->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    c.diff->add_flag("--no-tensor-cores", o.no_tensor_cores, "generated CUDA: every product on the CUDA cores (in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores, in tf32)");
     c.diff->add_option("--measure", o.measure, "live: L2 cold (flushed first, the default) or warm")->check(CLI::IsMember({"cold", "warm"}));
     c.diff->add_option("--sweep", o.sweep, "live: NAME=V1,V2,... runs the kernel at each value (n=1024,4096,16384)");
     c.diff->add_option("--plot", o.plot, "with --sweep: write the traffic against the swept value as an SVG file");

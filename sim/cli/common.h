@@ -37,6 +37,7 @@ struct Options {
     std::string gpu_source = "live";         // diff: live, or a saved gpu run JSON
     std::string kernel;                      // gpu run, diff: a version of the program's kernel (--kernel)
     bool prelude = false, compile = false;   // gpu cuda
+    bool no_tensor_cores = false;            // gpu run, gpu cuda, diff: generated products on the CUDA cores only
     std::string sweep;                       // diff, compare: NAME=V1,V2,...
     std::string plot;                        // diff --sweep, sweep, compare --sweep: a plot to write
     std::string plot_y = "traffic";          // sweep, compare --sweep: what the plot draws: traffic or cycles

@@ -39,6 +39,7 @@ int gpu_run_command(const Options& o, Context& ctx) {
     options.kernel = o.kernel;
     options.heads = o.heads;
     options.dtype = *gpu::parse_dtype(o.dtype);  // CLI11 accepted only the names
+    options.tensor_cores = !o.no_tensor_cores;
     options.warmups = o.warmups;
     options.repeats = o.repeats;
     options.measure = l2_state(o.measure);
@@ -60,7 +61,7 @@ int gpu_kernels_command(const Options& o, Context& ctx) {
 
 int gpu_cuda_command(const Options& o, Context& ctx) {
     Program program = load_gpu_program(o, ctx);
-    auto generated = gpu::generate_cuda(program, *gpu::parse_dtype(o.dtype));
+    auto generated = gpu::generate_cuda(program, *gpu::parse_dtype(o.dtype), !o.no_tensor_cores);
     if (o.prelude) ctx.out << gpu::device_prelude() << "\n";
     ctx.out << generated->source;
     if (!o.compile) return kOk;
@@ -86,6 +87,7 @@ gpu::GpuRunResult live_run(const Program& program, const Options& o) {
     options.kernel = o.kernel;
     options.heads = o.heads;
     options.dtype = *gpu::parse_dtype(o.dtype);
+    options.tensor_cores = !o.no_tensor_cores;
     options.measure = o.measure == "off" ? gpu::L2State::Cold : l2_state(o.measure);
     return gpu::gpu_run(program, options);
 }
