@@ -150,6 +150,20 @@ TEST_CASE("codegen: toysim gpu cuda prints the module, and --exercise reads a so
     CHECK(bad.code == 2);
 }
 
+TEST_CASE("codegen: fp16 and bf16 products of whole fragments take the tensor cores, unless told not to", "[codegen]") {
+    const ParamSettings shape = {{"n", 256}, {"d", 64}, {"Br", 64}, {"Bc", 64}};
+    auto half = generated("programs/attention/fa2.toy", shape, gpu::DType::F16);
+    CHECK(half->tensor_cores);
+    // Q·Kᵀ from nothing; P·V onto O (the destination itself), when its shape is the product's.
+    CHECK(contains(half->source, "if (tc_fits(rows, cols, inner)) tile_product_tc<false, true>(out_ptr, 68, q, 68, k, 68, nullptr, 0, rows, cols, inner);"));
+    CHECK(contains(half->source, "if (tc_fits(rows, cols, inner) && o_rows == rows && o_cols == cols) tile_product_tc<false, false>(out_ptr, 68, p, 68, v, 68, o, 68"));
+    auto plain = gpu::generate_cuda(build_file("programs/attention/fa2.toy", shape), gpu::DType::F16, false);
+    CHECK_FALSE(plain->tensor_cores);
+    CHECK_FALSE(contains(plain->source, "tile_product_tc<"));
+    auto fp32 = generated("programs/attention/fa2.toy", shape, gpu::DType::F32);
+    CHECK_FALSE(contains(fp32->source, "tile_product_tc<"));  // fp32 runs keep fp32 products
+}
+
 TEST_CASE("codegen: every shipped program and exercise solution compiles with NVRTC", "[codegen][nvrtc]") {
     std::string why;
     if (!gpu::nvrtc_available(&why)) SKIP("no NVRTC: " << why);
