@@ -110,7 +110,7 @@ TEST_CASE("codegen: standard_tiled is three grids, and a scalar grid runs a thre
 }
 
 TEST_CASE("codegen: tiles shared memory cannot hold go to global memory", "[codegen]") {
-    // fa2_gqa at G = 4, Br = 64: four 256×64 tiles, 266 KiB of them.
+    // fa2_gqa at G = 4, Br = 64: four 256×64 tiles (q, o, s, p), 272 KiB of them with their padding.
     auto g = generated("programs/attention/fa2_gqa.toy", {{"n", 256}, {"d", 64}, {"Br", 64}, {"Bc", 64}, {"G", 4}, {"Hkv", 2}});
     bool spilled = false;
     for (const auto& k : g->kernels) {
