@@ -6,10 +6,13 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "gpu/codegen.h"
 #include "gpu/nvrtc.h"
 #include "sim/grade/grade.h"
+#include "sim/print/gpu_report.h"
 #include "tests/support.h"
 
 using namespace toysim;
@@ -162,6 +165,49 @@ TEST_CASE("codegen: fp16 and bf16 products of whole fragments take the tensor co
     CHECK_FALSE(contains(plain->source, "tile_product_tc<"));
     auto fp32 = generated("programs/attention/fa2.toy", shape, gpu::DType::F32);
     CHECK_FALSE(contains(fp32->source, "tile_product_tc<"));  // fp32 runs keep fp32 products
+}
+
+TEST_CASE("codegen: toysim diff reads a saved run of generated CUDA back against its program", "[codegen]") {
+    const std::string fa2 = std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/fa2.toy";
+    gpu::GpuRunResult r;
+    r.generated = gpu::generate_cuda(build_file("programs/attention/fa2.toy", {{"n", 7}, {"d", 3}, {"Br", 3}, {"Bc", 2}}), gpu::DType::F16);
+    r.kernel = &r.generated->spec;
+    r.params = {{"n", 7}, {"d", 3}, {"Br", 3}, {"Bc", 2}, {"P", 1}};  // what gpu run records: every parameter
+    r.heads = 2;
+    r.dtype = gpu::DType::F16;
+    r.device.name = "Test GPU";
+    r.device.sm_count = 132;
+    r.device.l2_bytes = 50 << 20;
+    gpu::StageResult stage;
+    stage.name = r.kernel->stages[0];
+    stage.reads = {42, 126, 126, 0, 0};  // Q, K, V, O, L: n·d, n·d·Tr, n·d·Tr × 2 heads
+    stage.writes = {0, 0, 0, 42, 14};
+    stage.time.ms = {1.0f};
+    r.launch.stages = {stage};
+    r.launch.total.ms = {1.0f};
+    for (size_t a = 0; a < 5; ++a)
+        r.traffic.push_back({std::string(r.kernel->arrays[a].name), 2, stage.reads[a], stage.writes[a], stage.reads[a], stage.writes[a]});
+    const fs::path file = fs::temp_directory_path() / "toysim-test-generated-run.json";
+    {
+        std::ofstream out(file);
+        out << format_gpu_run("fa2.toy", r, Format::Json);
+    }
+    auto d = run_cli({"diff", fa2, "--gpu", file.string(), "--format", "csv"});
+    INFO(d.err);
+    CHECK(d.code == 0);
+    CHECK(contains(d.out, "reads(K),126,126,"));  // simulated × heads, counted
+    CHECK(contains(d.out, "parallel for i (line 79)"));
+    // Another program's parameters disagree with the file's, named.
+    auto other = run_cli({"diff", fa2, "--gpu", file.string(), "--set", "n=8"});
+    CHECK(other.code == 2);
+    CHECK(contains(other.err, "--set n=8: the GPU results in"));
+    // Without the program (a bare read), a generated run says so.
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    CHECK_THROWS_WITH(parse_gpu_run(text.str(), "saved.json"),
+                      "saved.json: not the JSON of a `toysim gpu run`: it is a run of generated CUDA, which only its program can read back");
+    fs::remove(file);
 }
 
 TEST_CASE("codegen: every shipped program and exercise solution compiles with NVRTC", "[codegen][nvrtc]") {

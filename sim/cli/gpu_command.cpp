@@ -180,7 +180,15 @@ int diff_command(const Options& o, Context& ctx) {
         if (!in) throw ToyError(fmt::format("--gpu {}: cannot read the file", quoted_name(o.gpu_source)));
         std::ostringstream text;
         text << in.rdbuf();
-        result = parse_gpu_run(text.str(), o.gpu_source);
+        // A run of generated CUDA: the module this program makes at the run's parameters.
+        auto generate = [&](const ParamSettings& params, gpu::DType dtype) {
+            gpu::GpuRunResult settings_only;
+            settings_only.params = params;
+            settings_only.heads = o.heads_given ? o.heads : 1;
+            settings_only.dtype = dtype;
+            return gpu::generate_cuda(load_program(o.file, saved_run_settings(o, settings_only), ctx), dtype, !o.no_tensor_cores);
+        };
+        result = parse_gpu_run(text.str(), o.gpu_source, generate);
         if (!o.kernel.empty() && result.kernel->name != o.kernel)
             throw ToyError(fmt::format("--kernel {}: the GPU results in {} are of kernel {}", o.kernel, o.gpu_source, result.kernel->name));
         program = load_program(o.file, saved_run_settings(o, result), ctx);

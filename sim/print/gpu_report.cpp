@@ -1,5 +1,7 @@
 #include "sim/print/gpu_report.h"
 
+#include "gpu/codegen.h"
+
 #include <cmath>
 #include <fmt/format.h>
 
@@ -231,7 +233,7 @@ std::string format_kernel_catalog(Format format) {
     return render_table(t, format);
 }
 
-gpu::GpuRunResult parse_gpu_run(const std::string& text, const std::string& path) {
+gpu::GpuRunResult parse_gpu_run(const std::string& text, const std::string& path, const GenerateForRun& generate) {
     auto bad = [&](const std::string& why) -> ToyError {
         return ToyError(fmt::format("{}: not the JSON of a `toysim gpu run`: {}", path, why));
     };
@@ -239,13 +241,23 @@ gpu::GpuRunResult parse_gpu_run(const std::string& text, const std::string& path
     if (j.is_discarded() || !j.is_object()) throw bad("it does not parse as a JSON object");
     try {
         gpu::GpuRunResult r;
-        r.kernel = gpu::find_kernel(j.at("kernel").get<std::string>());
-        if (!r.kernel) throw bad(fmt::format("no kernel is named {}", j.at("kernel").dump()));
-        for (const auto& param : r.kernel->params) r.params.emplace_back(std::string(param.name), j.at("params").at(std::string(param.name)).get<std::int64_t>());
         r.heads = j.at("heads").get<std::int64_t>();
         auto dtype = gpu::parse_dtype(j.at("dtype").get<std::string>());
         if (!dtype) throw bad("its dtype is not fp32, fp16 or bf16");
         r.dtype = *dtype;
+        const std::string kernel = j.at("kernel").get<std::string>();
+        if (kernel == "generated") {
+            // Every parameter the run recorded; the module made from them names the stages and arrays.
+            for (const auto& [name, value] : j.at("params").items()) r.params.emplace_back(name, value.get<std::int64_t>());
+            if (!generate) throw bad("it is a run of generated CUDA, which only its program can read back");
+            r.generated = generate(r.params, r.dtype);
+            r.kernel = &r.generated->spec;
+        } else {
+            r.kernel = gpu::find_kernel(kernel);
+            if (!r.kernel) throw bad(fmt::format("no kernel is named {}", j.at("kernel").dump()));
+            for (const auto& param : r.kernel->params)
+                r.params.emplace_back(std::string(param.name), j.at("params").at(std::string(param.name)).get<std::int64_t>());
+        }
         r.warmups = j.value("warmups", 0);
         const json& d = j.at("device");
         r.device.name = d.at("name").get<std::string>();

@@ -1,6 +1,9 @@
 // Printers for `toysim gpu`: a GPU run (table, markdown, csv, json) and the kernel catalog.
 #pragma once
 
+#include <functional>
+#include <memory>
+
 #include <string>
 
 #include "gpu/run.h"
@@ -21,7 +24,10 @@ namespace toysim {
 
 // A `toysim gpu run --format json` read back (the fields `toysim diff` uses: kernel, params,
 // heads, dtype, device, launches with their counts and measurements). Throws ToyError naming
-// `path` when the text is not such a result.
-gpu::GpuRunResult parse_gpu_run(const std::string& text, const std::string& path);
+// `path` when the text is not such a result. A run of generated CUDA (kernel "generated") is
+// read against the module `generate` makes from the run's parameters and dtype: its stages and
+// arrays are the program's.
+using GenerateForRun = std::function<std::shared_ptr<const gpu::GeneratedProgram>(const ParamSettings& params, gpu::DType dtype)>;
+gpu::GpuRunResult parse_gpu_run(const std::string& text, const std::string& path, const GenerateForRun& generate = {});
 
 }  // namespace toysim
