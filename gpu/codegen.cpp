@@ -175,13 +175,7 @@ private:
         const Footprint& before = host_loops.empty() ? serial_writes_so_far_ : serial_writes_;
         EmittedKernel emitted = e.emit(shape, before, read_after(item.first, !host_loops.empty()));
         if (item.kind == Item::Kind::Serial) serial_writes_so_far_.add(footprint(p_, item.first, item.last));
-        k.per_thread = emitted.per_thread;
-        k.threads = emitted.threads;
-        k.shared_bytes = emitted.shared_bytes;
-        k.spill_floats = emitted.spill_floats;
-        k.largest_tile = emitted.largest_tile;
-        k.largest_tile_bytes = emitted.largest_tile_bytes;
-        k.largest_tile_loc = emitted.largest_tile_loc;
+        static_cast<KernelLaunchFacts&>(k) = emitted;
         out_.source += emitted.source;
         out_.kernels.push_back(std::move(k));
         return index;

@@ -34,19 +34,23 @@
 
 namespace toysim::gpu {
 
-// One kernel of the generated module: a grid, or a run of serial code.
-struct GeneratedKernel {
-    std::string function;            // the timed variant's name; the counting one adds "_count"
+// How a kernel launches and what a block needs: what writing it decided (KernelEmitter::emit).
+struct KernelLaunchFacts {
     bool per_thread = false;         // scalar code: one thread per iteration (else a block per iteration)
     int threads = 256;               // block size
     std::int64_t shared_bytes = 0;   // dynamic shared memory of a block: the tiles and scalar registers
     std::int64_t spill_floats = 0;   // a block's tiles in global memory, where shared memory cannot hold them all
-    std::vector<LoopInfo> grid;      // the grid's loops, outermost first; empty: serial code (one iteration)
-    Loc loc;                         // the grid's `parallel for`, or the serial code's first instruction
     // The tile that takes the most shared memory, for the message when a block's do not fit.
     std::string largest_tile;
     std::int64_t largest_tile_bytes = 0;
     Loc largest_tile_loc;
+};
+
+// One kernel of the generated module: a grid, or a run of serial code.
+struct GeneratedKernel : KernelLaunchFacts {
+    std::string function;            // the timed variant's name; the counting one adds "_count"
+    std::vector<LoopInfo> grid;      // the grid's loops, outermost first; empty: serial code (one iteration)
+    Loc loc;                         // the grid's `parallel for`, or the serial code's first instruction
 };
 
 // The host's schedule: launches, and serial loops around them.

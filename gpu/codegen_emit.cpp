@@ -15,8 +15,6 @@ namespace toysim::gpu {
 
 namespace {
 
-constexpr int kBlockThreads = 256;    // a block per iteration: its threads share the tile loops
-constexpr int kThreadsPerBlock = 128;  // a thread per iteration: iterations per block
 // The most shared memory a block can have on the GPUs toysim targets (an H100: 227 KiB).
 constexpr std::int64_t kSharedMemoryBudget = 227 * 1024;
 constexpr const char* kSpillPerBlockMarker = "@SPILL@";

@@ -4,10 +4,13 @@
 #include <string>
 #include <vector>
 
-#include "gpu/kernels.h"
+#include "gpu/codegen.h"
 #include "sim/lower/program.h"
 
 namespace toysim::gpu {
+
+inline constexpr int kBlockThreads = 256;    // a block per iteration: its threads share the tile loops
+inline constexpr int kThreadsPerBlock = 128;  // a thread per iteration: iterations per block
 
 // The semantics column of the ISA table (isa/opcodes.h) with the domain's methods as the
 // prelude's struct D has them: D.add(c, D.mul(a, b)) -> D::add(c, D::mul(a, b)).
@@ -47,15 +50,8 @@ private:
     std::int64_t register_offset_ = 0, registers_ = 1, total_ = 0;
 };
 
-struct EmittedKernel {
+struct EmittedKernel : KernelLaunchFacts {
     std::string source;
-    bool per_thread = false;
-    int threads = 256;
-    std::int64_t shared_bytes = 0;
-    std::int64_t spill_floats = 0;
-    std::string largest_tile;
-    std::int64_t largest_tile_bytes = 0;
-    Loc largest_tile_loc;
 };
 
 class KernelEmitter {

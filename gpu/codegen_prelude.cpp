@@ -147,6 +147,18 @@ __device__ __forceinline__ void tile_map_staged(float* out, int os, int rows, in
         if (e < rows * cols) out[(e / cols) * os + e % cols] = v[k];
     }
 }
+// A thread's TM×TN block of a product's result, row r at row(r) and column q at column(q),
+// written where it falls inside rows×cols.
+template <int TM, int TN, typename Row, typename Column>
+__device__ __forceinline__ void write_block(float* out, int os, const float (&acc)[TM][TN], int rows, int cols, Row row, Column column) {
+#pragma unroll
+    for (int r = 0; r < TM; ++r)
+#pragma unroll
+        for (int q = 0; q < TN; ++q) {
+            const int i = row(r), j = column(q);
+            if (i < rows && j < cols) out[i * os + j] = acc[r][q];
+        }
+}
 // out = a·b (+ c): each thread a TM×TN block of the result, its rows and columns strided
 // across the block so that a warp reads consecutive shared-memory words. kStaged: the
 // destination is also a source; every thread has at most one block (the generator chose TM
@@ -180,15 +192,7 @@ __device__ __forceinline__ void tile_product(float* out, int os, View a, View b,
             }
         }
         if constexpr (kStaged) __syncthreads();
-        if (mine) {
-#pragma unroll
-            for (int r = 0; r < TM; ++r)
-#pragma unroll
-                for (int q = 0; q < TN; ++q) {
-                    const int i = ti + r * rt, j = tj + q * ct;
-                    if (i < rows && j < cols) out[i * os + j] = acc[r][q];
-                }
-        }
+        if (mine) write_block(out, os, acc, rows, cols, [&](int r) { return ti + r * rt; }, [&](int q) { return tj + q * ct; });
     }
 }
 // The same product reading shared memory 16 bytes at a time: 4 consecutive k of a's rows
@@ -242,15 +246,7 @@ __device__ __forceinline__ void tile_product4(float* out, int os, const float* a
             }
         }
         if constexpr (kStaged) __syncthreads();
-        if (mine) {
-#pragma unroll
-            for (int r = 0; r < TM; ++r)
-#pragma unroll
-                for (int q = 0; q < TN; ++q) {
-                    const int i = ti + r * rt, j = kBT ? tj + q * ct : tj * TN + q;
-                    if (i < rows && j < cols) out[i * os + j] = acc[r][q];
-                }
-        }
+        if (mine) write_block(out, os, acc, rows, cols, [&](int r) { return ti + r * rt; }, [&](int q) { return kBT ? tj + q * ct : tj * TN + q; });
     }
 }
 // out = a·b (+ c) on the tensor cores (sm_80 and later): a warp per 16×16 block of the

@@ -12,7 +12,6 @@ namespace toysim::gpu {
 
 namespace {
 
-constexpr int kBlockThreads = 256;
 
 // The difference of two affine forms (an end minus a start: a slice's width).
 Affine minus(const Affine& a, const Affine& b) {

@@ -111,6 +111,9 @@ __host__ __device__ constexpr long long min_ll(long long a, long long b) { retur
 // gives a block; otherwise opts the kernel in to `bytes` of dynamic shared memory.
 void require_shared_memory(const void* kernel, long long bytes, const StageArgs& args, const char* kernel_name, const char* advice);
 
+// Throws GpuError naming `what` with the CUDA error's text when `status` is not success.
+void cuda_check(cudaError_t status, const char* what);
+
 // Throws GpuError with the CUDA error's text if the last launch failed.
 void check_launch(const char* kernel_name);
 

@@ -16,10 +16,6 @@ namespace toysim::gpu {
 
 namespace {
 
-void check(cudaError_t status, const char* what) {
-    if (status != cudaSuccess) throw GpuError(std::string(what) + ": " + cudaGetErrorString(status) + " (" + cudaGetErrorName(status) + ")");
-}
-
 // Must match the prelude's struct HostVars.
 struct HostVars {
     long long v[8];
@@ -95,7 +91,7 @@ struct GeneratedRunner {
             if (spill) cudaFree(spill);
             spill = nullptr;
             spill_floats = 0;
-            check(cudaMalloc(reinterpret_cast<void**>(&spill), std::max(spill_needed, spill_here) * sizeof(float)),
+            cuda_check(cudaMalloc(reinterpret_cast<void**>(&spill), std::max(spill_needed, spill_here) * sizeof(float)),
                   "allocating global memory for the tiles that shared memory cannot hold");
             spill_floats = std::max(spill_needed, spill_here);
         }
@@ -115,7 +111,7 @@ struct GeneratedRunner {
                                                               static_cast<size_t>(kernel.shared_bytes)) == cudaSuccess)
                 *args.resident_blocks = resident;
         }
-        check(cudaLaunchKernel(reinterpret_cast<const void*>(function), grid, dim3(static_cast<unsigned>(kernel.threads)), params.data(),
+        cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(function), grid, dim3(static_cast<unsigned>(kernel.threads)), params.data(),
                                static_cast<size_t>(kernel.shared_bytes), args.stream),
               ("launching " + kernel.function).c_str());
     }
@@ -138,11 +134,11 @@ struct GeneratedRunner {
 
 std::shared_ptr<GeneratedRunner> make_generated_runner(const GeneratedProgram& program, const std::string& image, std::int64_t heads) {
     auto runner = std::make_shared<GeneratedRunner>(GeneratedRunner{program, heads});
-    check(cudaLibraryLoadData(&runner->library, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "loading the generated module");
+    cuda_check(cudaLibraryLoadData(&runner->library, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "loading the generated module");
     for (const GeneratedKernel& k : program.kernels) {
         cudaKernel_t timed = nullptr, counted = nullptr;
-        check(cudaLibraryGetKernel(&timed, runner->library, k.function.c_str()), ("finding " + k.function).c_str());
-        check(cudaLibraryGetKernel(&counted, runner->library, (k.function + "_count").c_str()), ("finding " + k.function + "_count").c_str());
+        cuda_check(cudaLibraryGetKernel(&timed, runner->library, k.function.c_str()), ("finding " + k.function).c_str());
+        cuda_check(cudaLibraryGetKernel(&counted, runner->library, (k.function + "_count").c_str()), ("finding " + k.function + "_count").c_str());
         for (cudaKernel_t f : {timed, counted})
             if (k.shared_bytes > 48 * 1024)
                 cudaFuncSetAttribute(reinterpret_cast<const void*>(f), cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(k.shared_bytes));
@@ -151,10 +147,10 @@ std::shared_ptr<GeneratedRunner> make_generated_runner(const GeneratedProgram& p
         runner->counted.push_back(counted);
     }
     const std::size_t regfile_bytes = static_cast<std::size_t>(std::max<std::int64_t>(program.regfile_floats, 1) * heads) * sizeof(float);
-    check(cudaMalloc(reinterpret_cast<void**>(&runner->regfile), regfile_bytes), "allocating the register file");
-    check(cudaMemset(runner->regfile, 0, regfile_bytes), "clearing the register file");
-    check(cudaMalloc(reinterpret_cast<void**>(&runner->fault), 2 * sizeof(int)), "allocating the fault word");
-    check(cudaMemset(runner->fault, 0, 2 * sizeof(int)), "clearing the fault word");
+    cuda_check(cudaMalloc(reinterpret_cast<void**>(&runner->regfile), regfile_bytes), "allocating the register file");
+    cuda_check(cudaMemset(runner->regfile, 0, regfile_bytes), "clearing the register file");
+    cuda_check(cudaMalloc(reinterpret_cast<void**>(&runner->fault), 2 * sizeof(int)), "allocating the fault word");
+    cuda_check(cudaMemset(runner->fault, 0, 2 * sizeof(int)), "clearing the fault word");
     return runner;
 }
 
@@ -165,7 +161,7 @@ void run_generated_stage(GeneratedRunner& runner, int stage, const StageArgs& ar
 
 void check_generated_fault(GeneratedRunner& runner) {
     int word[2] = {0, 0};
-    check(cudaMemcpy(word, runner.fault, sizeof word, cudaMemcpyDeviceToHost), "reading the fault word");
+    cuda_check(cudaMemcpy(word, runner.fault, sizeof word, cudaMemcpyDeviceToHost), "reading the fault word");
     if (word[0] == 0) return;
     const std::size_t pc = static_cast<std::size_t>(word[0] - 1);
     const GeneratedProgram& p = runner.program;

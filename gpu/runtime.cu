@@ -33,10 +33,6 @@ extern const int kAttentionTensorCoreKernelCount;
 
 namespace {
 
-void cuda_check(cudaError_t status, const char* what) {
-    if (status != cudaSuccess) throw GpuError(std::string(what) + ": " + cudaGetErrorString(status) + " (" + cudaGetErrorName(status) + ")");
-}
-
 StageLauncher find_launcher(std::string_view name) {
     struct Table {
         const KernelEntry* entries;
@@ -124,6 +120,10 @@ std::string gib(double bytes) {
 }  // namespace
 
 bool built_with_cuda() { return true; }
+
+void cuda_check(cudaError_t status, const char* what) {
+    if (status != cudaSuccess) throw GpuError(std::string(what) + ": " + cudaGetErrorString(status) + " (" + cudaGetErrorName(status) + ")");
+}
 
 DeviceInfo query_device() {
     int count = 0;
