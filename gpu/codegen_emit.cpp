@@ -190,35 +190,58 @@ void KernelEmitter::enter_loop(const LoopInfo& l, bool emit_for) {
     }
 }
 
-void KernelEmitter::barrier() {
-    const bool any = std::find(pending_read_.begin(), pending_read_.end(), true) != pending_read_.end() ||
-                     std::find(pending_write_.begin(), pending_write_.end(), true) != pending_write_.end();
-    if (any && !per_thread_) line("__syncthreads();");
-    std::fill(pending_read_.begin(), pending_read_.end(), false);
-    std::fill(pending_write_.begin(), pending_write_.end(), false);
+namespace {
+constexpr unsigned char kReadRows = 1, kWriteRows = 2, kReadAny = 4, kWriteAny = 8;
 }
 
-// A tile instruction needs the block to wait only where another thread may still be writing
-// what it reads, or reading or writing what it writes (since the last barrier): consecutive
-// instructions on different tiles run without one.
-void KernelEmitter::barrier_before(std::int32_t pc) {
-    const Footprint f = footprint(p_, pc, pc + 1);
-    std::vector<bool> reads = f.tiles_read, writes = f.tiles_written;
-    reads.push_back(f.registers_read);
-    writes.push_back(f.registers_written);
-    bool conflict = false;
-    for (size_t k = 0; k < reads.size(); ++k)
-        if ((reads[k] && pending_write_[k]) || (writes[k] && (pending_read_[k] || pending_write_[k]))) conflict = true;
-    if (conflict) barrier();
-    for (size_t k = 0; k < reads.size(); ++k) {
-        pending_read_[k] = pending_read_[k] || reads[k];
-        pending_write_[k] = pending_write_[k] || writes[k];
+KernelEmitter::Sync KernelEmitter::needed(const std::vector<Access>& next) const {
+    Sync s = Sync::None;
+    for (const Access& a : next) {
+        const unsigned char b = block_[a.slot], w = warp_[a.slot];
+        const bool block = a.rows ? (a.write ? b & (kReadAny | kWriteAny) : b & kWriteAny) : (a.write ? b != 0 : b & (kWriteRows | kWriteAny));
+        if (block) return Sync::Block;
+        if (a.rows && (a.write ? w != 0 : (w & kWriteRows) != 0)) s = Sync::Warp;
+    }
+    return s;
+}
+
+void KernelEmitter::sync(Sync s) {
+    auto any = [](const std::vector<unsigned char>& v) { return std::find_if(v.begin(), v.end(), [](unsigned char f) { return f != 0; }) != v.end(); };
+    if (s == Sync::Block) {
+        if (any(block_) && !per_thread_) line("__syncthreads();");
+        std::fill(block_.begin(), block_.end(), 0);
+        std::fill(warp_.begin(), warp_.end(), 0);
+    } else if (s == Sync::Warp) {
+        if (any(warp_) && !per_thread_) line("__syncwarp();");
+        std::fill(warp_.begin(), warp_.end(), 0);
     }
 }
 
+void KernelEmitter::note(const std::vector<Access>& done) {
+    for (const Access& a : done) {
+        block_[a.slot] |= a.rows ? (a.write ? kWriteRows : kReadRows) : (a.write ? kWriteAny : kReadAny);
+        if (a.rows) warp_[a.slot] |= a.write ? kWriteRows : kReadRows;
+    }
+}
+
+std::vector<Access> KernelEmitter::accesses(std::int32_t first, std::int32_t last) const {
+    std::vector<Access> out;
+    for (std::int32_t pc = first; pc < last; ++pc)
+        if (is_instruction(p_.code[static_cast<size_t>(pc)].code)) {
+            const std::vector<Access> more = accesses(pc);
+            out.insert(out.end(), more.begin(), more.end());
+        }
+    return out;
+}
+
 void KernelEmitter::instruction(std::int32_t pc) {
-    if (p_.code[static_cast<size_t>(pc)].code == Code::Tile) barrier_before(pc);
-    else barrier();  // scalar code runs on thread 0 and is followed by its own barrier
+    if (p_.code[static_cast<size_t>(pc)].code == Code::Tile) {
+        const std::vector<Access> mine = accesses(pc);
+        sync(needed(mine));
+        note(mine);
+    } else {
+        barrier();  // scalar code runs on thread 0 and is followed by its own barrier
+    }
     comment_source(p_.origin[static_cast<size_t>(pc)]->loc);
     if (p_.code[static_cast<size_t>(pc)].code == Code::Tile) tile(pc);
     else scalar(pc);
@@ -300,8 +323,13 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     // The body first: it says which counters the kernel keeps.
     indent_ = 1;
     body_.clear();
-    pending_read_.assign(p_.tiles.size() + 1, false);
-    pending_write_.assign(p_.tiles.size() + 1, false);
+    block_.assign(p_.tiles.size() + 1, 0);
+    warp_.assign(p_.tiles.size() + 1, 0);
+    // A loop's body, against what is pending where it starts and where it goes round again
+    // (everything it does may come next); after it, what it left or (no iteration) what was
+    // pending before it.
+    struct Open { std::vector<Access> body; std::vector<unsigned char> block, warp; };
+    std::vector<Open> open;
     for (int l : shape.host_loops) enter_loop(p_.loops[static_cast<size_t>(l)], false);
     for (const LoopInfo& l : shape.grid) enter_loop(l, false);
     const std::string grid_and_host = [&] {
@@ -331,10 +359,22 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     for (std::int32_t pc = shape.first; pc < shape.last; ++pc) {
         const Inst& in = p_.code[static_cast<size_t>(pc)];
         if (in.code == Code::LoopBegin) {
-            barrier();
+            std::int32_t end = pc + 1;
+            for (int depth = 1; end < shape.last; ++end) {
+                const Code c = p_.code[static_cast<size_t>(end)].code;
+                depth += c == Code::LoopBegin ? 1 : c == Code::LoopEnd ? -1 : 0;
+                if (depth == 0) break;
+            }
+            Open o{accesses(pc + 1, end), {}, {}};
+            sync(needed(o.body));
+            o.block = block_, o.warp = warp_;
+            open.push_back(std::move(o));
             enter_loop(p_.loops[static_cast<size_t>(in.loop)], true);
         } else if (in.code == Code::LoopEnd) {
-            barrier();  // the next iteration's first instruction, or the code after the loop
+            const Open o = std::move(open.back());
+            open.pop_back();
+            sync(needed(o.body));  // the next iteration
+            for (size_t k = 0; k < block_.size(); ++k) block_[k] |= o.block[k], warp_[k] |= o.warp[k];
             --indent_;
             line("}");
         } else if (is_instruction(in.code)) {

@@ -50,6 +50,14 @@ private:
     std::int64_t register_offset_ = 0, registers_ = 1, total_ = 0;
 };
 
+// How a tile instruction touches a tile (slot: the tile's index) or the scalar registers
+// (slot: the number of tiles). `rows`: row i only by warp i mod 8, as the prelude's row-owned
+// loops do; otherwise by any thread of the block.
+struct Access {
+    size_t slot;
+    bool write, rows;
+};
+
 struct EmittedKernel : KernelLaunchFacts {
     std::string source;
 };
@@ -83,11 +91,19 @@ private:
     std::vector<bool> counted_reads_, counted_writes_;
     std::vector<std::string> array_name_, tile_name_;
 
-    // Barriers: what tile instructions since the last __syncthreads() read and wrote (tiles,
-    // then the scalar registers last); an instruction that would race with them waits first.
-    std::vector<bool> pending_read_, pending_write_;
-    void barrier();
-    void barrier_before(std::int32_t pc);
+    // Barriers: how tile instructions touched each slot since the last __syncthreads()
+    // (block_) and, row by row, since the last __syncwarp() (warp_); an instruction that would
+    // race with them waits first: for the block where another warp may be involved, for the
+    // warp where only its own rows are.
+    enum class Sync { None, Warp, Block };
+    std::vector<unsigned char> block_, warp_;
+    Sync needed(const std::vector<Access>& next) const;
+    void sync(Sync s);
+    void note(const std::vector<Access>& done);
+    void barrier() { sync(Sync::Block); }
+    std::vector<Access> accesses(std::int32_t pc) const;
+    std::vector<Access> accesses(std::int32_t first, std::int32_t last) const;
+    bool tensor_core_product(const struct TileInst& t) const;
 
     void line(const std::string& text);
     void comment_source(Loc loc);

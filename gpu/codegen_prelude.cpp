@@ -78,25 +78,74 @@ __device__ __forceinline__ bool broadcast(View& v, int rows, int cols, int out_r
 }
 
 // ---- block-cooperative tile loops: every thread of the block calls them ----
+//
+// Row i of every tile belongs to warp i mod 8 (its lanes along the row) in every loop below
+// but the staged ones, the tensor cores' and the register-file copies: so an instruction
+// that reads row i of its sources to write row i of its destination needs no block barrier
+// after one that wrote those rows, only the warp's (the generator places them: codegen_emit).
 
-// Calls f(i, j) for every element of a rows×cols block, spread over the block's threads: a
-// warp per row, its lanes along the row (consecutive words: coalesced in global memory,
-// conflict-free in shared memory); a column, a thread per row; short rows, a thread per element.
+// Calls f(i, j) for every element of a rows×cols block: this warp's rows, its lanes along a
+// row (consecutive words: coalesced in global memory, conflict-free in shared memory); rows
+// shorter than a warp, the warp's rows and columns flattened over its lanes.
 template <typename F>
 __device__ __forceinline__ void for_each_element(int rows, int cols, F f) {
-    if (cols == 1) {
-        for (int i = threadIdx.x; i < rows; i += blockDim.x) f(i, 0);
-    } else if (cols < 32) {
-        for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) f(e / cols, e % cols);
-    } else {
-        const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
-        for (int i = threadIdx.x / 32; i < rows; i += warps)
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    if (cols >= 32) {
+        for (int i = warp; i < rows; i += warps)
             for (int j = lane; j < cols; j += 32) f(i, j);
+    } else if (cols == 1) {
+        for (int i = warp + lane * warps; i < rows; i += 32 * warps) f(i, 0);
+    } else {
+        const int mine = rows > warp ? (rows - warp + warps - 1) / warps : 0;
+        for (int e = lane; e < mine * cols; e += 32) {
+            const int t = e / cols;
+            f(warp + t * warps, e - t * cols);
+        }
     }
 }
-// LOAD slice, tile: element (i, j) of the slice at src[i·rs + j·cs].
+// 16 bytes of storage as floats (4 fp32, or 8 fp16 or bf16).
+__device__ __forceinline__ void unpack16(const uint4& v, const float*, float* out) {
+    out[0] = __uint_as_float(v.x), out[1] = __uint_as_float(v.y), out[2] = __uint_as_float(v.z), out[3] = __uint_as_float(v.w);
+}
+__device__ __forceinline__ void unpack16(const uint4& v, const __half*, float* out) {
+    const __half2* h = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) { const float2 f = __half22float2(h[k]); out[2 * k] = f.x, out[2 * k + 1] = f.y; }
+}
+__device__ __forceinline__ void unpack16(const uint4& v, const __nv_bfloat16*, float* out) {
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) { const float2 f = __bfloat1622float2(h[k]); out[2 * k] = f.x, out[2 * k + 1] = f.y; }
+}
+// LOAD slice, tile: element (i, j) of the slice at src[i·rs + j·cs]. Rows of whole 16-byte
+// pieces (the common case: a tile of a row-major array) go 16 bytes a read, a lane's reads all
+// in flight before it writes any (a load waits for DRAM or L2 once, not once per element).
 template <typename T>
 __device__ __forceinline__ void tile_load(float* dst, int ds, const T* src, long long rs, long long cs, int rows, int cols) {
+    constexpr int kVec = 16 / sizeof(T), kBatch = 4;
+    if (cs == 1 && cols % kVec == 0 && rs % kVec == 0 && ds % 4 == 0 && reinterpret_cast<unsigned long long>(src) % 16 == 0) {
+        const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+        const int pieces = cols / kVec, mine = rows > warp ? (rows - warp + warps - 1) / warps : 0, total = mine * pieces;
+        for (int e0 = lane; e0 < total; e0 += kBatch * 32) {
+            uint4 v[kBatch];
+#pragma unroll
+            for (int u = 0; u < kBatch; ++u) {
+                const int e = e0 + u * 32, t = e / pieces;
+                if (e < total) v[u] = *reinterpret_cast<const uint4*>(src + (warp + t * warps) * rs + (e - t * pieces) * kVec);
+            }
+#pragma unroll
+            for (int u = 0; u < kBatch; ++u) {
+                const int e = e0 + u * 32, t = e / pieces;
+                if (e >= total) continue;
+                float f[kVec];
+                unpack16(v[u], src, f);
+                float4* out = reinterpret_cast<float4*>(dst + (warp + t * warps) * ds + (e - t * pieces) * kVec);
+#pragma unroll
+                for (int k = 0; k < kVec / 4; ++k) out[k] = make_float4(f[4 * k], f[4 * k + 1], f[4 * k + 2], f[4 * k + 3]);
+            }
+        }
+        return;
+    }
     for_each_element(rows, cols, [&](int i, int j) { dst[i * ds + j] = to_float(src[i * rs + j * cs]); });
 }
 // STORE tile, slice (accumulate: STORE_ADD, an atomic add per element).
@@ -147,6 +196,16 @@ __device__ __forceinline__ void tile_map_staged(float* out, int os, int rows, in
         if (e < rows * cols) out[(e / cols) * os + e % cols] = v[k];
     }
 }
+// Which rows of a product's result a call computes, and over which threads: the block's (every
+// row, every thread: the staged products) or a warp's (its rows i = warp + 8t, its lanes).
+struct Part {
+    int first, step;      // rows first, first + step, ...
+    int thread, threads;  // this thread among those that share them
+    __device__ __forceinline__ int rows(int n) const { return n > first ? (n - first + step - 1) / step : 0; }
+    __device__ __forceinline__ int row(int t) const { return first + t * step; }
+};
+__device__ __forceinline__ Part block_part() { return Part{0, 1, (int)threadIdx.x, (int)blockDim.x}; }
+__device__ __forceinline__ Part warp_part() { return Part{(int)threadIdx.x / 32, (int)blockDim.x / 32, (int)threadIdx.x % 32, 32}; }
 // A thread's TM×TN block of a product's result, row r at row(r) and column q at column(q),
 // written where it falls inside rows×cols.
 template <int TM, int TN, typename Row, typename Column>
@@ -159,15 +218,15 @@ __device__ __forceinline__ void write_block(float* out, int os, const float (&ac
             if (i < rows && j < cols) out[i * os + j] = acc[r][q];
         }
 }
-// out = a·b (+ c): each thread a TM×TN block of the result, its rows and columns strided
-// across the block so that a warp reads consecutive shared-memory words. kStaged: the
-// destination is also a source; every thread has at most one block (the generator chose TM
-// and TN so), and writes it only once every thread has read its operands.
+// out = a·b (+ c), the part's rows: each thread a TM×TN block of them, its rows and columns
+// strided across the part so that a warp reads consecutive shared-memory words. kStaged (the
+// block's part): the destination is also a source; every thread has at most one block (the
+// generator chose TM and TN so), and writes it only once every thread has read its operands.
 template <int TM, int TN, bool kStaged>
-__device__ __forceinline__ void tile_product(float* out, int os, View a, View b, View c, bool has_c, int rows, int cols, int inner) {
-    const int rt = (rows + TM - 1) / TM, ct = (cols + TN - 1) / TN;
-    for (int m0 = 0; m0 < rt * ct; m0 += blockDim.x) {
-        const int m = m0 + threadIdx.x;
+__device__ __forceinline__ void tile_product(Part part, float* out, int os, View a, View b, View c, bool has_c, int rows, int cols, int inner) {
+    const int nr = part.rows(rows), rt = (nr + TM - 1) / TM, ct = (cols + TN - 1) / TN;
+    for (int m0 = 0; m0 < rt * ct; m0 += part.threads) {
+        const int m = m0 + part.thread;
         const bool mine = m < rt * ct;
         const int ti = m / ct, tj = m - ti * ct;
         float acc[TM][TN];
@@ -175,14 +234,14 @@ __device__ __forceinline__ void tile_product(float* out, int os, View a, View b,
         for (int r = 0; r < TM; ++r)
 #pragma unroll
             for (int q = 0; q < TN; ++q) {
-                const int i = ti + r * rt, j = tj + q * ct;
+                const int i = part.row(ti + r * rt), j = tj + q * ct;
                 acc[r][q] = mine && has_c && i < rows && j < cols ? c.at(i, j) : 0.f;
             }
         if (mine) {
             for (int k = 0; k < inner; ++k) {
                 float av[TM], bv[TN];
 #pragma unroll
-                for (int r = 0; r < TM; ++r) av[r] = ti + r * rt < rows ? a.at(ti + r * rt, k) : 0.f;
+                for (int r = 0; r < TM; ++r) av[r] = ti + r * rt < nr ? a.at(part.row(ti + r * rt), k) : 0.f;
 #pragma unroll
                 for (int q = 0; q < TN; ++q) bv[q] = tj + q * ct < cols ? b.at(k, tj + q * ct) : 0.f;
 #pragma unroll
@@ -192,7 +251,7 @@ __device__ __forceinline__ void tile_product(float* out, int os, View a, View b,
             }
         }
         if constexpr (kStaged) __syncthreads();
-        if (mine) write_block(out, os, acc, rows, cols, [&](int r) { return ti + r * rt; }, [&](int q) { return tj + q * ct; });
+        if (mine) write_block(out, os, acc, rows, cols, [&](int r) { return part.row(ti + r * rt); }, [&](int q) { return tj + q * ct; });
     }
 }
 // The same product reading shared memory 16 bytes at a time: 4 consecutive k of a's rows
@@ -200,24 +259,32 @@ __device__ __forceinline__ void tile_product(float* out, int os, View a, View b,
 // consecutive columns of b's rows k..k+3 (TN = 4, each thread's columns contiguous). Needs
 // inner (and, for !kBT, cols) a multiple of 4, and strides and tiles aligned to 4 floats.
 template <int TM, int TN, bool kStaged, bool kBT>
-__device__ __forceinline__ void tile_product4(float* out, int os, const float* a, int as, const float* b, int bs, View c, bool has_c, int rows,
-                                              int cols, int inner) {
+__device__ __forceinline__ void tile_product4(Part part, float* out, int os, const float* a, int as, const float* b, int bs, View c, bool has_c,
+                                              int rows, int cols, int inner) {
     static_assert(kBT || TN == 4, "b's rows are read 4 columns at a time");
-    const int rt = (rows + TM - 1) / TM, ct = (cols + TN - 1) / TN;
-    for (int m0 = 0; m0 < rt * ct; m0 += blockDim.x) {
-        const int m = m0 + threadIdx.x;
+    const int nr = part.rows(rows), rt = (nr + TM - 1) / TM, ct = (cols + TN - 1) / TN;
+    for (int m0 = 0; m0 < rt * ct; m0 += part.threads) {
+        const int m = m0 + part.thread;
         const bool mine = m < rt * ct;
         const int ti = m / ct, tj = m - ti * ct;
         int ii[TM], jj[TN];
 #pragma unroll
-        for (int r = 0; r < TM; ++r) ii[r] = min(ti + r * rt, rows - 1);
+        for (int r = 0; r < TM; ++r) ii[r] = part.row(min(ti + r * rt, nr - 1));
 #pragma unroll
         for (int q = 0; q < TN; ++q) jj[q] = kBT ? min(tj + q * ct, cols - 1) : min(tj * TN, cols - TN) + q;
         float acc[TM][TN];
+        // (!kBT: the thread's 4 columns are consecutive, 16 bytes of a row of c and of out.)
+        const bool c_rows = !kBT && c.cs == 1 && c.rs % 4 == 0, out_rows = !kBT && os % 4 == 0;
 #pragma unroll
-        for (int r = 0; r < TM; ++r)
+        for (int r = 0; r < TM; ++r) {
+            if (c_rows && mine && has_c) {
+                const float4 v = *reinterpret_cast<const float4*>(c.p + ii[r] * c.rs + jj[0]);
+                acc[r][0] = v.x, acc[r][1] = v.y, acc[r][2 % TN] = v.z, acc[r][3 % TN] = v.w;
+                continue;
+            }
 #pragma unroll
             for (int q = 0; q < TN; ++q) acc[r][q] = mine && has_c ? c.at(ii[r], jj[q]) : 0.f;
+        }
         if (mine) {
             for (int k = 0; k < inner; k += 4) {
                 float4 av[TM];
@@ -246,7 +313,15 @@ __device__ __forceinline__ void tile_product4(float* out, int os, const float* a
             }
         }
         if constexpr (kStaged) __syncthreads();
-        if (mine) write_block(out, os, acc, rows, cols, [&](int r) { return ti + r * rt; }, [&](int q) { return kBT ? tj + q * ct : tj * TN + q; });
+        if (mine && out_rows) {
+#pragma unroll
+            for (int r = 0; r < TM; ++r) {
+                const int i = part.row(ti + r * rt);
+                if (i < rows) *reinterpret_cast<float4*>(out + i * os + tj * TN) = make_float4(acc[r][0], acc[r][1], acc[r][2 % TN], acc[r][3 % TN]);
+            }
+        } else if (mine) {
+            write_block(out, os, acc, rows, cols, [&](int r) { return part.row(ti + r * rt); }, [&](int q) { return kBT ? tj + q * ct : tj * TN + q; });
+        }
     }
 }
 // out = a·b (+ c) on the tensor cores (sm_80 and later): a warp per 16×16 block of the

@@ -40,12 +40,12 @@ Affine minus(const Affine& a, const Affine& b) {
     return out;
 }
 
-// The register-blocking of a product: the smallest TM×TN that gives each of the block's
-// threads at most one block of a result as large as the destination tile.
-std::pair<int, int> product_blocking(std::int64_t rows, std::int64_t cols) {
+// The register-blocking of a product: the smallest TM×TN that gives each of `threads` threads
+// at most one block of a result of rows×cols.
+std::pair<int, int> product_blocking(std::int64_t rows, std::int64_t cols, int threads) {
     const std::pair<int, int> options[] = {{1, 1}, {2, 1}, {1, 2}, {2, 2}, {4, 2}, {2, 4}, {4, 4}, {8, 4}, {4, 8}, {8, 8}};
     for (auto [tm, tn] : options)
-        if (((rows + tm - 1) / tm) * ((cols + tn - 1) / tn) <= kBlockThreads) return {tm, tn};
+        if (((rows + tm - 1) / tm) * ((cols + tn - 1) / tn) <= threads) return {tm, tn};
     return {0, 0};
 }
 
@@ -57,6 +57,61 @@ struct TileOperandCode {
     int tile = -1;  // -1: a register
     bool transposed = false;
 };
+
+// A product the tensor cores may take (whole fragments, checked at run time): tiles for a, b
+// and the destination, strides of 4 floats, and a c that is a tile read as it is.
+bool KernelEmitter::tensor_core_product(const TileInst& t) const {
+    if (!tensor_cores_ || info(t.op).shape != OpShape::Product) return false;
+    const int sources = info(t.op).register_sources();
+    for (int k = 0; k < t.count; ++k) {
+        const TileOperand& a = t.args[static_cast<size_t>(k)];
+        if (a.kind != TileOperand::Kind::Tile || std::stoll(stride(a.index)) % 4 != 0) return false;
+        if (k == 2 && sources == 3 && a.transposed) return false;
+    }
+    return true;
+}
+
+// What the instruction at pc touches, and how (codegen_emit.h's Access). The prelude's loops
+// give row i of every tile to warp i mod 8, so an operand read or written row by row (row i
+// of the result from row i of it) is a `rows` access; a product's b, a transposed operand,
+// the scalar registers, and every operand of a product on the tensor cores or staged (whose
+// threads take other rows) are read or written by the whole block.
+std::vector<Access> KernelEmitter::accesses(std::int32_t pc) const {
+    std::vector<Access> out;
+    const Inst& in = p_.code[static_cast<size_t>(pc)];
+    const size_t registers = p_.tiles.size();
+    if (in.code != Code::Tile) {
+        for (char ch : info(p_.op_at(pc)).signature) {
+            if (ch == 'r') out.push_back({registers, false, false});
+            if (ch == 'R') out.push_back({registers, true, false});
+        }
+        return out;
+    }
+    const TileInst& t = p_.tile_insts[static_cast<size_t>(in.mem)];
+    const OpInfo& op = info(t.op);
+    const int dest = t.count - 1;
+    auto tile_of = [&](int k) { const TileOperand& a = t.args[static_cast<size_t>(k)]; return a.kind == TileOperand::Kind::Tile ? a.index : -1; };
+    if (op.shape == OpShape::Memory) {
+        const int tile = tile_of(0);
+        const bool write = t.op == Op::LOAD;
+        out.push_back(tile < 0 ? Access{registers, write, false} : Access{static_cast<size_t>(tile), write, true});
+        return out;
+    }
+    const bool product = op.shape == OpShape::Product && tile_of(0) >= 0 && tile_of(1) >= 0;
+    bool whole_block = false;
+    if (product) {
+        const bool aliased = tile_of(dest) >= 0 && (tile_of(dest) == tile_of(0) || tile_of(dest) == tile_of(1));
+        whole_block = tensor_core_product(t) || t.args[0].transposed || aliased;
+    }
+    for (int k = 0; k < op.register_sources() && op.shape != OpShape::Fill; ++k) {
+        const int tile = tile_of(k);
+        if (tile < 0) out.push_back({registers, false, false});
+        else out.push_back({static_cast<size_t>(tile), false, !whole_block && !t.args[static_cast<size_t>(k)].transposed && !(product && k == 1)});
+    }
+    const int d = tile_of(dest);
+    out.push_back(d < 0 ? Access{registers, true, false} : Access{static_cast<size_t>(d), true, !whole_block});
+    return out;
+}
 
 void KernelEmitter::slice(std::int32_t pc, const TileInst& t) {
     const MemRef& m = p_.mems[static_cast<size_t>(t.mem)];
@@ -214,11 +269,28 @@ void KernelEmitter::tile(std::int32_t pc) {
             else if (in_place != "false") in_place = fmt::format("{}rows == {} && cols == {}", in_place == "true" ? "" : in_place + " && ", c.rows, c.cols);
         }
         if (op.shape == OpShape::Fill) in_place = "true";
+        // The warps write their own rows (codegen_emit's barriers count on it); where a source's
+        // one row is broadcast to every row, or the write is staged, the whole block takes part,
+        // between barriers of its own.
+        const bool whole_block = product && (tensor_core_product(t) || in[0].transposed || aliased(0) || aliased(1));
+        std::string spread = in_place == "true" ? "" : in_place == "false" ? "true" : "!(" + in_place + ")";
+        const bool broadcasts = product ? sources == 3 : sources > 1 && op.shape != OpShape::RowReduce && op.shape != OpShape::Fill;
+        for (int k = product ? 2 : 0; broadcasts && !whole_block && k < sources && spread != "true"; ++k) {
+            const auto& c = in[static_cast<size_t>(k)];
+            if (c.tile < 0 || c.transposed || aliased(k)) continue;  // (an aliased source's broadcast is a staged write)
+            spread += fmt::format("{}({} == 1 && rows > 1)", spread.empty() ? "" : " || ", c.rows);
+        }
+        if (whole_block) spread.clear();
+        if (spread == "true") {
+            line("__syncthreads();  // the whole block: a staged write");
+        } else if (!spread.empty()) {
+            line(fmt::format("const bool spread = {};  // a row broadcast to every row, or a staged write: the whole block", spread));
+            line("if (spread) __syncthreads();");
+        }
         const std::int64_t staged_k = (cap_rows * cap_cols + kBlockThreads - 1) / kBlockThreads;
         if (product) {
-            const std::pair<int, int> blocking = product_blocking(cap_rows, cap_cols);
-            const int tm = blocking.first, tn = blocking.second;  // (not a structured binding: clang 14's lambdas cannot capture one)
-            if (tm == 0)
+            const std::pair<int, int> blocking = product_blocking(cap_rows, cap_cols, kBlockThreads);
+            if (blocking.first == 0)
                 throw ToyError(p_.origin[static_cast<size_t>(pc)]->loc,
                                fmt::format("cannot generate CUDA for this product: its result tile holds {}×{} elements, more than {} threads "
                                            "can hold in registers at 8×8 each", cap_rows, cap_cols, kBlockThreads));
@@ -228,21 +300,29 @@ void KernelEmitter::tile(std::int32_t pc) {
             // 16-byte reads where the layout allows (a not transposed, strides of 4 floats;
             // b transposed, or b's rows read 4 columns at a time): the generic loop otherwise.
             const bool b_transposed = in[1].transposed;
-            const bool fast = !in[0].transposed && std::stoll(stride(in[0].tile)) % 4 == 0 && std::stoll(stride(in[1].tile)) % 4 == 0 &&
-                              (b_transposed || tn == 4);
             const bool aligned = std::stoll(stride(in[0].tile)) % 4 == 0 && std::stoll(stride(in[1].tile)) % 4 == 0;
+            // A warp's rows (rows i = warp + 8t: an eighth of the result, over 32 lanes), or
+            // the whole block's (staged, or on the tensor cores' side of a branch).
+            const std::pair<int, int> warp_blocking = [&] {
+                const std::pair<int, int> b = product_blocking((cap_rows + kBlockThreads / 32 - 1) / (kBlockThreads / 32), cap_cols, 32);
+                return b.first == 0 ? std::pair<int, int>{8, 4} : b;  // more rounds of 8×4
+            }();
             auto call = [&](bool staged) {
-                std::string generic = fmt::format("tile_product<{}, {}, {}>(out_ptr, {}, src_a, src_b, {}, {}, rows, cols, inner);", tm, tn,
-                                                  staged ? "true" : "false", os, c_view, has_c);
-                std::string quick = fmt::format("tile_product4<{}, {}, {}, {}>(out_ptr, {}, {}, {}, {}, {}, {}, {}, rows, cols, inner);", tm, tn,
-                                                staged ? "true" : "false", b_transposed ? "true" : "false", os, tile_name_[static_cast<size_t>(in[0].tile)],
-                                                stride(in[0].tile), tile_name_[static_cast<size_t>(in[1].tile)], stride(in[1].tile), c_view, has_c);
+                const bool by_block = staged || whole_block;
+                const int tm = by_block ? blocking.first : warp_blocking.first, tn = by_block ? blocking.second : warp_blocking.second;
+                const char* part = by_block ? "block_part()" : "warp_part()";
+                const bool fast = !in[0].transposed && aligned && (b_transposed || tn == 4);
+                std::string generic = fmt::format("tile_product<{}, {}, {}>({}, out_ptr, {}, src_a, src_b, {}, {}, rows, cols, inner);", tm, tn,
+                                                  staged ? "true" : "false", part, os, c_view, has_c);
+                std::string quick = fmt::format("tile_product4<{}, {}, {}, {}>({}, out_ptr, {}, {}, {}, {}, {}, {}, {}, rows, cols, inner);", tm, tn,
+                                                staged ? "true" : "false", b_transposed ? "true" : "false", part, os,
+                                                tile_name_[static_cast<size_t>(in[0].tile)], stride(in[0].tile),
+                                                tile_name_[static_cast<size_t>(in[1].tile)], stride(in[1].tile), c_view, has_c);
                 std::string cuda_cores = fast ? fmt::format("if (inner % 4 == 0{}) {} else {}", b_transposed ? "" : " && cols % 4 == 0", quick, generic)
                                               : generic;
                 // The tensor cores, for whole fragments: not when the destination is also a or b
                 // (staged), nor onto a c that is broadcast.
-                const bool c_tile = sources < 3 || (in[2].tile >= 0 && !in[2].transposed && std::stoll(stride(in[2].tile)) % 4 == 0);
-                if (!tensor_cores_ || staged || !dest_tile || !aligned || std::stoll(os) % 4 != 0 || !c_tile) return cuda_cores;
+                if (staged || !tensor_core_product(t)) return cuda_cores;
                 const std::string c_ptr = sources == 3 ? tile_name_[static_cast<size_t>(in[2].tile)] : "nullptr";
                 const std::string c_stride = sources == 3 ? stride(in[2].tile) : "0";
                 std::string fits = "tc_fits(rows, cols, inner)";
@@ -278,6 +358,8 @@ void KernelEmitter::tile(std::int32_t pc) {
             else if (in_place == "false") line(fmt::format("tile_map_staged<{}>({}, {}, rows, cols, f);", staged_k, out, os));
             else line(fmt::format("if ({}) tile_map({}, {}, rows, cols, f); else tile_map_staged<{}>({}, {}, rows, cols, f);", in_place, out, os, staged_k, out, os));
         }
+        if (spread == "true") line("__syncthreads();");
+        else if (!spread.empty()) line("if (spread) __syncthreads();");
         if (dest_tile) line(fmt::format("{0}_rows = rows; {0}_cols = cols;", out));
     }
     --indent_;
