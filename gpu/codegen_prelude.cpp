@@ -103,45 +103,42 @@ __device__ __forceinline__ void for_each_element(int rows, int cols, F f) {
         }
     }
 }
-// 16 bytes of storage as floats (4 fp32, or 8 fp16 or bf16).
-__device__ __forceinline__ void unpack16(const uint4& v, const float*, float* out) {
-    out[0] = __uint_as_float(v.x), out[1] = __uint_as_float(v.y), out[2] = __uint_as_float(v.z), out[3] = __uint_as_float(v.w);
+// 4 elements of storage (16 bytes of fp32, 8 of fp16 or bf16) as a float4.
+template <typename T> struct Four { using type = uint2; };
+template <> struct Four<float> { using type = uint4; };
+__device__ __forceinline__ float4 unpack4(const uint4& v, const float*) {
+    return make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z), __uint_as_float(v.w));
 }
-__device__ __forceinline__ void unpack16(const uint4& v, const __half*, float* out) {
-    const __half2* h = reinterpret_cast<const __half2*>(&v);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) { const float2 f = __half22float2(h[k]); out[2 * k] = f.x, out[2 * k + 1] = f.y; }
+__device__ __forceinline__ float4 unpack4(const uint2& v, const __half*) {
+    const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&v.x)), b = __half22float2(*reinterpret_cast<const __half2*>(&v.y));
+    return make_float4(a.x, a.y, b.x, b.y);
 }
-__device__ __forceinline__ void unpack16(const uint4& v, const __nv_bfloat16*, float* out) {
-    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) { const float2 f = __bfloat1622float2(h[k]); out[2 * k] = f.x, out[2 * k + 1] = f.y; }
+__device__ __forceinline__ float4 unpack4(const uint2& v, const __nv_bfloat16*) {
+    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.x)), b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.y));
+    return make_float4(a.x, a.y, b.x, b.y);
 }
-// LOAD slice, tile: element (i, j) of the slice at src[i·rs + j·cs]. Rows of whole 16-byte
-// pieces (the common case: a tile of a row-major array) go 16 bytes a read, a lane's reads all
-// in flight before it writes any (a load waits for DRAM or L2 once, not once per element).
+// LOAD slice, tile: element (i, j) of the slice at src[i·rs + j·cs]. Rows of whole pieces of 4
+// elements (the common case: a tile of a row-major array) go a piece a read, a lane's reads
+// all in flight before it writes any (a load waits for DRAM or L2 once, not once per element),
+// and a warp's pieces side by side in shared memory.
 template <typename T>
 __device__ __forceinline__ void tile_load(float* dst, int ds, const T* src, long long rs, long long cs, int rows, int cols) {
-    constexpr int kVec = 16 / sizeof(T), kBatch = 4;
-    if (cs == 1 && cols % kVec == 0 && rs % kVec == 0 && ds % 4 == 0 && reinterpret_cast<unsigned long long>(src) % 16 == 0) {
+    using Piece = typename Four<T>::type;
+    constexpr int kVec = 4, kBatch = 4;
+    if (cs == 1 && cols % kVec == 0 && rs % kVec == 0 && ds % 4 == 0 && reinterpret_cast<unsigned long long>(src) % sizeof(Piece) == 0) {
         const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
         const int pieces = cols / kVec, mine = rows > warp ? (rows - warp + warps - 1) / warps : 0, total = mine * pieces;
         for (int e0 = lane; e0 < total; e0 += kBatch * 32) {
-            uint4 v[kBatch];
+            Piece v[kBatch];
 #pragma unroll
             for (int u = 0; u < kBatch; ++u) {
                 const int e = e0 + u * 32, t = e / pieces;
-                if (e < total) v[u] = *reinterpret_cast<const uint4*>(src + (warp + t * warps) * rs + (e - t * pieces) * kVec);
+                if (e < total) v[u] = *reinterpret_cast<const Piece*>(src + (warp + t * warps) * rs + (e - t * pieces) * kVec);
             }
 #pragma unroll
             for (int u = 0; u < kBatch; ++u) {
                 const int e = e0 + u * 32, t = e / pieces;
-                if (e >= total) continue;
-                float f[kVec];
-                unpack16(v[u], src, f);
-                float4* out = reinterpret_cast<float4*>(dst + (warp + t * warps) * ds + (e - t * pieces) * kVec);
-#pragma unroll
-                for (int k = 0; k < kVec / 4; ++k) out[k] = make_float4(f[4 * k], f[4 * k + 1], f[4 * k + 2], f[4 * k + 3]);
+                if (e < total) *reinterpret_cast<float4*>(dst + (warp + t * warps) * ds + (e - t * pieces) * kVec) = unpack4(v[u], src);
             }
         }
         return;
@@ -295,7 +292,12 @@ __device__ __forceinline__ void tile_product4(Part part, float* out, int os, con
                     for (int q = 0; q < TN; ++q) {
                         const float4 bv = *reinterpret_cast<const float4*>(b + jj[q] * bs + k);
 #pragma unroll
-                        for (int r = 0; r < TM; ++r) acc[r][q] += av[r].x * bv.x + av[r].y * bv.y + av[r].z * bv.z + av[r].w * bv.w;
+                        for (int r = 0; r < TM; ++r) {  // k, k+1, k+2, k+3 in turn, as the simulator sums
+                            acc[r][q] += av[r].x * bv.x;
+                            acc[r][q] += av[r].y * bv.y;
+                            acc[r][q] += av[r].z * bv.z;
+                            acc[r][q] += av[r].w * bv.w;
+                        }
                     }
                 } else {
                     const float4 b0 = *reinterpret_cast<const float4*>(b + (k + 0) * bs + jj[0]);
@@ -303,11 +305,16 @@ __device__ __forceinline__ void tile_product4(Part part, float* out, int os, con
                     const float4 b2 = *reinterpret_cast<const float4*>(b + (k + 2) * bs + jj[0]);
                     const float4 b3 = *reinterpret_cast<const float4*>(b + (k + 3) * bs + jj[0]);
 #pragma unroll
-                    for (int r = 0; r < TM; ++r) {
-                        acc[r][0] += av[r].x * b0.x + av[r].y * b1.x + av[r].z * b2.x + av[r].w * b3.x;
-                        acc[r][1] += av[r].x * b0.y + av[r].y * b1.y + av[r].z * b2.y + av[r].w * b3.y;
-                        acc[r][2] += av[r].x * b0.z + av[r].y * b1.z + av[r].z * b2.z + av[r].w * b3.z;
-                        acc[r][3] += av[r].x * b0.w + av[r].y * b1.w + av[r].z * b2.w + av[r].w * b3.w;
+                    for (int r = 0; r < TM; ++r) {  // k, k+1, k+2, k+3 in turn, as the simulator sums
+                        const float4 bs4[4] = {b0, b1, b2, b3};
+                        const float ak[4] = {av[r].x, av[r].y, av[r].z, av[r].w};
+#pragma unroll
+                        for (int u = 0; u < 4; ++u) {
+                            acc[r][0] += ak[u] * bs4[u].x;
+                            acc[r][1] += ak[u] * bs4[u].y;
+                            acc[r][2] += ak[u] * bs4[u].z;
+                            acc[r][3] += ak[u] * bs4[u].w;
+                        }
                     }
                 }
             }
