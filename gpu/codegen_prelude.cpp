@@ -91,6 +91,7 @@ template <typename F>
 __device__ __forceinline__ void for_each_element(int rows, int cols, F f) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     if (cols >= 32) {
+#pragma unroll 2
         for (int i = warp; i < rows; i += warps)
             for (int j = lane; j < cols; j += 32) f(i, j);
     } else if (cols == 1) {
@@ -153,15 +154,51 @@ __device__ __forceinline__ void tile_store(T* dst, long long rs, long long cs, V
         else dst[i * rs + j * cs] = from_float<T>(src.at(i, j));
     });
 }
-// out(i, j) = f(i, j) for every element: the element-wise rows.
+// out(i, j) = f(i, j) for every element: the element-wise rows. Rows of a warp's width or
+// more go 4 of this warp's rows at a time, all read before any is written, so that a lane's
+// reads are in flight together (a source may be out itself, read at the same element:
+// reading first keeps that right).
 template <typename F>
 __device__ __forceinline__ void tile_map(float* out, int os, int rows, int cols, F f) {
+    if (cols >= 32) {
+        const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+        for (int i0 = threadIdx.x / 32; i0 < rows; i0 += 4 * warps)
+            for (int j = lane; j < cols; j += 32) {
+                float v[4];
+#pragma unroll
+                for (int u = 0; u < 4; ++u)
+                    if (i0 + u * warps < rows) v[u] = f(i0 + u * warps, j);
+#pragma unroll
+                for (int u = 0; u < 4; ++u)
+                    if (i0 + u * warps < rows) out[(i0 + u * warps) * os + j] = v[u];
+            }
+        return;
+    }
     for_each_element(rows, cols, [&](int i, int j) { out[i * os + j] = f(i, j); });
 }
 // out(i, 0) = fold of f over row i of src: a warp per row.
 template <typename F>
 __device__ __forceinline__ void tile_rowreduce(float* out, int os, View src, int rows, int cols, F f) {
     const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    if (cols >= 32) {  // every lane holds a column: a plain butterfly, 4 of this warp's rows at a time
+        for (int i0 = threadIdx.x / 32; i0 < rows; i0 += 4 * warps) {
+            float acc[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const int i = min(i0 + u * warps, rows - 1);
+                acc[u] = src.at(i, lane);
+                for (int j = lane + 32; j < cols; j += 32) acc[u] = f(acc[u], src.at(i, j));
+            }
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1)
+#pragma unroll
+                for (int u = 0; u < 4; ++u) acc[u] = f(acc[u], __shfl_xor_sync(0xffffffffu, acc[u], offset));
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+                if (lane == 0 && i0 + u * warps < rows) out[(i0 + u * warps) * os] = acc[u];
+        }
+        return;
+    }
     for (int i = threadIdx.x / 32; i < rows; i += warps) {
         bool has = lane < cols;
         float acc = has ? src.at(i, lane) : 0.f;
@@ -283,6 +320,7 @@ __device__ __forceinline__ void tile_product4(Part part, float* out, int os, con
             for (int q = 0; q < TN; ++q) acc[r][q] = mine && has_c ? c.at(ii[r], jj[q]) : 0.f;
         }
         if (mine) {
+#pragma unroll 2
             for (int k = 0; k < inner; k += 4) {
                 float4 av[TM];
 #pragma unroll
