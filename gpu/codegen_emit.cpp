@@ -499,7 +499,9 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     }
     s += "}\n";
     for (bool counting : {false, true})
-        s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}{}({}) {{ {}_body<{}>({}); }}\n", std::max(threads_, 32),
+        // (A block kernel: at most 128 registers a thread, so that two blocks fit an SM's registers.)
+        s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}{}({}) {{ {}_body<{}>({}); }}\n",
+                         per_thread_ ? std::to_string(std::max(threads_, 32)) : fmt::format("{}, 2", threads_),
                          shape.function, counting ? "_count" : "", params, shape.function, counting ? "true" : "false", args);
     return out;
 }

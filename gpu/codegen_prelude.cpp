@@ -3,7 +3,10 @@
 // the simulator computes (on fp32 instead of doubles).
 #include <string>
 
+#include <fmt/format.h>
+
 #include "gpu/codegen.h"
+#include "gpu/codegen_emit.h"
 #include "isa/primitives.h"
 
 namespace toysim::gpu {
@@ -89,7 +92,7 @@ __device__ __forceinline__ bool broadcast(View& v, int rows, int cols, int out_r
 // shorter than a warp, the warp's rows and columns flattened over its lanes.
 template <typename F>
 __device__ __forceinline__ void for_each_element(int rows, int cols, F f) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = kWarps;
     if (cols >= 32) {
 #pragma unroll 2
         for (int i = warp; i < rows; i += warps)
@@ -127,7 +130,7 @@ __device__ __forceinline__ void tile_load(float* dst, int ds, const T* src, long
     using Piece = typename Four<T>::type;
     constexpr int kVec = 4, kBatch = 4;
     if (cs == 1 && cols % kVec == 0 && rs % kVec == 0 && ds % 4 == 0 && reinterpret_cast<unsigned long long>(src) % sizeof(Piece) == 0) {
-        const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+        const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = kWarps;
         const int pieces = cols / kVec, mine = rows > warp ? (rows - warp + warps - 1) / warps : 0, total = mine * pieces;
         for (int e0 = lane; e0 < total; e0 += kBatch * 32) {
             Piece v[kBatch];
@@ -161,7 +164,7 @@ __device__ __forceinline__ void tile_store(T* dst, long long rs, long long cs, V
 template <typename F>
 __device__ __forceinline__ void tile_map(float* out, int os, int rows, int cols, F f) {
     if (cols >= 32) {
-        const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+        const int lane = threadIdx.x % 32, warps = kWarps;
         for (int i0 = threadIdx.x / 32; i0 < rows; i0 += 4 * warps)
             for (int j = lane; j < cols; j += 32) {
                 float v[4];
@@ -179,7 +182,7 @@ __device__ __forceinline__ void tile_map(float* out, int os, int rows, int cols,
 // out(i, 0) = fold of f over row i of src: a warp per row.
 template <typename F>
 __device__ __forceinline__ void tile_rowreduce(float* out, int os, View src, int rows, int cols, F f) {
-    const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    const int lane = threadIdx.x % 32, warps = kWarps;
     if (cols >= 32) {  // every lane holds a column: a plain butterfly, 4 of this warp's rows at a time
         for (int i0 = threadIdx.x / 32; i0 < rows; i0 += 4 * warps) {
             float acc[4];
@@ -239,7 +242,7 @@ struct Part {
     __device__ __forceinline__ int row(int t) const { return first + t * step; }
 };
 __device__ __forceinline__ Part block_part() { return Part{0, 1, (int)threadIdx.x, (int)blockDim.x}; }
-__device__ __forceinline__ Part warp_part() { return Part{(int)threadIdx.x / 32, (int)blockDim.x / 32, (int)threadIdx.x % 32, 32}; }
+__device__ __forceinline__ Part warp_part() { return Part{(int)threadIdx.x / 32, kWarps, (int)threadIdx.x % 32, 32}; }
 // A thread's TM×TN block of a product's result, row r at row(r) and column q at column(q),
 // written where it falls inside rows×cols.
 template <int TM, int TN, typename Row, typename Column>
@@ -320,7 +323,7 @@ __device__ __forceinline__ void tile_product4(Part part, float* out, int os, con
             for (int q = 0; q < TN; ++q) acc[r][q] = mine && has_c ? c.at(ii[r], jj[q]) : 0.f;
         }
         if (mine) {
-#pragma unroll 2
+#pragma unroll 4
             for (int k = 0; k < inner; k += 4) {
                 float4 av[TM];
 #pragma unroll
@@ -391,7 +394,7 @@ __device__ __forceinline__ void tile_product_tc(float* out, int os, const float*
     using LayoutA = typename pick_type<kAT, ColA, RowA>::type::type;
     using LayoutB = typename pick_type<kBT, ColA, RowA>::type::type;
     const int across = cols / 16, blocks = (rows / 16) * across;
-    for (int t = threadIdx.x / 32; t < blocks; t += blockDim.x / 32) {
+    for (int t = threadIdx.x / 32; t < blocks; t += kWarps) {
         const int i0 = (t / across) * 16, j0 = (t % across) * 16;
         wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
         if (c) wmma::load_matrix_sync(acc, c + i0 * cs + j0, cs, wmma::mem_row_major);
@@ -441,7 +444,14 @@ std::string primitives() {
 
 }  // namespace
 
-std::string device_prelude() { return kPrelude + primitives(); }
+std::string device_prelude() {
+    // The tile loops divide by the block's warps: a constant (a block kernel's threads) lets
+    // the compiler shift instead.
+    const std::string warps = fmt::format("\n// The warps of a block kernel (every tile loop runs in one).\nconstexpr int kWarps = {};\n", kBlockThreads / 32);
+    const std::string text = kPrelude;
+    const size_t at = text.find("// ---- block-cooperative tile loops");
+    return text.substr(0, at) + warps + text.substr(at) + primitives();
+}
 
 std::string device_fault_text(DeviceFault fault) {
     switch (fault) {
