@@ -59,7 +59,7 @@ TEST_CASE("codegen: fa2 is one grid kernel, a block per Q tile, under its .toy l
     CHECK(contains(g->source, "const int rows = (int)(clip(3*i + 3, 7) - (3*i)), cols = 3;"));
     CHECK(contains(g->source, "// line 98: MAC p, v, o, o             # O = O·e^(m − m_new) + P̃·V_j\n"));
     CHECK(contains(g->source, "if constexpr (kCount) reads_K += rows * cols;"));
-    CHECK(contains(g->source, "extern \"C\" __global__ void __launch_bounds__(256) k0_parallel_for_i_count("));
+    CHECK(contains(g->source, "extern \"C\" __global__ void __launch_bounds__(256, 2) k0_parallel_for_i_count("));
     // The ISA table's semantics, verbatim.
     CHECK(contains(g->source, "return D::exp(a);"));
     CHECK(contains(gpu::device_prelude(), "static __device__ __forceinline__ float max(float a, float b) { return toysim_max(a, b); }"));
@@ -67,6 +67,48 @@ TEST_CASE("codegen: fa2 is one grid kernel, a block per Q tile, under its .toy l
     REQUIRE(g->spec.arrays.size() == 5);
     CHECK(g->spec.arrays[4].name == "L");
     CHECK(g->spec.stages.size() == 1);
+}
+
+namespace {
+// The text between two markers of a generated source.
+std::string between(const std::string& text, const std::string& from, const std::string& to) {
+    const size_t a = text.find(from);
+    const size_t b = text.find(to, a == std::string::npos ? 0 : a);
+    return a == std::string::npos || b == std::string::npos ? std::string() : text.substr(a, b - a);
+}
+size_t count_of(const std::string& text, const std::string& part) {
+    size_t n = 0;
+    for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+    return n;
+}
+// Lines that are exactly `line` but for their indentation.
+size_t lines_of(const std::string& text, const std::string& line) {
+    std::istringstream in(text);
+    size_t n = 0;
+    for (std::string l; std::getline(in, l);) n += l.substr(std::min(l.find_first_not_of(' '), l.size())) == line;
+    return n;
+}
+}  // namespace
+
+TEST_CASE("codegen: row-by-row instructions wait for the warp, and the block meets twice per K/V tile of fa2", "[codegen]") {
+    // Row i of every tile is warp i mod 8's: the online softmax between the two products reads
+    // and writes only its own rows (a __syncwarp between them); K_j and V_j, which every warp
+    // reads whole, need the block: once loaded, and before the next tile overwrites them.
+    auto g = generated("programs/attention/fa2.toy", {{"n", 256}, {"d", 64}, {"Br", 64}, {"Bc", 64}});
+    const std::string body = between(g->source, "// line 84: for j in 0..Tc {", "// line 101: DIV o, l, o");
+    REQUIRE_FALSE(body.empty());
+    CHECK(lines_of(body, "__syncthreads();") == 2);
+    CHECK(count_of(body, "__syncwarp();") == 8);
+    CHECK(contains(body, "tile_product4<4, 4, false, true>(warp_part(), out_ptr, 68, q, 68, k, 68,"));
+    // A source whose one row may be broadcast to every row (m_new here, when a tile has one
+    // row), or a destination written staged, takes the whole block between two barriers.
+    CHECK(contains(body, "const bool spread = (m_rows == 1 && rows > 1) || (m_new_rows == 1 && rows > 1);"));
+    CHECK(count_of(body, "if (spread) __syncthreads();") == 2 * count_of(body, "const bool spread ="));
+    // A product on the tensor cores is the whole block's: the rows it writes are not the warps'.
+    auto tc = generated("programs/attention/fa2.toy", {{"n", 256}, {"d", 64}, {"Br", 64}, {"Bc", 64}}, gpu::DType::F16);
+    const std::string tc_body = between(tc->source, "// line 84: for j in 0..Tc {", "// line 101: DIV o, l, o");
+    CHECK(lines_of(tc_body, "__syncthreads();") == 4);
+    CHECK(contains(tc_body, "tile_product_tc<false, true>("));
 }
 
 TEST_CASE("codegen: a serial loop around a grid is a loop on the host", "[codegen]") {
