@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Installs what toysim needs to build and test on Debian 12 (run as root): g++ for the
-# Release build, clang with its sanitizer and libFuzzer runtimes for the sanitize and fuzz builds,
-# libedit for the stepper's line editing, tmux for its test in a real terminal, librsvg2-bin
-# (rsvg-convert) for `--plot FILE.png`, libjs-chart.js (Chart.js, inlined into `toysim view`'s
-# pages) and chromium for the viewer's test in a real browser (tests/browser/run.sh; node and
-# npm install its playwright-core).
+# Installs what building and running toysim needs on Debian 12 (run as root), and nothing else:
+# g++, CMake and Ninja; CLI11, fmt and nlohmann-json; libedit for the stepper's line editing;
+# libjs-chart.js (Chart.js, inlined into `toysim view`'s pages and HTML plots). CUDA support is
+# built where nvcc is present (the CUDA Toolkit is not a Debian package here). What the tests
+# need besides: scripts/install-test-deps.sh, which names them here as arguments.
+#   bash scripts/install-deps.sh [MORE_PACKAGES...]
 set -euo pipefail
-packages=(g++ clang libclang-rt-14-dev cmake ninja-build libcli11-dev libfmt-dev nlohmann-json3-dev catch2 libedit-dev tmux librsvg2-bin libjs-chart.js chromium)
+packages=(g++ cmake ninja-build libcli11-dev libfmt-dev nlohmann-json3-dev libedit-dev libjs-chart.js "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if ((${#missing[@]})); then
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  # The quick start takes no recommended packages; the tests' (Chromium's fonts, ...) do.
+  recommends=(--no-install-recommends)
+  (($#)) && recommends=()
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${recommends[@]}" "${missing[@]}"
 fi

@@ -5,7 +5,7 @@
 # Open-ended fuzzing is scripts/fuzz.sh SECONDS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-test-deps.sh
 jobs=$(nproc)
 stage() { echo "== $* ($(date +%T))"; }
 

@@ -218,7 +218,7 @@ TEST_CASE("cli: an unknown command lists the commands", "[cli]") {
     SECTION("--version still works") {
         CliResult o = run_cli({"--version"});
         CHECK(o.code == 0);
-        CHECK(o.out == "toysim 0.1.0\n");
+        CHECK(o.out == std::string("toysim 0.1.0 (commit ") + cli::kCommit + ")\n");
     }
 }
 

@@ -305,10 +305,14 @@ TEST_CASE("bad input exits with 2", "[report]") {
     CHECK(typo.err.find("unknown opcode 'MAK'; did you mean 'MAC'?") != std::string::npos);
 }
 
-TEST_CASE("the version flag prints the version", "[report]") {
+TEST_CASE("the version flag prints the version and the commit it was built from", "[report]") {
     CliResult r = run_cli({"--version"});
     CHECK(r.code == 0);
-    CHECK(r.out == "toysim 0.1.0\n");
+    CHECK(r.out == std::string("toysim 0.1.0 (commit ") + toysim::cli::kCommit + ")\n");
+    // What `git describe --always --dirty` says (a hash, or a tag and a hash), or "unknown".
+    const std::string commit = toysim::cli::kCommit;
+    CHECK(!commit.empty());
+    CHECK(commit.find_first_of(" ()\n") == std::string::npos);
 }
 
 TEST_CASE("trace --format json is the event stream: step 6 of Problem 1 as the README shows it", "[report]") {

@@ -55,7 +55,7 @@ struct Commands {
 };
 
 Commands define_commands(CLI::App& app, Options& o) {
-    app.set_version_flag("--version", fmt::format("toysim {}", kVersion));
+    app.set_version_flag("--version", fmt::format("toysim {} (commit {})", kVersion, kCommit));
     app.require_subcommand(1);
     app.footer("\n" + isa_listing() +
                "\nexit codes: 0 ok, 1 a check or an expected figure failed, 2 bad input or a run-time fault,\n"

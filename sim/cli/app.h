@@ -12,6 +12,11 @@
 namespace toysim::cli {
 
 inline constexpr const char* kVersion = "0.1.0";
+// The commit this toysim was built from, as `git describe --always --dirty` said at build time
+// ("unknown" when built from a tarball): `toysim --version` names it so a bug report does. It is
+// defined in a file the build generates (cmake/commit.cmake), so only that file recompiles when
+// HEAD moves.
+extern const char* const kCommit;
 
 // Exit codes: 0 ok, 1 a check or an expected figure failed, 2 bad input (malformed program,
 // bad option, run-time fault, step limit, out of memory, output that could not be written),

@@ -16,6 +16,7 @@
 #include "sim/lower/program.h"
 #include "sim/print/format.h"
 #include "sim/support/diag.h"
+#include "sim/support/text.h"
 
 namespace toysim::cli {
 
@@ -90,12 +91,8 @@ std::string short_program_name(const std::string& path);
 
 // ---- user text in messages ----
 
-// A count with thousands separators: "13,999,996".
-std::string grouped(double value);
-
-// A name as a flag's prefix shows it: as typed if short and printable ("--set n: "), else
-// quoted and shortened like quoted_name.
-std::string flag_subject(std::string_view name);
+// grouped ("13,999,996") and flag_subject (a name as a flag's prefix shows it) are in
+// sim/support/text.h.
 
 // ---- long runs ----
 

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <new>
 #include <stdexcept>
-#include <string_view>
 
 #include "sim/cli/app.h"
 #include "sim/cli/common.h"
@@ -11,31 +10,9 @@
 
 namespace toysim::cli {
 
-namespace {
-
-bool ends_with(std::string_view text, std::string_view suffix) {
-    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-}  // namespace
-
-ToyError with_hint(const ToyError& error) {
-    std::string message = error.what();
-    // Idempotent: an error that already carries a hint (one hinted twice on its way out) gets it once.
-    auto add = [&](std::string_view hint) {
-        if (!ends_with(message, hint)) message += hint;
-    };
-    switch (error.kind()) {
-        case ErrorKind::StepLimit: add("; raise it with --max-steps"); break;
-        case ErrorKind::TooLargeToRun: add("; `toysim cost` counts it without running"); break;
-        case ErrorKind::TooLongToRun: add("; run it anyway with --force, or see `toysim cost`"); break;
-        case ErrorKind::Setting:
-            if (message.rfind("--set ", 0) != 0) message = fmt::format("--set {}: {}", flag_subject(error.subject()), message);
-            break;
-        case ErrorKind::Input: break;
-    }
-    return ToyError(error.kind(), error.loc(), std::move(message), error.subject());
-}
+// The wording moved down to sim/support (with_cli_hint) so the Python module reports the same
+// messages; the CLI's name for it stays.
+ToyError with_hint(const ToyError& error) { return with_cli_hint(error); }
 
 int guard_internal_errors(const std::function<int()>& body, std::ostream& err) {
     try {

@@ -1,7 +1,5 @@
 // `toysim grade`, `toysim exercise list` and `toysim exercise start`: where the exercises are,
 // and the exit codes graders read (0 full marks, 1 points lost, 2 a bad exercise or a missing file).
-#include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 #include <system_error>
@@ -14,6 +12,11 @@
 #ifndef TOYSIM_EXERCISES_DIR
 #define TOYSIM_EXERCISES_DIR "programs/exercises"
 #endif
+// Where an installed toysim's exercises are, from the folder the executable is in
+// (cmake/install.cmake passes the install layout's; this is GNUInstallDirs' default).
+#ifndef TOYSIM_INSTALLED_EXERCISES_DIR
+#define TOYSIM_INSTALLED_EXERCISES_DIR "../share/toysim/programs/exercises"
+#endif
 
 namespace toysim::cli {
 
@@ -21,51 +24,27 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_exercise(const fs::path& folder) {
+// The exercises installed with this executable (cmake --install, the .deb), found from where the
+// executable is rather than where it was built, so a package works under any prefix; else the
+// folder this build came from.
+fs::path built_in_exercises() {
     std::error_code ec;
-    return fs::is_regular_file(folder / "exercise.toy", ec);
-}
-
-// Where named exercises are: $TOYSIM_EXERCISES when set (it replaces the others), else
-// ./programs/exercises (a clone of the repository), else the folder this build came from.
-fs::path exercises_root() {
-    if (const char* env = std::getenv("TOYSIM_EXERCISES"); env && *env) return env;
-    std::error_code ec;
-    if (fs::is_directory("programs/exercises", ec)) return "programs/exercises";
+    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec && !exe.empty()) {
+        fs::path installed = (exe.parent_path() / TOYSIM_INSTALLED_EXERCISES_DIR).lexically_normal();
+        if (fs::is_directory(installed, ec)) return installed;
+    }
     return TOYSIM_EXERCISES_DIR;
 }
 
-std::vector<std::string> exercise_names(const fs::path& root) {
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
-        if (is_exercise(it->path())) names.push_back(it->path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
+// Where named exercises are (grade::exercises_root): $TOYSIM_EXERCISES, ./programs/exercises,
+// else those installed beside the executable, else the folder this build came from.
+fs::path exercises_root() { return grade::exercises_root(built_in_exercises()); }
 
-// The folder's own name, whatever trailing '/' or '.' the path was given with.
-std::string folder_name(const fs::path& folder) {
-    fs::path p = fs::absolute(folder).lexically_normal();
-    if (!p.has_filename()) p = p.parent_path();
-    return p.filename().string();
-}
+fs::path find_exercise(const std::string& given) { return grade::find_exercise(given, exercises_root()); }
 
-// EXERCISE as the user gave it: a folder holding exercise.toy (or that file), else a name under
-// exercises_root().
-fs::path find_exercise(const std::string& given) {
-    fs::path path(given);
-    if (path.filename() == "exercise.toy" && is_exercise(path.parent_path())) return path.parent_path();
-    if (is_exercise(path)) return path;
-    fs::path root = exercises_root();
-    if (given.find('/') == std::string::npos && !given.empty() && is_exercise(root / given)) return root / given;
-    auto names = exercise_names(root);
-    std::vector<std::string_view> views(names.begin(), names.end());
-    throw ToyError(fmt::format("no exercise {}: it is neither a folder holding exercise.toy nor one of the exercises in {} ({}){}",
-                               quoted_name(given), escape_invisible(root.string()),
-                               names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")),
-                               did_you_mean(given, views)));
-}
+using grade::exercise_names;
+using grade::folder_name;
 
 }  // namespace
 

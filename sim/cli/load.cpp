@@ -68,9 +68,4 @@ std::string short_program_name(const std::string& path) {
     return name;
 }
 
-std::string flag_subject(std::string_view name) {
-    if (display_width(name) <= kQuotedNameLength && escape_invisible(name) == name) return std::string(name);
-    return quoted_name(name);
-}
-
 }  // namespace toysim::cli

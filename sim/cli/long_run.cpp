@@ -31,16 +31,6 @@ constexpr double kTileUnitsPerSecond = 447e6;
 
 }  // namespace
 
-std::string grouped(double value) {
-    std::string digits = fmt::format("{:.0f}", value);
-    std::string out;
-    for (size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-        out += digits[i];
-    }
-    return out;
-}
-
 std::vector<WorkEstimate> check_run_length(const std::vector<const Program*>& programs, std::uint64_t max_steps_given, bool force) {
     std::vector<WorkEstimate> estimates;
     double instructions = 0, units = 0, seconds = 0;

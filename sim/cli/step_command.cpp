@@ -17,10 +17,6 @@ namespace toysim::cli {
 
 namespace {
 
-// A symbolic session names every value of the whole run once (as `trace` does), so it is for
-// runs up to this long; longer ones step numerically.
-constexpr std::uint64_t kSymbolicSteps = 100'000;
-
 std::atomic<bool> g_interrupt{false};
 extern "C" void on_interrupt(int) { g_interrupt.store(true); }
 
@@ -275,25 +271,25 @@ int step_command(const Options& o, Context& ctx) {
                            format_params(p), p.register_file_text(), values, note, length);
     };
 
-    bool symbolic = o.values == "symbolic" || (o.values == "auto" && !p.has_tiles() && work.instructions <= kSymbolicSteps);
+    bool symbolic = o.values == "symbolic" || (o.values == "auto" && !p.has_tiles() && work.instructions <= kSymbolicSessionSteps);
     if (symbolic) {
-        if (work.instructions > kSymbolicSteps && o.values == "symbolic")
+        if (work.instructions > kSymbolicSessionSteps && o.values == "symbolic")
             throw ToyError(fmt::format("symbolic stepping names every value of the run, which is for runs of up to {} steps; this one "
                                        "has {}: use --values numeric, or smaller parameters",
-                                       grouped(static_cast<double>(kSymbolicSteps)), grouped(static_cast<double>(work.instructions))));
+                                       grouped(static_cast<double>(kSymbolicSessionSteps)), grouped(static_cast<double>(work.instructions))));
         ExprArena arena;
         Session<SymbolicDomain> session(p, SymbolicDomain{&arena, &p}, &arena, limits);
-        auto shown = collect_shown_values(session, kSymbolicSteps);
+        auto shown = collect_shown_values(session, kSymbolicSessionSteps);
         if (!shown)
             throw ToyError(fmt::format("this run is longer than {} steps, too long to step symbolically: use --values numeric",
-                                       grouped(static_cast<double>(kSymbolicSteps))));
+                                       grouped(static_cast<double>(kSymbolicSessionSteps))));
         ExprFormatter names(arena, p, *shown);
         style.names = &names;
         session.go_to(0);
         return run_session(session, style, ctx, banner("symbolic", ""));
     }
     Session<NumericDomain> session(p, NumericDomain{}, nullptr, limits);
-    std::string note = o.values == "auto" && !p.has_tiles() ? fmt::format(" (symbolic is for runs of up to {} steps)", grouped(static_cast<double>(kSymbolicSteps))) : "";
+    std::string note = o.values == "auto" && !p.has_tiles() ? fmt::format(" (symbolic is for runs of up to {} steps)", grouped(static_cast<double>(kSymbolicSessionSteps))) : "";
     return run_session(session, style, ctx, banner("numeric", note));
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <new>
 #include <set>
@@ -311,6 +312,54 @@ Grade grade_solution(const Exercise& exercise, std::shared_ptr<const SourceFile>
         g.cases.push_back(std::move(r));
     }
     return g;
+}
+
+// ---- where the exercises are ----
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_exercise(const fs::path& folder) {
+    std::error_code ec;
+    return fs::is_regular_file(folder / "exercise.toy", ec);
+}
+
+}  // namespace
+
+fs::path exercises_root(const fs::path& built_in) {
+    if (const char* env = std::getenv("TOYSIM_EXERCISES"); env && *env) return env;
+    std::error_code ec;
+    if (fs::is_directory("programs/exercises", ec)) return "programs/exercises";
+    return built_in;
+}
+
+std::vector<std::string> exercise_names(const fs::path& root) {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
+        if (is_exercise(it->path())) names.push_back(it->path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string folder_name(const fs::path& folder) {
+    fs::path p = fs::absolute(folder).lexically_normal();
+    if (!p.has_filename()) p = p.parent_path();
+    return p.filename().string();
+}
+
+fs::path find_exercise(const std::string& given, const fs::path& root) {
+    fs::path path(given);
+    if (path.filename() == "exercise.toy" && is_exercise(path.parent_path())) return path.parent_path();
+    if (is_exercise(path)) return path;
+    if (given.find('/') == std::string::npos && !given.empty() && is_exercise(root / given)) return root / given;
+    auto names = exercise_names(root);
+    std::vector<std::string_view> views(names.begin(), names.end());
+    throw ToyError(fmt::format("no exercise {}: it is neither a folder holding exercise.toy nor one of the exercises in {} ({}){}",
+                               quoted_name(given), escape_invisible(root.string()),
+                               names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")),
+                               did_you_mean(given, views)));
 }
 
 }  // namespace toysim::grade

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <string>
@@ -106,6 +107,19 @@ struct GradeLimits {
 // ToyError located in the solution (or the spec) when either is bad.
 std::shared_ptr<const ast::Program> solution_program(std::shared_ptr<const SourceFile> spec_source,
                                                      std::shared_ptr<const SourceFile> solution);
+
+// ---- where the exercises are (`toysim grade NAME`, `toysim exercise`, the Python module) ----
+
+// Where named exercises are: $TOYSIM_EXERCISES when set (it replaces the others), else
+// ./programs/exercises (a clone of the repository), else `built_in`, the folder the build knows.
+std::filesystem::path exercises_root(const std::filesystem::path& built_in);
+// The exercises under `root` (folders holding exercise.toy), sorted.
+std::vector<std::string> exercise_names(const std::filesystem::path& root);
+// The folder's own name, whatever trailing '/' or '.' the path was given with.
+std::string folder_name(const std::filesystem::path& folder);
+// EXERCISE as the user gave it: a folder holding exercise.toy (or that file), else a name under
+// `root`. Throws ToyError naming the exercises there (and the nearest one) otherwise.
+std::filesystem::path find_exercise(const std::string& given, const std::filesystem::path& root);
 
 // Runs the student's file on every test case. A broken or hostile solution never throws (parse
 // errors, refused declarations, disallowed opcodes, run-time faults, endless or huge loops):

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "sim/print/plot.h"
+#include "sim/print/format.h"
 
 namespace toysim {
 
@@ -11,7 +12,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string mb(double bytes) { return fmt::format("{:.2f} MB", bytes / 1e6); }
 std::string ratio(double a, double b) { return b > 0 ? fmt::format("{:.3f}", a / b) : "-"; }
 json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
@@ -97,8 +97,8 @@ std::string format_diff(const std::string& path, const gpu::GpuRunResult& g, con
         auto add = [&](const char* what, std::uint64_t sim, std::uint64_t counted, const std::optional<double>& dram) {
             if (!sim && !counted) return;
             const double sim_bytes = double(sim) * a.element_bytes;
-            arrays.rows.push_back({fmt::format("{}({})", what, a.array), fmt::format("{}", sim), fmt::format("{}", counted), mb(sim_bytes),
-                                   dram ? mb(*dram) : (d.measured ? "in the total" : "-"), dram ? ratio(*dram, sim_bytes) : "-"});
+            arrays.rows.push_back({fmt::format("{}({})", what, a.array), fmt::format("{}", sim), fmt::format("{}", counted), megabytes(sim_bytes),
+                                   dram ? megabytes(*dram) : (d.measured ? "in the total" : "-"), dram ? ratio(*dram, sim_bytes) : "-"});
         };
         add("reads", a.simulated_reads, a.counted_reads, a.dram_read_bytes);
         add("writes", a.simulated_writes, a.counted_writes, a.dram_write_bytes);
@@ -109,12 +109,12 @@ std::string format_diff(const std::string& path, const gpu::GpuRunResult& g, con
     for (const auto& s : d.stages) {
         const double counted = s.counted_read_bytes + s.counted_write_bytes;
         if (!s.measured.available) {
-            stages.rows.push_back({s.stage, mb(counted), "-", "-", "-", "-", "-"});
+            stages.rows.push_back({s.stage, megabytes(counted), "-", "-", "-", "-", "-"});
             continue;
         }
         const double l2 = (s.measured.l2_read_sectors + s.measured.l2_write_sectors) * 32;
         const double dram = s.measured.dram_read_bytes + s.measured.dram_write_bytes;
-        stages.rows.push_back({s.stage, mb(counted), mb(l2), mb(dram), ratio(l2, counted), ratio(dram, counted),
+        stages.rows.push_back({s.stage, megabytes(counted), megabytes(l2), megabytes(dram), ratio(l2, counted), ratio(dram, counted),
                                fmt::format("{:.1f}%", s.measured.l2_hit_rate)});
     }
     if (format == Format::Csv) return render_table(arrays, format) + "\n" + render_table(stages, format);
@@ -136,9 +136,9 @@ std::string format_diff(const std::string& path, const gpu::GpuRunResult& g, con
                         {}};
         auto row = [&](const std::string& name, double read, double written, const gpu::MeasuredTraffic* m) {
             const bool has = m && m->available;
-            predicted.rows.push_back({name, mb(read), has ? mb(m->dram_read_bytes) : "-",
+            predicted.rows.push_back({name, megabytes(read), has ? megabytes(m->dram_read_bytes) : "-",
                                       has && m->dram_read_bytes > 0 ? percent((read - m->dram_read_bytes) / m->dram_read_bytes) : "-",
-                                      mb(written), has ? mb(m->dram_write_bytes) : "-"});
+                                      megabytes(written), has ? megabytes(m->dram_write_bytes) : "-"});
         };
         for (const auto& s : d.stages)
             if (s.predicted_read_bytes) row(s.stage, *s.predicted_read_bytes, *s.predicted_write_bytes, &s.measured);
@@ -162,9 +162,9 @@ std::string format_diff(const std::string& path, const gpu::GpuRunResult& g, con
         return out;
     }
     out += fmt::format("\nsimulated {}, counted {}, L2 {}, DRAM {}; aggregate error Σ|counted − DRAM| / Σ DRAM = {:.3f}\n",
-                       mb(d.simulated_bytes), mb(d.counted_bytes), mb(d.l2_bytes), mb(d.dram_bytes), d.aggregate_error);
+                       megabytes(d.simulated_bytes), megabytes(d.counted_bytes), megabytes(d.l2_bytes), megabytes(d.dram_bytes), d.aggregate_error);
     if (d.prediction)
-        out += fmt::format("predicted DRAM read {} against {} measured: {}\n", mb(d.prediction->read_bytes), mb(measured_read(d)),
+        out += fmt::format("predicted DRAM read {} against {} measured: {}\n", megabytes(d.prediction->read_bytes), megabytes(measured_read(d)),
                            percent(read_error(d)));
     if (!d.notes.empty()) {
         out += "\nwhere they part:\n";
@@ -203,11 +203,11 @@ std::string format_diff_sweep(const std::string& path, const std::string& name, 
             {}};
     for (const auto& p : points) {
         const auto& d = p.diff;
-        t.rows.push_back({fmt::format("{}", p.value), fmt::format("{}", p.gpu.heads), mb(d.simulated_bytes), mb(d.counted_bytes),
-                          d.measured ? mb(d.l2_bytes) : "-", d.measured ? mb(d.dram_bytes) : "-",
+        t.rows.push_back({fmt::format("{}", p.value), fmt::format("{}", p.gpu.heads), megabytes(d.simulated_bytes), megabytes(d.counted_bytes),
+                          d.measured ? megabytes(d.l2_bytes) : "-", d.measured ? megabytes(d.dram_bytes) : "-",
                           d.measured ? ratio(d.dram_bytes, d.simulated_bytes) : "-",
                           d.measured ? fmt::format("{:.2f}×", reread_factor(d)) : "-",
-                          d.prediction ? mb(d.prediction->read_bytes) : "-", d.measured ? mb(measured_read(d)) : "-",
+                          d.prediction ? megabytes(d.prediction->read_bytes) : "-", d.measured ? megabytes(measured_read(d)) : "-",
                           d.prediction && d.measured ? percent(read_error(d)) : "-"});
     }
     std::string out;

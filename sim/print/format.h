@@ -2,7 +2,9 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/front/ast.h"
@@ -28,5 +30,11 @@ std::string number_text(double v);
 
 // "input", "output" or "scratch".
 std::string role_name(ast::Role role);
+
+// "1 step", "3 steps".
+std::string plural(std::uint64_t n, std::string_view word);
+
+// Bytes as megabytes (10⁶ bytes), 2 decimals: "6.35 MB".
+std::string megabytes(double bytes);
 
 }  // namespace toysim

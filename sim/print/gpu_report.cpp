@@ -1,6 +1,7 @@
 #include "sim/print/gpu_report.h"
 
 #include "gpu/codegen.h"
+#include "sim/print/format.h"
 
 #include <cmath>
 #include <fmt/format.h>
@@ -128,7 +129,6 @@ std::string rows_text(const gpu::ArrayCheckResult& c) {
     return fmt::format("{}, {} sampled rows of {}", heads, c.rows_checked, c.rows);
 }
 
-std::string mb(double bytes) { return fmt::format("{:.2f} MB", bytes / 1e6); }
 
 // The stages' DRAM and L2 traffic as CUPTI measured it, beside what the kernel counted; or the
 // one line that says why there is none.
@@ -148,8 +148,8 @@ std::string measured_text(const gpu::GpuRunResult& r, Format format) {
         double counted = 0;
         for (size_t a = 0; a < r.traffic.size(); ++a)
             counted += double(stage.reads[a] + stage.writes[a]) * r.traffic[a].element_bytes;
-        t.rows.push_back({std::string(stage.name), mb(counted), mb(m.l2_read_sectors * 32), mb(m.l2_write_sectors * 32), mb(m.dram_read_bytes),
-                          mb(m.dram_write_bytes), fmt::format("{:.1f}%", m.l2_hit_rate)});
+        t.rows.push_back({std::string(stage.name), megabytes(counted), megabytes(m.l2_read_sectors * 32), megabytes(m.l2_write_sectors * 32), megabytes(m.dram_read_bytes),
+                          megabytes(m.dram_write_bytes), fmt::format("{:.1f}%", m.l2_hit_rate)});
     }
     if (!unavailable.empty()) return fmt::format("hardware traffic ({} L2): not measured: {}\n\n", l2, unavailable);
     return fmt::format("hardware traffic per launch, {} L2 (CUPTI, in-process; L2 from the SMs in 32-byte sectors)\n", l2) +

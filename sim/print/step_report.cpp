@@ -8,6 +8,7 @@
 
 #include "sim/exec/parallel.h"
 #include "sim/lower/disasm.h"
+#include "sim/print/format.h"
 #include "sim/print/report.h"
 #include "sim/print/trace_text.h"
 #include "sim/support/text.h"
@@ -27,7 +28,6 @@ std::string value_text(const Program& p, const Value& v, const StepStyle& style)
     else return style.names ? style.names->cell(v) : std::to_string(v);
 }
 
-std::string plural(std::uint64_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
 
 // "programs/p5.toy:35" and the source line, as an error shows it.
 std::string source_line(const Program& p, int line) {

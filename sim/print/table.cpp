@@ -95,4 +95,8 @@ std::string role_name(ast::Role r) {
     return r == ast::Role::Input ? "input" : r == ast::Role::Output ? "output" : "scratch";
 }
 
+std::string plural(std::uint64_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+
+std::string megabytes(double bytes) { return fmt::format("{:.2f} MB", bytes / 1e6); }
+
 }  // namespace toysim

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "sim/lower/disasm.h"
+#include "sim/print/format.h"
 #include "sim/print/expr_format.h"
 #include "sim/print/report.h"
 #include "sim/print/trace_text.h"
@@ -73,7 +74,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string plural(std::uint64_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
 
 // "7 cycles, 7 instructions (4 LOAD, ...); DRAM: 4 reads, 1 write; 3 registers used"
 std::string trace_summary(const Program& p, const Counters& c) {

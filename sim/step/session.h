@@ -141,6 +141,9 @@ extern template class Session<SymbolicDomain>;
 // which leaves the session there: the values to name once, as the whole trace names them.
 // Nullopt when the run is longer than `limit`.
 inline constexpr std::int64_t kShownBlock = 16;
+// A symbolic session names every value of the whole run once (as `trace` does), so it is for
+// runs up to this long; longer ones step numerically (`toysim step` and the Python module).
+inline constexpr std::uint64_t kSymbolicSessionSteps = 100'000;
 std::optional<std::vector<std::uint32_t>> collect_shown_values(Session<SymbolicDomain>& session, std::uint64_t limit);
 
 }  // namespace toysim

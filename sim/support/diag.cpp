@@ -98,4 +98,30 @@ std::string format_error(const ToyError& error, const SourceFile* source, std::s
     return out;
 }
 
+namespace {
+
+bool ends_with(std::string_view text, std::string_view suffix) {
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+ToyError with_cli_hint(const ToyError& error) {
+    std::string message = error.what();
+    // Idempotent: an error that already carries a hint (one hinted twice on its way out) gets it once.
+    auto add = [&](std::string_view hint) {
+        if (!ends_with(message, hint)) message += hint;
+    };
+    switch (error.kind()) {
+        case ErrorKind::StepLimit: add("; raise it with --max-steps"); break;
+        case ErrorKind::TooLargeToRun: add("; `toysim cost` counts it without running"); break;
+        case ErrorKind::TooLongToRun: add("; run it anyway with --force, or see `toysim cost`"); break;
+        case ErrorKind::Setting:
+            if (message.rfind("--set ", 0) != 0) message = fmt::format("--set {}: {}", flag_subject(error.subject()), message);
+            break;
+        case ErrorKind::Input: break;
+    }
+    return ToyError(error.kind(), error.loc(), std::move(message), error.subject());
+}
+
 }  // namespace toysim

@@ -33,7 +33,8 @@ struct SourceFile {
 };
 
 // What kind of bad input an error is. The core says what went wrong in its own terms; the
-// CLI, which alone knows its flags, adds how to change it (cli::with_hint).
+// front end adds how to change it (with_cli_hint: the CLI's flags, which the Python module
+// quotes too, since it promises the CLI's messages).
 enum class ErrorKind : std::uint8_t {
     Input,          // a malformed program or value
     Setting,        // a parameter setting NAME=VALUE; subject() is NAME (the CLI prefixes "--set NAME: ")
@@ -63,5 +64,10 @@ private:
 // "file:line:col: error: message", then the source line and a caret under the culprit.
 // `where` names the source when the error has no location (e.g. "toysim" or a file path).
 std::string format_error(const ToyError& error, const SourceFile* source, std::string_view where = "toysim");
+
+// The error as the command line words it: the core's message plus how to change it with the
+// CLI's flags (--max-steps, --force, `toysim cost`, --set NAME), each added once. The CLI
+// (cli::with_hint) and the Python module (python/) both report errors this way.
+ToyError with_cli_hint(const ToyError& error);
 
 }  // namespace toysim

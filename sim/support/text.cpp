@@ -126,6 +126,21 @@ std::string quoted_name(std::string_view name) {
     return fmt::format("'{}…' ({} characters)", escape_invisible(name.substr(0, cut)), length);
 }
 
+std::string flag_subject(std::string_view name) {
+    if (display_width(name) <= kQuotedNameLength && escape_invisible(name) == name) return std::string(name);
+    return quoted_name(name);
+}
+
+std::string grouped(double value) {
+    std::string digits = fmt::format("{:.0f}", value);
+    std::string out;
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
 int display_width(std::string_view s) {
     int width = 0;
     for (unsigned char ch : s)

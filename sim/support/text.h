@@ -31,6 +31,9 @@ std::string escape_invisible(std::string_view s);
 // 'aaaaaaaa…' (20000 characters).
 inline constexpr int kQuotedNameLength = 40;
 std::string quoted_name(std::string_view name);
+// A name as a flag's prefix shows it: as typed if short and printable ("--set n: "), else
+// quoted and shortened like quoted_name.
+std::string flag_subject(std::string_view name);
 // Display width of UTF-8 text in a terminal (each code point one column).
 int display_width(std::string_view s);
 std::string pad_right(std::string_view s, int width);
@@ -40,6 +43,8 @@ std::string_view trim(std::string_view s);
 // A whole number in decimal digits only ("42"); nullopt for anything else (empty, a sign, a
 // space, a value past 2^64 − 1).
 std::optional<std::uint64_t> parse_whole_number(std::string_view s);
+// A count with thousands separators: "13,999,996".
+std::string grouped(double value);
 // Shortest decimal form of a double with up to `digits` significant digits ("0.5", "1e+06", "-3").
 std::string format_number(double v, int digits = 6);
 
