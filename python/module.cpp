@@ -196,21 +196,8 @@ std::pair<std::string, std::string> cost_json_text(const LoadedProgram& lp, std:
             TimeFormulas time = derive_time(p);
             return json_text(cost_json(p, formulas, counted, prove_race_freedom(p), &time));
         };
-        if ((heads != 1 || workers != 0 || cold_launches) && !p.cache)
-            throw ToyError(fmt::format("--{}: heads, workers and launches say how the accesses reach a cache; give a cache too (--cache h100)",
-                                       heads != 1 ? "heads" : workers != 0 ? "workers" : "cold-launches"));
-        if (p.cache) {  // the count-only walk through the cache, bounded as the CLI bounds it
-            CachedCountOptions walk;
-            walk.heads = heads;
-            walk.workers = workers;
-            walk.cold_launches = cold_launches;
-            constexpr std::uint64_t kMaxWalk = 4'000'000'000ULL;
-            const double instructions = double(estimate_work(p).instructions) * double(heads);
-            if (instructions > double(kMaxWalk))
-                throw ToyError(fmt::format("the walk through the cache would execute {} instructions, more than {} (minutes): lower the "
-                                           "parameters or --heads",
-                                           grouped(instructions), grouped(double(kMaxWalk))));
-            walk.max_instructions = 2 * kMaxWalk;
+        const CachedCountOptions walk = cache_walk(p, heads, workers, cold_launches);
+        if (p.cache) {  // the count-only walk through the cache, as the CLI's
             std::string formulas = formulas_json();
             py::gil_scoped_release release;
             return std::make_pair(format_cached_count(p, count_through_cache(p, walk), walk, Format::Json), formulas);

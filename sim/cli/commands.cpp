@@ -77,23 +77,8 @@ int trace_command(const Options& o, Context& ctx) {
 int cost_command(const Options& o, Context& ctx) {
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     apply_cache_options(program, o);
-    if ((o.heads != 1 || o.workers != 0 || o.cold_launches) && !program.cache)
-        throw ToyError(fmt::format("--{}: heads, workers and launches say how the accesses reach a cache; give a cache too (--cache h100)",
-                                   o.heads != 1 ? "heads" : o.workers != 0 ? "workers" : "cold-launches"));
+    const CachedCountOptions walk = cache_walk(program, o.heads, o.workers, o.cold_launches);
     if (program.cache) {  // the count-only walk through the cache: what reaches DRAM
-        CachedCountOptions walk;
-        walk.heads = o.heads;
-        walk.workers = o.workers;
-        walk.cold_launches = o.cold_launches;
-        // Refused up front when it would take minutes (about 30 ns an instruction); the limit
-        // also bounds the loop steps, as a backstop.
-        constexpr std::uint64_t kMaxWalk = 4'000'000'000ULL;
-        const double instructions = double(estimate_work(program).instructions) * double(o.heads);
-        if (instructions > double(kMaxWalk))
-            throw ToyError(fmt::format("the walk through the cache would execute {} instructions, more than {} (minutes): lower the "
-                                       "parameters or --heads",
-                                       grouped(instructions), grouped(double(kMaxWalk))));
-        walk.max_instructions = 2 * kMaxWalk;
         CachedCount counted = count_through_cache(program, walk);
         // In a table, the formulas first (element counts), then what reaches DRAM past the cache.
         if (table_format(o.format))

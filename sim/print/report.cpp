@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "sim/analysis/cost.h"
 #include "sim/support/text.h"
 
 namespace toysim {
@@ -52,6 +53,25 @@ nlohmann::ordered_json cache_counters_json(const Program& p, const CacheCounts& 
     }
     k["l2"]["cache"] = cache_json(*p.cache);
     return k["l2"];
+}
+
+CachedCountOptions cache_walk(const Program& p, std::int64_t heads, std::int64_t workers, bool cold_launches) {
+    if ((heads != 1 || workers != 0 || cold_launches) && !p.cache)
+        throw ToyError(fmt::format("--{}: heads, workers and launches say how the accesses reach a cache; give a cache too (--cache h100)",
+                                   heads != 1 ? "heads" : workers != 0 ? "workers" : "cold-launches"));
+    CachedCountOptions walk;
+    walk.heads = heads;
+    walk.workers = workers;
+    walk.cold_launches = cold_launches;
+    if (!p.cache) return walk;  // no walk: nothing to bound
+    constexpr std::uint64_t kMaxWalk = 4'000'000'000ULL;
+    const double instructions = double(estimate_work(p).instructions) * double(heads);
+    if (instructions > double(kMaxWalk))
+        throw ToyError(fmt::format("the walk through the cache would execute {} instructions, more than {} (minutes): lower the "
+                                   "parameters or --heads",
+                                   grouped(instructions), grouped(double(kMaxWalk))));
+    walk.max_instructions = 2 * kMaxWalk;
+    return walk;
 }
 
 std::string format_cached_count(const Program& p, const CachedCount& c, const CachedCountOptions& o, Format format) {
