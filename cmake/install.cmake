@@ -2,7 +2,7 @@
 #   bin/toysim
 #   share/toysim/programs/...            the course's programs, exercises/ with every exercise's
 #                                         spec (hidden tests included), starter and reference solution
-#   share/man/man1/toysim.1, toysim-COMMAND.1   generated from the built toysim's --help
+#   share/man/man1/toysim.1.gz, toysim-COMMAND.1.gz   generated from the built toysim's --help
 #   share/bash-completion/completions/toysim    generated from it too
 #   share/doc/toysim/copyright           the MIT license, where Debian looks for it
 # Also here, because the package must say which build it is: the commit `toysim --version` names.
@@ -49,6 +49,9 @@ set(TOYSIM_COMPLETION ${CMAKE_BINARY_DIR}/completion/toysim)
 add_custom_command(OUTPUT ${TOYSIM_MAN_DIR}/pages.stamp
                    BYPRODUCTS ${TOYSIM_MAN_DIR}/toysim.1 ${TOYSIM_COMPLETION}
                    COMMAND toysim_help_docs $<TARGET_FILE:toysim> ${TOYSIM_MAN_DIR} ${TOYSIM_COMPLETION}
+                   # Installed gzipped, as Debian's policy has man pages (-n: no name or time in
+                   # the file, so the same pages give the same bytes).
+                   COMMAND sh -c "for page in *.1; do gzip -9nc \"$page\" > \"$page.gz\"; done" WORKING_DIRECTORY ${TOYSIM_MAN_DIR}
                    COMMAND ${CMAKE_COMMAND} -E touch ${TOYSIM_MAN_DIR}/pages.stamp
                    DEPENDS toysim toysim_help_docs COMMENT "toysim: man pages and bash completion from --help" VERBATIM)
 add_custom_target(toysim_docs ALL DEPENDS ${TOYSIM_MAN_DIR}/pages.stamp)
@@ -60,7 +63,7 @@ install(TARGETS toysim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # tests), starter.toy (what `exercise start` copies); the reference solutions too, as the course's
 # README grades them in its examples.
 install(DIRECTORY programs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/toysim/programs)
-install(DIRECTORY ${TOYSIM_MAN_DIR}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 FILES_MATCHING PATTERN "*.1")
+install(DIRECTORY ${TOYSIM_MAN_DIR}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 FILES_MATCHING PATTERN "*.1.gz")
 install(FILES ${TOYSIM_COMPLETION} DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME copyright)
 

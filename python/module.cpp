@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <dlfcn.h>
 #include <cstdint>
 #include <filesystem>
 #include <fmt/format.h>
@@ -279,12 +280,21 @@ struct GradeTexts {
     bool full_marks = false;
 };
 
+// The exercises installed with this module (cmake --install, the .deb: TOYSIM_INSTALLED_EXERCISES_DIR
+// is the install layout's path from the module's folder to them), else this build's source tree.
+std::filesystem::path built_in_exercises() {
+    Dl_info info{};
+    const bool found = dladdr(reinterpret_cast<const void*>(&built_in_exercises), &info) != 0 && info.dli_fname;
+    return grade::installed_exercises(found ? std::filesystem::path(info.dli_fname) : std::filesystem::path(),
+                                      TOYSIM_INSTALLED_EXERCISES_DIR, TOYSIM_EXERCISES_DIR);
+}
+
 GradeTexts grade(const std::string& exercise, const std::optional<std::string>& solution_path,
                  const std::optional<std::string>& solution_text) {
     std::shared_ptr<const SourceFile> where;
     return reported(&where, [&] {
         namespace fs = std::filesystem;
-        const fs::path folder = grade::find_exercise(exercise, grade::exercises_root(TOYSIM_EXERCISES_DIR));
+        const fs::path folder = grade::find_exercise(exercise, grade::exercises_root(built_in_exercises()));
         auto bad_exercise = [&](const ToyError& e) {
             return LocatedError(format_error(e, where.get(), "toysim") +
                                 fmt::format("toysim: error: the exercise itself is bad ({}): fix its spec; no solution was graded\n",

@@ -24,17 +24,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The exercises installed with this executable (cmake --install, the .deb), found from where the
-// executable is rather than where it was built, so a package works under any prefix; else the
-// folder this build came from.
+// The exercises installed with this executable, else the folder this build came from.
 fs::path built_in_exercises() {
     std::error_code ec;
-    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec && !exe.empty()) {
-        fs::path installed = (exe.parent_path() / TOYSIM_INSTALLED_EXERCISES_DIR).lexically_normal();
-        if (fs::is_directory(installed, ec)) return installed;
-    }
-    return TOYSIM_EXERCISES_DIR;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    return grade::installed_exercises(ec ? fs::path() : exe, TOYSIM_INSTALLED_EXERCISES_DIR, TOYSIM_EXERCISES_DIR);
 }
 
 // Where named exercises are (grade::exercises_root): $TOYSIM_EXERCISES, ./programs/exercises,

@@ -334,6 +334,14 @@ fs::path exercises_root(const fs::path& built_in) {
     return built_in;
 }
 
+fs::path installed_exercises(const fs::path& binary, const fs::path& relative, const fs::path& fallback) {
+    if (binary.empty()) return fallback;
+    std::error_code ec;
+    fs::path installed = (fs::absolute(binary, ec).parent_path() / relative).lexically_normal();
+    if (!ec && fs::is_directory(installed, ec)) return installed;
+    return fallback;
+}
+
 std::vector<std::string> exercise_names(const fs::path& root) {
     std::vector<std::string> names;
     std::error_code ec;

@@ -113,6 +113,13 @@ std::shared_ptr<const ast::Program> solution_program(std::shared_ptr<const Sourc
 // Where named exercises are: $TOYSIM_EXERCISES when set (it replaces the others), else
 // ./programs/exercises (a clone of the repository), else `built_in`, the folder the build knows.
 std::filesystem::path exercises_root(const std::filesystem::path& built_in);
+
+// The exercises installed with a binary (cmake --install, the .deb): `relative` (the install
+// layout's path from the binary's folder to them) from `binary`'s folder when that is a folder,
+// else `fallback` (the source tree this build came from). Found from where the binary is rather
+// than where it was built, so a package works under any prefix.
+std::filesystem::path installed_exercises(const std::filesystem::path& binary, const std::filesystem::path& relative,
+                                          const std::filesystem::path& fallback);
 // The exercises under `root` (folders holding exercise.toy), sorted.
 std::vector<std::string> exercise_names(const std::filesystem::path& root);
 // The folder's own name, whatever trailing '/' or '.' the path was given with.

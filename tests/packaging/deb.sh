@@ -19,7 +19,7 @@ deb=$scratch/out/toysim_${version}_$(dpkg --print-architecture).deb
 [[ -f $deb ]] || { ls "$scratch/out"; fail "cpack made no $(basename "$deb")"; }
 
 contents=$(dpkg-deb -c "$deb")
-for file in ./usr/bin/toysim ./usr/share/man/man1/toysim.1 ./usr/share/man/man1/toysim-trace.1 ./usr/share/man/man1/toysim-gpu.1 \
+for file in ./usr/bin/toysim ./usr/share/man/man1/toysim.1.gz ./usr/share/man/man1/toysim-trace.1.gz ./usr/share/man/man1/toysim-gpu.1.gz \
             ./usr/share/bash-completion/completions/toysim ./usr/share/doc/toysim/copyright \
             ./usr/share/toysim/programs/p1_c00.toy ./usr/share/toysim/programs/attention/fa2.toy \
             ./usr/share/toysim/programs/exercises/p1_c00/exercise.toy ./usr/share/toysim/programs/exercises/p1_c00/starter.toy; do
@@ -67,6 +67,6 @@ unset TOYSIM_EXERCISES
 if "$unpacked" grade no_such_exercise x.toy >out.txt 2>&1; then fail "grade of a missing exercise succeeded"; fi
 grep -qF "$scratch/root/usr/share/toysim/programs/exercises" out.txt || { cat out.txt; fail "the package's toysim does not look in its own exercises"; }
 if command -v man >/dev/null; then
-  MANWIDTH=80 man -l "$scratch/root/usr/share/man/man1/toysim.1" 2>&1 | grep -q '^NAME' || fail "man does not render the package's toysim.1"
+  MANWIDTH=80 man -l "$scratch/root/usr/share/man/man1/toysim.1.gz" 2>&1 | grep -q '^NAME' || fail "man does not render the package's toysim.1.gz"
 fi
 echo "ok: $(basename "$deb"), $(grep -c . <<<"$contents") entries; $(grep -E '^ *Installed-Size' <<<"$info" | tr -s ' ')"

@@ -14,7 +14,7 @@ DESTDIR="$scratch/root" cmake --install "$build" --prefix /usr >"$scratch/instal
   { cat "$scratch/install.log"; fail "cmake --install failed"; }
 prefix=$scratch/root/usr
 installed=$prefix/bin/toysim
-for file in bin/toysim share/man/man1/toysim.1 share/man/man1/toysim-trace.1 share/bash-completion/completions/toysim \
+for file in bin/toysim share/man/man1/toysim.1.gz share/man/man1/toysim-trace.1.gz share/bash-completion/completions/toysim \
             share/doc/toysim/copyright share/toysim/programs/p1_c00.toy \
             share/toysim/programs/exercises/p1_c00/exercise.toy share/toysim/programs/exercises/p1_c00/starter.toy; do
   [[ -f $prefix/$file ]] || fail "cmake --install put no $file under the prefix"
@@ -76,4 +76,20 @@ grep -qF "$exercises" out.txt || { cat out.txt; fail "a missing exercise is not 
 status=0
 "$installed" grade zz_installed_probe mine/zz_installed_probe.toy >/dev/null || status=$?
 ((status == 0 || status == 1)) || fail "grading the starter file exited $status (0 or 1 expected: graded)"
+
+# The installed Python module (where this build has one: TOYSIM_PYTHON names its python) grades
+# an exercise by name from the installed share folder too, not from this build's source tree.
+if [[ -n ${TOYSIM_PYTHON:-} ]]; then
+  module_dir=$prefix/$TOYSIM_PYTHON_DIR
+  [[ -f $module_dir/toysim/__init__.py ]] || fail "cmake --install put no Python module in $module_dir/toysim"
+  graded=$(PYTHONPATH=$module_dir "$TOYSIM_PYTHON" -c '
+import sys, toysim
+assert toysim.__file__.startswith(sys.argv[1]), toysim.__file__
+g = toysim.grade("zz_installed_probe", sys.argv[2])
+print(g.score, g.max_score)' "$module_dir" "$exercises/p1_c00/solution.toy" 2>&1) ||
+    fail "the installed Python module did not grade zz_installed_probe: $graded"
+  read -r points max_points <<<"$graded"
+  [[ $points == "$max_points" && $points != 0 ]] || fail "the installed module graded p1_c00's solution $graded, not full marks"
+  echo "python: the installed module graded zz_installed_probe $graded"
+fi
 echo "ok: installed under $prefix, exercises from $exercises"
