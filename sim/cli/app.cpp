@@ -23,11 +23,15 @@ const std::vector<std::string_view> kCommands = {"run", "trace", "step", "view",
 std::string isa_listing() {
     std::string out = "instruction set (destination last, as in the seed; cycles per unit of work, one unit per scalar\n"
                       "instruction; on tiles see isa/README.md):\n";
-    int meaning = 0;
-    for (const auto& row : all_ops()) meaning = std::max(meaning, display_width(row.meaning));
+    int mnemonic = 0, operands = 0, meaning = 0;
+    for (const auto& row : all_ops()) {
+        mnemonic = std::max(mnemonic, display_width(row.mnemonic));
+        operands = std::max(operands, display_width(row.operands));
+        meaning = std::max(meaning, display_width(row.meaning));
+    }
     for (const auto& row : all_ops())
-        out += fmt::format("  {:<6} {:<16} {} {} cycle{}\n", row.mnemonic, row.operands, pad_right(std::string(row.meaning), meaning),
-                           row.cycles, row.cycles == 1 ? "" : "s");
+        out += fmt::format("  {} {} {} {} cycle{}\n", pad_right(row.mnemonic, mnemonic), pad_right(row.operands, operands + 1),
+                           pad_right(row.meaning, meaning), row.cycles, row.cycles == 1 ? "" : "s");
     out += "\nreference functions for 'check' (and for computed inputs):\n";
     size_t width = 0;
     for (const auto& f : reference_functions()) width = std::max(width, f.signature.size());
