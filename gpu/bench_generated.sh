@@ -58,6 +58,7 @@ bench fa1 - programs/attention/fa1.toy --set n=4096 $attention --heads 16 --dtyp
 bench fa2 --no-tensor-cores programs/attention/fa2.toy --set n=4096 $attention --heads 64 --dtype fp16
 bench fa2 - programs/attention/fa2.toy --set n=4096 $attention --heads 64 --dtype fp16
 bench fa2_vs_v3_mma - programs/attention/fa2.toy --kernel fa2_v3_mma --set n=4096 --set d=64 --set Br=128 --set Bc=64 --heads 64 --dtype fp16
+bench fa2_vs_v3_mma - programs/attention/fa2.toy --kernel fa2_v3_mma --set n=4096 --set d=64 --set Br=128 --set Bc=64 --heads 64 --dtype bf16
 bench fa2_backward --no-tensor-cores programs/attention/fa2_backward.toy --set n=1024 $attention --heads 4 --dtype fp16
 bench fa2_backward - programs/attention/fa2_backward.toy --set n=1024 $attention --heads 4 --dtype fp16
 bench fa2_backward_no_d_trick - programs/attention/fa2_backward_no_d_trick.toy --set n=1024 $attention --heads 4 --dtype fp16

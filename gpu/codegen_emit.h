@@ -1,7 +1,9 @@
 // The code generator's inside (gpu/codegen.cpp lays out the module; this writes a kernel).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu/codegen.h"
@@ -90,6 +92,23 @@ private:
     std::vector<integer::Interval> slot_range_;
     std::vector<bool> counted_reads_, counted_writes_;
     std::vector<std::string> array_name_, tile_name_;
+
+    // Tiles in registers, in the tensor cores' fragment layout (gpu/codegen_fragment.cpp):
+    // per tile, whether it lives there, and its one shape where the generator proves it.
+    std::vector<bool> fragment_;
+    // Tiles that are only a register product's b and only filled by LOADs of arrays stored as
+    // T: kept in shared memory as T (no rounding: the array's own values), read by ldmatrix.
+    std::vector<bool> stored_;
+    bool is_stored(int tile) const { return !stored_.empty() && stored_[static_cast<size_t>(tile)]; }
+    std::vector<std::pair<std::int64_t, std::int64_t>> static_shape_;
+    Footprint serial_writes_;
+    void plan_fragments(std::int32_t first, std::int32_t last);
+    std::optional<std::pair<std::int64_t, std::int64_t>> static_slice(const struct TileInst& t, const std::vector<integer::Interval>& ranges) const;
+    bool is_fragment(const struct TileOperand& a) const;
+    bool touches_fragment(const struct TileInst& t) const;
+    bool fragment_instruction(const struct TileInst& t) const;
+    std::string fragment_declaration(size_t tile) const;
+    void fragment_tile(std::int32_t pc, const struct TileInst& t);
 
     // Barriers: how tile instructions touched each slot since the last __syncthreads()
     // (block_) and, row by row, since the last __syncwarp() (warp_); an instruction that would

@@ -121,33 +121,49 @@ __device__ __forceinline__ float4 unpack4(const uint2& v, const __nv_bfloat16*) 
     const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.x)), b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.y));
     return make_float4(a.x, a.y, b.x, b.y);
 }
+// Rows of whole pieces of kVec elements (Piece: their bytes), row i by warp i mod 8, a piece
+// a read, a lane's reads all in flight before it writes any (a load waits for DRAM or L2 once,
+// not once per element): put(i, j, piece) writes the piece that starts at (i, j).
+template <int kVec, typename Piece, typename T, typename Put>
+__device__ __forceinline__ void load_pieces(const T* src, long long rs, int rows, int cols, Put put) {
+    constexpr int kBatch = 4;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = kWarps;
+    const int pieces = cols / kVec, mine = rows > warp ? (rows - warp + warps - 1) / warps : 0, total = mine * pieces;
+    for (int e0 = lane; e0 < total; e0 += kBatch * 32) {
+        Piece v[kBatch];
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+            const int e = e0 + u * 32, t = e / pieces;
+            if (e < total) v[u] = *reinterpret_cast<const Piece*>(src + (warp + t * warps) * rs + (e - t * pieces) * kVec);
+        }
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+            const int e = e0 + u * 32, t = e / pieces;
+            if (e < total) put(warp + t * warps, (e - t * pieces) * kVec, v[u]);
+        }
+    }
+}
 // LOAD slice, tile: element (i, j) of the slice at src[i·rs + j·cs]. Rows of whole pieces of 4
-// elements (the common case: a tile of a row-major array) go a piece a read, a lane's reads
-// all in flight before it writes any (a load waits for DRAM or L2 once, not once per element),
-// and a warp's pieces side by side in shared memory.
+// elements (the common case: a tile of a row-major array) go a piece a read, a warp's pieces
+// side by side in shared memory.
 template <typename T>
 __device__ __forceinline__ void tile_load(float* dst, int ds, const T* src, long long rs, long long cs, int rows, int cols) {
     using Piece = typename Four<T>::type;
-    constexpr int kVec = 4, kBatch = 4;
-    if (cs == 1 && cols % kVec == 0 && rs % kVec == 0 && ds % 4 == 0 && reinterpret_cast<unsigned long long>(src) % sizeof(Piece) == 0) {
-        const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = kWarps;
-        const int pieces = cols / kVec, mine = rows > warp ? (rows - warp + warps - 1) / warps : 0, total = mine * pieces;
-        for (int e0 = lane; e0 < total; e0 += kBatch * 32) {
-            Piece v[kBatch];
-#pragma unroll
-            for (int u = 0; u < kBatch; ++u) {
-                const int e = e0 + u * 32, t = e / pieces;
-                if (e < total) v[u] = *reinterpret_cast<const Piece*>(src + (warp + t * warps) * rs + (e - t * pieces) * kVec);
-            }
-#pragma unroll
-            for (int u = 0; u < kBatch; ++u) {
-                const int e = e0 + u * 32, t = e / pieces;
-                if (e < total) *reinterpret_cast<float4*>(dst + (warp + t * warps) * ds + (e - t * pieces) * kVec) = unpack4(v[u], src);
-            }
-        }
+    if (cs == 1 && cols % 4 == 0 && rs % 4 == 0 && ds % 4 == 0 && reinterpret_cast<unsigned long long>(src) % sizeof(Piece) == 0) {
+        load_pieces<4, Piece>(src, rs, rows, cols, [&](int i, int j, const Piece& v) { *reinterpret_cast<float4*>(dst + i * ds + j) = unpack4(v, src); });
         return;
     }
     for_each_element(rows, cols, [&](int i, int j) { dst[i * ds + j] = to_float(src[i * rs + j * cs]); });
+}
+// The same for a tile kept as T (the arrays' storage type, no conversion): 16 bytes a piece.
+template <typename T>
+__device__ __forceinline__ void tile_load_stored(T* dst, int ds, const T* src, long long rs, long long cs, int rows, int cols) {
+    constexpr int kVec = 16 / sizeof(T);
+    if (cs == 1 && cols % kVec == 0 && rs % kVec == 0 && ds % kVec == 0 && reinterpret_cast<unsigned long long>(src) % 16 == 0) {
+        load_pieces<kVec, uint4>(src, rs, rows, cols, [&](int i, int j, const uint4& v) { *reinterpret_cast<uint4*>(dst + i * ds + j) = v; });
+        return;
+    }
+    for_each_element(rows, cols, [&](int i, int j) { dst[i * ds + j] = src[i * rs + j * cs]; });
 }
 // STORE tile, slice (accumulate: STORE_ADD, an atomic add per element).
 template <bool kAccumulate, typename T>
@@ -420,6 +436,170 @@ __device__ __forceinline__ void tile_copy(float* out, int os, const float* in, i
         const int i = e / cols, j = e - i * cols;
         out[i * os + j] = in[i * is + j];
     }
+}
+
+// ---- tiles in registers: the tensor cores' fragment layout (gpu/codegen_fragment.cpp) ----
+// Warp w holds the 16-row blocks w, w + 8, ... of a tile; lane 4g + t holds rows g and g + 8
+// of a block and, of each 8-column block, columns 2t and 2t + 1:
+//   x[mi][cb][0..3] = (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)
+// (m16n8k16's accumulator), and a [rows][1] tile x[mi][0..1] = rows g, g + 8.
+#define FRAG_FOR(MT, NB) _Pragma("unroll") for (int mi = 0; mi < (MT); ++mi) _Pragma("unroll") for (int cb = 0; cb < (NB); ++cb) _Pragma("unroll") for (int e = 0; e < 4; ++e)
+#define ROWS_FOR(MT) _Pragma("unroll") for (int mi = 0; mi < (MT); ++mi) _Pragma("unroll") for (int h = 0; h < 2; ++h)
+__device__ __forceinline__ int frag_row(int mi, int h) { return (mi * kWarps + (int)threadIdx.x / 32) * 16 + (int)(threadIdx.x % 32) / 4 + 8 * h; }
+__device__ __forceinline__ int frag_col(int cb, int e) { return cb * 8 + 2 * (int)(threadIdx.x % 4) + (e & 1); }
+template <typename S, int MT, int NB>
+__device__ __forceinline__ void frag_load(float (&x)[MT][NB][4], const S* at, long long rs, long long cs) {
+    FRAG_FOR(MT, NB) x[mi][cb][e] = to_float(at[frag_row(mi, e >> 1) * rs + frag_col(cb, e) * cs]);
+}
+template <typename S, int MT, int NB>
+__device__ __forceinline__ void frag_store(S* at, long long rs, long long cs, const float (&x)[MT][NB][4]) {
+    FRAG_FOR(MT, NB) store_to(&at[frag_row(mi, e >> 1) * rs + frag_col(cb, e) * cs], x[mi][cb][e]);
+}
+template <typename S, int MT>
+__device__ __forceinline__ void frag_load_rows(float (&x)[MT][2], const S* at, long long rs) {
+    ROWS_FOR(MT) x[mi][h] = to_float(at[frag_row(mi, h) * rs]);
+}
+// The 4 lanes that hold a row hold the same value: one of them writes it.
+template <typename S, int MT>
+__device__ __forceinline__ void frag_store_rows(S* at, long long rs, const float (&x)[MT][2]) {
+    if (threadIdx.x % 4 == 0) ROWS_FOR(MT) store_to(&at[frag_row(mi, h) * rs], x[mi][h]);
+}
+// Each row folded by f: the thread's columns in order, then across the 4 lanes of the row.
+template <int MT, int NB, typename F>
+__device__ __forceinline__ void frag_rowreduce(float (&out)[MT][2], const float (&x)[MT][NB][4], F f) {
+    ROWS_FOR(MT) {
+        float acc = f(x[mi][0][2 * h], x[mi][0][2 * h + 1]);
+#pragma unroll
+        for (int cb = 1; cb < NB; ++cb) acc = f(f(acc, x[mi][cb][2 * h]), x[mi][cb][2 * h + 1]);
+        acc = f(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
+        out[mi][h] = f(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
+    }
+}
+// Two values as the tensor cores' operand type E (the arrays' storage type), in one register.
+template <typename E> __device__ __forceinline__ unsigned pack2(float lo, float hi);
+template <> __device__ __forceinline__ unsigned pack2<__half>(float lo, float hi) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&v);
+}
+template <> __device__ __forceinline__ unsigned pack2<__nv_bfloat16>(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&v);
+}
+template <typename E> __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1);
+template <> __device__ __forceinline__ void mma16816<__half>(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+template <> __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+// m16n8k16's a operand for k block kb: a's column blocks 2kb and 2kb + 1, rounded to E.
+template <typename E, int MT, int KA>
+__device__ __forceinline__ void frag_a(unsigned (&af)[MT][4], const float (&a)[MT][KA][4], int kb) {
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi) {
+        af[mi][0] = pack2<E>(a[mi][2 * kb][0], a[mi][2 * kb][1]);          // row g, k = 2t, 2t + 1
+        af[mi][1] = pack2<E>(a[mi][2 * kb][2], a[mi][2 * kb][3]);          // row g + 8
+        af[mi][2] = pack2<E>(a[mi][2 * kb + 1][0], a[mi][2 * kb + 1][1]);  // row g, k = 2t + 8, 2t + 9
+        af[mi][3] = pack2<E>(a[mi][2 * kb + 1][2], a[mi][2 * kb + 1][3]);  // row g + 8
+    }
+}
+// Before sm_80, the same sums on the CUDA cores: each of a's rows gathered from the lanes
+// that hold it, b(k, n) its element rounded to E.
+template <typename E, int MT, int NB, int KA, typename B>
+__device__ __forceinline__ void frag_product_cuda_cores(float (&acc)[MT][NB][4], const float (&a)[MT][KA][4], B b) {
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    for (int k = 0; k < KA * 8; ++k) {
+        const int from = g * 4 + (k % 8) / 2;  // the lane holding column k of rows g, g + 8
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) {
+            float row[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float mine = 0.f;
+#pragma unroll
+                for (int cb = 0; cb < KA; ++cb) mine = cb == k / 8 ? a[mi][cb][2 * h + (k & 1)] : mine;
+                row[h] = to_float(from_float<E>(__shfl_sync(0xffffffffu, mine, from)));
+            }
+#pragma unroll
+            for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[mi][nb][e] += row[e >> 1] * b(k, 8 * nb + 2 * t + (e & 1));
+        }
+    }
+}
+// acc += a·b on the tensor cores: a in registers (rows × 16·KA/2 columns; two adjacent
+// column blocks of the accumulator layout are m16n8k16's a operand), b a tile in shared
+// memory (row stride bs; kBT: b transposed, so b's pairs along k are adjacent floats). The
+// operands are rounded to E, the sums are fp32.
+template <typename E, bool kBT, int MT, int NB, int KA>
+__device__ __forceinline__ void frag_product(float (&acc)[MT][NB][4], const float (&a)[MT][KA][4], const float* b, int bs) {
+    static_assert(KA % 2 == 0, "k is a multiple of 16");
+#if __CUDA_ARCH__ >= 800
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int kb = 0; kb < KA / 2; ++kb) {
+        unsigned af[MT][4];
+        frag_a<E>(af, a, kb);
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+            const int k = 16 * kb + 2 * t, n = 8 * nb + g;
+            unsigned b0, b1;
+            if (kBT) {
+                const float2 lo = *reinterpret_cast<const float2*>(b + n * bs + k), hi = *reinterpret_cast<const float2*>(b + n * bs + k + 8);
+                b0 = pack2<E>(lo.x, lo.y), b1 = pack2<E>(hi.x, hi.y);
+            } else {
+                b0 = pack2<E>(b[k * bs + n], b[(k + 1) * bs + n]), b1 = pack2<E>(b[(k + 8) * bs + n], b[(k + 9) * bs + n]);
+            }
+#pragma unroll
+            for (int mi = 0; mi < MT; ++mi) mma16816<E>(acc[mi][nb], af[mi], b0, b1);
+        }
+    }
+#else
+    frag_product_cuda_cores<E>(acc, a, [&](int k, int n) { return to_float(from_float<E>(kBT ? b[n * bs + k] : b[k * bs + n])); });
+#endif
+}
+// acc += a·b as frag_product, with b kept as E (tile_load_stored; row stride bs elements, a
+// multiple of 8): each b fragment pair comes from ldmatrix, 8×8 blocks of b's rows as they
+// are (b transposed: its rows are n, and k runs along them) or transposed (k runs down them).
+template <typename E, bool kBT, int MT, int NB, int KA>
+__device__ __forceinline__ void frag_product_stored(float (&acc)[MT][NB][4], const float (&a)[MT][KA][4], const E* b, int bs) {
+    static_assert(KA % 2 == 0, "k is a multiple of 16");
+#if __CUDA_ARCH__ >= 800
+    // Lane l names a row of 8×8 block l / 8: blocks (k, n) = (0, 0), (8, 0), (0, 8), (8, 8).
+    const int lane = threadIdx.x % 32, quad = lane / 8;
+    const int k_off = 8 * (quad % 2) + (kBT ? 0 : lane % 8), n_off = 8 * (quad / 2) + (kBT ? lane % 8 : 0);
+#pragma unroll
+    for (int kb = 0; kb < KA / 2; ++kb) {
+        unsigned af[MT][4];
+        frag_a<E>(af, a, kb);
+#pragma unroll
+        for (int nb = 0; nb < NB; nb += 2) {
+            const int k = 16 * kb + k_off, n = 8 * nb + (nb + 1 < NB ? n_off : n_off % 8);
+            const unsigned at = (unsigned)__cvta_generic_to_shared(kBT ? b + n * bs + k : b + k * bs + n);
+            unsigned r0, r1, r2 = 0, r3 = 0;
+            if (nb + 1 < NB) {
+                if (kBT) asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(at));
+                else asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(at));
+            } else {
+                if (kBT) asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(at));
+                else asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(at));
+            }
+#pragma unroll
+            for (int mi = 0; mi < MT; ++mi) {
+                mma16816<E>(acc[mi][nb], af[mi], r0, r1);
+                if (nb + 1 < NB) mma16816<E>(acc[mi][nb + 1], af[mi], r2, r3);
+            }
+        }
+    }
+#else
+    frag_product_cuda_cores<E>(acc, a, [&](int k, int n) { return to_float(kBT ? b[n * bs + k] : b[k * bs + n]); });
+#endif
 }
 )cuda";
 

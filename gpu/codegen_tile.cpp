@@ -88,6 +88,11 @@ std::vector<Access> KernelEmitter::accesses(std::int32_t pc) const {
         return out;
     }
     const TileInst& t = p_.tile_insts[static_cast<size_t>(in.mem)];
+    if (touches_fragment(t)) {
+        // On registers: only a product's b (in shared memory, read by every warp) is shared.
+        if (info(t.op).shape == OpShape::Product) out.push_back({static_cast<size_t>(t.args[1].index), false, false});
+        return out;
+    }
     const OpInfo& op = info(t.op);
     const int dest = t.count - 1;
     auto tile_of = [&](int k) { const TileOperand& a = t.args[static_cast<size_t>(k)]; return a.kind == TileOperand::Kind::Tile ? a.index : -1; };
@@ -167,12 +172,22 @@ void KernelEmitter::slice(std::int32_t pc, const TileInst& t) {
     const bool is_tile = reg_or_tile.kind == TileOperand::Kind::Tile;
     const std::string ptr = is_tile ? tile_name_[static_cast<size_t>(reg_or_tile.index)] : "&" + reg(pc, reg_or_tile.index, "ra");
     const std::string stride_text = is_tile ? stride(reg_or_tile.index) : "0";
+    if (is_fragment(reg_or_tile)) {
+        // A tile in registers: each thread moves its own elements (the shape is proven).
+        const bool column = static_shape_[static_cast<size_t>(reg_or_tile.index)].second == 1;
+        const std::string strides = column ? std::to_string(rs) : fmt::format("{}, {}", rs, cs);
+        if (t.op == Op::LOAD) line(fmt::format("frag_load{}({}, {}, {});", column ? "_rows" : "", ptr, at, strides));
+        else line(fmt::format("frag_store{}({}, {}, {});", column ? "_rows" : "", at, strides, ptr));
+        count(m.array, t.op != Op::LOAD, "rows * cols");
+        return;
+    }
     if (t.op == Op::LOAD) {
         const std::int64_t cap_rows = is_tile ? p_.tiles[static_cast<size_t>(reg_or_tile.index)].rows : 1;
         const std::int64_t cap_cols = is_tile ? p_.tiles[static_cast<size_t>(reg_or_tile.index)].cols : 1;
         if (rows_bound < 0 || rows_bound > cap_rows || cols_bound < 0 || cols_bound > cap_cols)
             line(fmt::format("if (rows > {} || cols > {}) FAULT({}, {});", cap_rows, cap_cols, pc, int(DeviceFault::TileOverflow)));
-        line(fmt::format("tile_load({}, {}, {}, {}, {}, rows, cols);", ptr, stride_text, at, rs, cs));
+        line(fmt::format("{}({}, {}, {}, {}, {}, rows, cols);", is_tile && is_stored(reg_or_tile.index) ? "tile_load_stored" : "tile_load", ptr,
+                         stride_text, at, rs, cs));
         if (is_tile) line(fmt::format("{0}_rows = rows; {0}_cols = cols;", ptr));
         count(m.array, false, "rows * cols");
         return;
@@ -197,6 +212,8 @@ void KernelEmitter::tile(std::int32_t pc) {
     ++indent_;
     if (op.shape == OpShape::Memory) {
         slice(pc, t);
+    } else if (touches_fragment(t)) {
+        fragment_tile(pc, t);
     } else {
         const char* view_names[] = {"src_a", "src_b", "src_c"};
         const char* reg_names[] = {"ra", "rb", "rc", "rd"};

@@ -4,6 +4,7 @@
 // compiler `toysim gpu run` uses; skipped where the toolkit's libnvrtc is missing). Running
 // the kernels needs a GPU: tests/gpu/generated.sh.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
@@ -209,6 +210,55 @@ TEST_CASE("codegen: fp16 and bf16 products of whole fragments take the tensor co
     CHECK_FALSE(contains(fp32->source, "tile_product_tc<"));  // fp32 runs keep fp32 products
 }
 
+TEST_CASE("codegen: tiles of a proven shape live in registers as the tensor cores' fragments", "[codegen]") {
+    // fa2 with 128-row Q tiles in fp16: a 16-row block per warp. Q, O, S, P and the row
+    // statistics go to registers; K and V, the products' b, stay in shared memory as fp16.
+    const ParamSettings shape = {{"n", 512}, {"d", 64}, {"Br", 128}, {"Bc", 64}};
+    auto g = generated("programs/attention/fa2.toy", shape, gpu::DType::F16);
+    for (const char* tile : {"float q[1][8][4];", "float o[1][8][4];", "float s[1][8][4];", "float p[1][8][4];", "float m[1][2];",
+                             "float m_new[1][2];", "float l[1][2];", "float scale[1][2];"})
+        CHECK(contains(g->source, tile));
+    CHECK(contains(g->source, "T* const k = reinterpret_cast<T*>(smem + 0);  // line 38: tile k[64][64] as T, its arrays' values (row stride 72)"));
+    CHECK(contains(g->source, "T* const v = reinterpret_cast<T*>(smem + 2304);"));
+    REQUIRE(g->kernels.size() == 1);
+    CHECK(g->kernels[0].shared_bytes == 2 * 64 * 72 * 2);  // K and V as fp16, nothing else
+    const std::string loop = between(g->source, "// line 84: for j in 0..Tc {", "// line 101: DIV o, l, o");
+    CHECK(contains(loop, "tile_load_stored(k, 72, K + (4096*j), 64, 1, rows, cols);"));
+    CHECK(contains(loop, "frag_product_stored<T, true>(acc, q, k, 72);  // on the tensor cores: 128×64 by 64×64"));
+    CHECK(contains(loop, "frag_product_stored<T, false>(acc, p, v, 72);"));
+    CHECK(contains(loop, "frag_rowreduce(m_new, s, [](float a, float b) { return D::max(a, b); });"));
+    CHECK(contains(loop, "FRAG_FOR(1, 8) { const float a = s[mi][cb][e], b = m_new[mi][e >> 1]; s[mi][cb][e] = D::sub(a, b); }"));
+    // Only K and V are shared: the block meets after loading them and before the next loads.
+    CHECK(lines_of(loop, "__syncthreads();") == 2);
+    CHECK(lines_of(loop, "__syncwarp();") == 0);
+    // LOAD and STORE of registers count what they move, as every slice does.
+    CHECK(contains(g->source, "frag_load(q, Q + (8192*i), 64, 1);\n        if constexpr (kCount) reads_Q += rows * cols;"));
+    CHECK(contains(g->source, "frag_store_rows(L + (128*i), 1, l);\n        if constexpr (kCount) writes_L += rows * cols;"));
+    // The mask of the diagonal tile, on the registers' own rows and columns.
+    auto causal = generated("programs/attention/fa2_causal.toy", {{"n", 256}, {"d", 64}, {"B", 128}}, gpu::DType::BF16);
+    CHECK(contains(causal->source, "const int r_ = frag_row(mi, e >> 1), c_ = frag_col(cb, e); s[mi][cb][e] = c_ <= r_ ? a : "));
+
+    // Not in registers: fp32 runs, no tensor cores, tiles of rows the warps cannot split in
+    // 16-row blocks (64-row Q tiles), and a tile whose shape is known only at run time (the
+    // last of a clipped slice), with what depends on it: the run-time checks stay.
+    CHECK_FALSE(contains(generated("programs/attention/fa2.toy", shape, gpu::DType::F32)->source, "in registers"));
+    CHECK_FALSE(contains(gpu::generate_cuda(build_file("programs/attention/fa2.toy", shape), gpu::DType::F16, false)->source, "in registers"));
+    CHECK_FALSE(contains(generated("programs/attention/fa2.toy", {{"n", 512}, {"d", 64}, {"Br", 64}, {"Bc", 64}}, gpu::DType::F16)->source,
+                         "in registers"));
+    auto product = [](int n) {
+        return fmt::format("registers 8192\nparam n = {}\ntile a[128][16]\ntile b[16][16]\ntile c[128][16]\ninput X[n][16]\ninput W[16][16]\n"
+                           "output Y[n][16]\nparallel for i in 0..cdiv(n, 128) {{\n    LOAD X[i*128..i*128+128][0..16], a\n"
+                           "    LOAD W[0..16][0..16], b\n    MAC_Z a, b, c\n    STORE c, Y[i*128..i*128+128][0..16]\n}}\n", n);
+    };
+    auto whole = gpu::generate_cuda(build(product(256)), gpu::DType::F16);
+    CHECK(contains(whole->source, "float a[1][2][4];"));
+    CHECK(contains(whole->source, "float c[1][2][4];"));
+    CHECK(contains(whole->source, "frag_product_stored<T, false>(acc, a, b, 24);"));
+    auto clipped = gpu::generate_cuda(build(product(200)), gpu::DType::F16);
+    CHECK_FALSE(contains(clipped->source, "in registers"));
+    CHECK(contains(clipped->source, "if (c_rows == 0) FAULT("));
+}
+
 TEST_CASE("codegen: toysim diff reads a saved run of generated CUDA back against its program", "[codegen]") {
     const std::string fa2 = std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/fa2.toy";
     gpu::GpuRunResult r;
@@ -278,5 +328,17 @@ TEST_CASE("codegen: every shipped program and exercise solution compiles with NV
         compile_module(name, program, gpu::DType::F16);
         ++modules;
     }
-    CHECK(modules >= 60);
+    // Tiles in registers (fragments) and b tiles as T: 128-row tiles in fp16 and bf16.
+    const std::pair<const char*, ParamSettings> fragments[] = {
+        {"programs/attention/fa2.toy", {{"n", 256}, {"d", 64}, {"Br", 128}, {"Bc", 64}}},
+        {"programs/attention/fa2.toy", {{"n", 512}, {"d", 16}, {"Br", 256}, {"Bc", 16}}},
+        {"programs/attention/fa2_causal.toy", {{"n", 256}, {"d", 32}, {"B", 128}}},
+        {"programs/attention/fa2_gqa.toy", {{"n", 256}, {"d", 64}, {"Br", 128}, {"Bc", 64}}},
+        {"programs/attention/standard_tiled.toy", {{"n", 256}, {"d", 64}, {"Br", 128}, {"Bc", 64}}}};
+    for (const auto& [path, settings] : fragments)
+        for (gpu::DType dtype : {gpu::DType::F16, gpu::DType::BF16}) {
+            compile_module(path, build_file(path, settings), dtype);
+            ++modules;
+        }
+    CHECK(modules >= 70);
 }

@@ -4,7 +4,8 @@
 # settings (ragged shapes among them), 3 heads: the counted traffic must equal the simulated
 # traffic × heads, array by array, and the checks must pass (exit 0 of `gpu run`). fp32 at
 # every test line; fp16 and bf16 at each program's last one.
-# Usage: generated.sh path/to/toysim [FILTER]   (FILTER: a substring of the paths to run)
+# Usage: generated.sh path/to/toysim [FILTER]   (FILTER: a substring of the paths to run, or
+# "fragments": the runs of tiles in registers only)
 # Exits 77 (ctest: skipped) without a GPU or without NVRTC.
 set -uo pipefail
 toysim=$(realpath "$1")
@@ -45,6 +46,19 @@ for dir in programs/exercises/*/; do
   for t in "${tests[@]}"; do run "$dir/solution.toy" fp32 "$t" --exercise "$dir"; done
   run "$dir/solution.toy" fp16 "${tests[-1]}" --exercise "$dir"
 done
+# Tiles in registers (the tensor cores' fragment layout, gpu/codegen_fragment.cpp): 128- and
+# 256-row tiles, in fp16 and bf16, masks and row statistics among them.
+if [[ -z $filter || $filter == fragments ]]; then
+  for dtype in fp16 bf16; do
+    run programs/attention/fa2.toy $dtype "--set n=256 --set d=64 --set Br=128 --set Bc=64"
+    run programs/attention/fa2.toy $dtype "--set n=384 --set d=32 --set Br=128 --set Bc=32"
+    run programs/attention/fa2.toy $dtype "--set n=512 --set d=16 --set Br=256 --set Bc=16"
+    run programs/attention/fa2_causal.toy $dtype "--set n=384 --set d=64 --set B=128"
+    run programs/attention/fa2_causal_heaviest_first.toy $dtype "--set n=384 --set d=32 --set B=128"
+    run programs/attention/fa2_gqa.toy $dtype "--set n=256 --set d=64 --set Br=128 --set Bc=64"
+    run programs/attention/standard_tiled.toy $dtype "--set n=256 --set d=64 --set Br=128 --set Bc=64"
+  done
+fi
 # What the simulator stops on stops the generated kernel, reported at the instruction's line.
 out=$("$toysim" gpu run tests/gpu/bad/edge_shape.toy --repeats 1 --warmups 0 2>&1)
 code=$?
