@@ -16,18 +16,6 @@ namespace toysim::python {
 
 namespace {
 
-std::string_view reason_name(Stop::Reason reason) {
-    switch (reason) {
-        case Stop::Reason::Moved: return "moved";
-        case Stop::Reason::Breakpoint: return "breakpoint";
-        case Stop::Reason::Start: return "start";
-        case Stop::Reason::End: return "end";
-        case Stop::Reason::Fault: return "fault";
-        case Stop::Reason::Interrupted: return "interrupted";
-    }
-    return "moved";
-}
-
 // A command's mistake inside a session is reported as the stepper reports it ("error: ...",
 // and the session goes on); Ctrl-C during a move is KeyboardInterrupt.
 template <class Body>
@@ -66,19 +54,8 @@ public:
 template <class Domain>
 class SessionOf final : public SessionBase {
 public:
-    // Numeric: the machine's own values. Symbolic: every value the run can show is named once,
-    // as the whole trace names it (a run to the end, then back to the start), as `toysim step` does.
-    SessionOf(std::shared_ptr<const Program> program, SessionLimits limits)
-        : program_(std::move(program)), arena_(std::make_unique<ExprArena>()), session_(*program_, domain(), arena(), limits) {
-        if constexpr (std::is_same_v<Domain, SymbolicDomain>) {
-            auto shown = collect_shown_values(session_, kSymbolicSessionSteps);
-            if (!shown)
-                throw ToyError(fmt::format("this run is longer than {} steps, too long to step symbolically: use --values numeric",
-                                           grouped(static_cast<double>(kSymbolicSessionSteps))));
-            names_ = std::make_unique<ExprFormatter>(*arena_, *program_, *shown);
-            style_.names = names_.get();
-            session_.go_to(0);
-        }
+    // Set up as `toysim step` sets a session up (OwnedSession).
+    SessionOf(std::shared_ptr<const Program> program, SessionLimits limits) : owned_(std::move(program), limits) {
         // Ctrl-C stops a long move (continue over millions of steps) as it does at a terminal.
         session_.interrupted = [] { return PyErr_CheckSignals() != 0; };
     }
@@ -93,7 +70,7 @@ public:
         });
         if (stop.reason == Stop::Reason::Interrupted && PyErr_Occurred()) throw py::error_already_set();
         py::dict out;
-        out["reason"] = reason_name(stop.reason);
+        out["reason"] = stop_reason_name(stop.reason);
         out["breakpoint"] = stop.reason == Stop::Reason::Breakpoint
                                 ? py::object(py::int_(session_.breakpoints()[static_cast<size_t>(stop.breakpoint)].number))
                                 : py::object(py::none());
@@ -103,7 +80,7 @@ public:
     }
 
     int add_breakpoint(const std::string& text, bool watch) override {
-        return in_session([&] { return session_.add_breakpoint(parse_breakpoint(*program_, text, watch)); });
+        return in_session([&] { return session_.add_breakpoint(parse_breakpoint(owned_.program(), text, watch)); });
     }
 
     void delete_breakpoint(std::optional<int> number) override {
@@ -128,7 +105,7 @@ public:
     std::optional<std::uint64_t> end() const override { return session_.end(); }
     std::optional<std::string> fault() const override {
         if (!session_.fault()) return std::nullopt;
-        std::string text = format_error(*session_.fault(), program_->source.get(), "toysim");
+        std::string text = format_error(*session_.fault(), owned_.program().source.get(), "toysim");
         if (!text.empty() && text.back() == '\n') text.pop_back();
         return text;
     }
@@ -138,7 +115,7 @@ public:
     py::dict registers() const override {
         py::dict out;
         const auto& st = session_.state();
-        for (int r = 0; r < program_->scalar_registers; ++r)
+        for (int r = 0; r < owned_.program().scalar_registers; ++r)
             if (st.written[static_cast<size_t>(r)]) out[py::str(fmt::format("R{}", r))] = value(st.regs[static_cast<size_t>(r)]);
         return out;
     }
@@ -147,8 +124,8 @@ public:
     py::dict tiles() const override {
         py::dict out;
         const auto& st = session_.state();
-        for (size_t k = 0; k < program_->tiles.size(); ++k) {
-            const Tile& t = program_->tiles[k];
+        for (size_t k = 0; k < owned_.program().tiles.size(); ++k) {
+            const Tile& t = owned_.program().tiles[k];
             std::int64_t rows = st.tile_rows[k], cols = st.tile_cols[k];
             if (rows == 0) continue;
             auto at = [&](std::int64_t i, std::int64_t j) { return st.tiles[static_cast<size_t>(t.base + i * t.cols + j)]; };
@@ -173,7 +150,7 @@ public:
 
     std::string counters() const override {
         Counters c = session_.counters();
-        return flat_counters(*program_, c, counters_json(*program_, c)).dump();
+        return flat_counters(owned_.program(), c, counters_json(owned_.program(), c)).dump();
     }
 
     std::string where() const override { return format_stop(session_, Stop{}, style_); }
@@ -186,21 +163,13 @@ public:
     std::string list_text(std::optional<int> line) const override { return format_listing(session_, line); }
 
 private:
-    std::shared_ptr<const Program> program_;
-    std::unique_ptr<ExprArena> arena_;  // the symbolic values (unused by a numeric session)
-    Session<Domain> session_;
-    std::unique_ptr<ExprFormatter> names_;
-    StepStyle style_;
-
-    Domain domain() {
-        if constexpr (std::is_same_v<Domain, SymbolicDomain>) return SymbolicDomain{arena_.get(), program_.get()};
-        else return NumericDomain{};
-    }
-    ExprArena* arena() { return std::is_same_v<Domain, SymbolicDomain> ? arena_.get() : nullptr; }
+    OwnedSession<Domain> owned_;
+    Session<Domain>& session_ = owned_.session();
+    const StepStyle& style_ = owned_.style();
 
     py::object value(const typename Domain::Value& v) const {
         if constexpr (std::is_same_v<Domain, NumericDomain>) return py::float_(v);
-        else return py::str(names_->cell(v));
+        else return py::str(owned_.name(v));
     }
 };
 

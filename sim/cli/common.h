@@ -83,9 +83,7 @@ ParamSettings settings_from(const std::vector<std::string>& sets);
 // --cache and --dtype (run, trace, sweep, compare): the cache they give replaces the program's
 // own `cache` line; --dtype sets the element size the cache sees, and needs a cache.
 void apply_cache_options(Program& program, const Options& options);
-// NAME=V1,V2,... lists (sweep's --set, diff's --sweep): every combination of the values, the
-// first list varying slowest.
-std::vector<ParamSettings> sweep_settings(const std::vector<std::string>& sets);
+// sweep_settings (NAME=V1,V2,... lists) is in sim/lower/program.h, shared with the browser's engine.
 // A program's name in compare's columns: the file name without its directory and ".toy".
 std::string short_program_name(const std::string& path);
 

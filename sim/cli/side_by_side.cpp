@@ -120,35 +120,6 @@ std::string format_compare_sweep(const std::string& name, const std::vector<std:
 
 }  // namespace
 
-std::vector<ParamSettings> sweep_settings(const std::vector<std::string>& sets) {
-    std::vector<ParamSettings> combos{{}};
-    for (const auto& s : sets) {
-        auto eq = s.find('=');
-        std::string name = s.substr(0, eq);
-        std::vector<std::int64_t> values;
-        if (eq != std::string::npos) {
-            std::string list = s.substr(eq + 1);
-            for (size_t start = 0;;) {
-                size_t comma = list.find(',', start);
-                values.push_back(parse_setting(name + "=" + list.substr(start, comma - start)).second);
-                if (comma == std::string::npos) break;
-                start = comma + 1;
-            }
-        } else {
-            parse_setting(s);  // throws the usual message
-        }
-        std::vector<ParamSettings> next;
-        for (const auto& c : combos)
-            for (auto v : values) {
-                ParamSettings more = c;
-                more.emplace_back(name, v);
-                next.push_back(std::move(more));
-            }
-        combos = std::move(next);
-    }
-    return combos;
-}
-
 int sweep_command(const Options& o, Context& ctx) {
     const auto plot = plot_target(o.plot);
     Parsed parsed = parse_program(o.file, ctx);

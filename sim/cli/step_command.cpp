@@ -279,13 +279,8 @@ int step_command(const Options& o, Context& ctx) {
                                        grouped(static_cast<double>(kSymbolicSessionSteps)), grouped(static_cast<double>(work.instructions))));
         ExprArena arena;
         Session<SymbolicDomain> session(p, SymbolicDomain{&arena, &p}, &arena, limits);
-        auto shown = collect_shown_values(session, kSymbolicSessionSteps);
-        if (!shown)
-            throw ToyError(fmt::format("this run is longer than {} steps, too long to step symbolically: use --values numeric",
-                                       grouped(static_cast<double>(kSymbolicSessionSteps))));
-        ExprFormatter names(arena, p, *shown);
-        style.names = &names;
-        session.go_to(0);
+        auto names = name_session_values(session, arena);
+        style.names = names.get();
         return run_session(session, style, ctx, banner("symbolic", ""));
     }
     Session<NumericDomain> session(p, NumericDomain{}, nullptr, limits);

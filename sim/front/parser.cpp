@@ -18,6 +18,11 @@ const std::vector<std::string_view>& statement_keywords() {
     return words;
 }
 
+const std::vector<std::string_view>& exercise_keywords() {
+    static const std::vector<std::string_view> words = {"exercise", "allow", "limit", "target"};
+    return words;
+}
+
 namespace {
 
 using namespace ast;
@@ -37,12 +42,6 @@ std::optional<int> register_number(std::string_view word) {
 Loc span(Loc a, Loc b) {
     if (a.line != b.line) return a;
     return Loc{a.line, a.col, b.col + b.len - a.col};
-}
-
-// The declarations only an exercise spec makes.
-const std::vector<std::string_view>& exercise_keywords() {
-    static const std::vector<std::string_view> words = {"exercise", "allow", "limit", "target"};
-    return words;
 }
 
 bool is_one_of(std::string_view word, const std::vector<std::string_view>& words) {

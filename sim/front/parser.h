@@ -16,5 +16,7 @@ ast::Program parse(std::shared_ptr<const SourceFile> source, ParseMode mode = Pa
 
 // Keywords that may start a statement, for "did you mean" suggestions.
 const std::vector<std::string_view>& statement_keywords();
+// The declarations only an exercise spec makes.
+const std::vector<std::string_view>& exercise_keywords();
 
 }  // namespace toysim

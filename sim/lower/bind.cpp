@@ -1,6 +1,6 @@
 // Declarations: parameters and --set values, the register file and its tiles, arrays (extents,
-// strides, DRAM layout) and their fills, checks and expectations. Also parse_setting and
-// test_settings, which read parameter settings.
+// strides, DRAM layout) and their fills, checks and expectations. Also parse_setting,
+// test_settings and sweep_settings, which read parameter settings.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -377,6 +377,35 @@ std::vector<ParamSettings> test_settings(const ast::Program& tree) {
         out.push_back(std::move(s));
     }
     return out;
+}
+
+std::vector<ParamSettings> sweep_settings(const std::vector<std::string>& sets) {
+    std::vector<ParamSettings> combos{{}};
+    for (const auto& s : sets) {
+        auto eq = s.find('=');
+        std::string name = s.substr(0, eq);
+        std::vector<std::int64_t> values;
+        if (eq != std::string::npos) {
+            std::string list = s.substr(eq + 1);
+            for (size_t start = 0;;) {
+                size_t comma = list.find(',', start);
+                values.push_back(parse_setting(name + "=" + list.substr(start, comma - start)).second);
+                if (comma == std::string::npos) break;
+                start = comma + 1;
+            }
+        } else {
+            parse_setting(s);  // throws the usual message
+        }
+        std::vector<ParamSettings> next;
+        for (const auto& c : combos)
+            for (auto v : values) {
+                ParamSettings more = c;
+                more.emplace_back(name, v);
+                next.push_back(std::move(more));
+            }
+        combos = std::move(next);
+    }
+    return combos;
 }
 
 }  // namespace toysim

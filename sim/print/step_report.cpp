@@ -469,4 +469,26 @@ TOYSIM_STEP_REPORTS(NumericDomain)
 TOYSIM_STEP_REPORTS(SymbolicDomain)
 #undef TOYSIM_STEP_REPORTS
 
+std::unique_ptr<ExprFormatter> name_session_values(Session<SymbolicDomain>& session, const ExprArena& arena) {
+    auto shown = collect_shown_values(session, kSymbolicSessionSteps);
+    if (!shown)
+        throw ToyError(fmt::format("this run is longer than {} steps, too long to step symbolically: use --values numeric",
+                                   grouped(static_cast<double>(kSymbolicSessionSteps))));
+    auto names = std::make_unique<ExprFormatter>(arena, session.program(), *shown);
+    session.go_to(0);
+    return names;
+}
+
+std::string_view stop_reason_name(Stop::Reason reason) {
+    switch (reason) {
+        case Stop::Reason::Moved: return "moved";
+        case Stop::Reason::Breakpoint: return "breakpoint";
+        case Stop::Reason::Start: return "start";
+        case Stop::Reason::End: return "end";
+        case Stop::Reason::Fault: return "fault";
+        case Stop::Reason::Interrupted: return "interrupted";
+    }
+    return "moved";
+}
+
 }  // namespace toysim

@@ -1,7 +1,6 @@
 #include "sim/step/breakpoint.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <fmt/format.h>
 
@@ -117,7 +116,8 @@ std::optional<Breakpoint> parse_counter(const Program& p, std::string_view text)
 
 template <class Value>
 bool same_value(const Value& a, const Value& b) {
-    if constexpr (std::is_same_v<Value, double>) return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b) || (a != a && b != b);
+    // The same bits (memcmp rather than std::bit_cast, which the browser build's libc++ lacks).
+    if constexpr (std::is_same_v<Value, double>) return std::memcmp(&a, &b, sizeof a) == 0 || (a != a && b != b);
     else return a == b;
 }
 

@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # The browser test of `toysim view` (test.mjs), as ctest runs it: tests/browser/run.sh BUILD_DIR.
+# With a script after it (tests/browser/run.sh BUILD_DIR SCRIPT.mjs ARGS...), runs that instead,
+# as node SCRIPT.mjs BUILD_DIR ARGS...: the playground's test (tests/web/browser.mjs) does.
 # Node modules are installed with `npm ci` from package-lock.json into BUILD_DIR/browser-test,
 # not into the source tree. Exits 77 (skipped) only where Chromium (Debian's chromium package,
 # installed by scripts/install-deps.sh) or node/npm is missing; otherwise 0 (passed) or 1.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-if [[ $# -ne 1 || ! -d $1 ]]; then
-  echo "usage: tests/browser/run.sh BUILD_DIR" >&2
+if [[ $# -lt 1 || ! -d $1 ]]; then
+  echo "usage: tests/browser/run.sh BUILD_DIR [SCRIPT.mjs ARGS...]" >&2
   exit 2
 fi
 build=$(cd "$1" && pwd)
+shift
+script=$here/test.mjs
+if (($#)); then
+  script=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+  shift
+fi
 chromium=${TOYSIM_CHROMIUM:-/usr/bin/chromium}
 if [[ ! -x $chromium ]]; then
   echo "skipped: Chromium not found at $chromium: install it with scripts/install-deps.sh (Debian's chromium package), or set TOYSIM_CHROMIUM to a Chromium binary"
@@ -38,4 +46,4 @@ if [[ ! -f $modules/node_modules/playwright-core/package.json ]] || ! cmp -s "$h
   fi
 fi
 cd "$here/../.."
-exec node "$here/test.mjs" "$build"
+exec node "$script" "$build" "$@"

@@ -1,0 +1,157 @@
+// The stepper for the browser's engine: one session at a time (the page steps one program),
+// opened, moved and asked through JSON requests as the rest of the API (api.h). It is set up
+// as `toysim step` sets it up (sim/cli/step_command.cpp) and shows what the stepper shows
+// (sim/print/step_report.h).
+#include <emscripten/bind.h>
+
+#include <fmt/format.h>
+#include <memory>
+
+#include "sim/analysis/cost.h"
+#include "sim/print/report.h"
+#include "sim/print/step_report.h"
+#include "sim/support/text.h"
+#include "web/engine/api.h"
+
+namespace toysim::web {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+// What the API sees of a session of either domain.
+class Stepping {
+public:
+    virtual ~Stepping() = default;
+    virtual Json move(const std::string& how, std::uint64_t n) = 0;
+    virtual Json breakpoint(const Json& request) = 0;
+    virtual Json state() const = 0;
+};
+
+template <class Domain>
+class SteppingOf final : public Stepping {
+public:
+    // Set up as `toysim step` sets a session up (OwnedSession).
+    SteppingOf(std::shared_ptr<const Program> program, SessionLimits limits) : owned_(std::move(program), limits) {}
+
+    // how: forward, backward, goto, continue or reverse (continue backward).
+    Json move(const std::string& how, std::uint64_t n) override {
+        Stop stop = how == "forward"    ? session_.forward(n)
+                    : how == "backward" ? session_.backward(n)
+                    : how == "goto"     ? session_.go_to(n)
+                    : how == "continue" ? session_.run_forward()
+                    : how == "reverse"  ? session_.run_backward()
+                                        : throw ToyError(fmt::format("no move {}: forward, backward, goto, continue or reverse", quoted_name(how)));
+        Json out = state();
+        out["reason"] = stop_reason_name(stop.reason);
+        out["breakpoint"] = stop.reason == Stop::Reason::Breakpoint ? Json(session_.breakpoints()[static_cast<size_t>(stop.breakpoint)].number)
+                                                                    : Json(nullptr);
+        out["text"] = format_stop(session_, stop, style_);
+        return out;
+    }
+
+    // {"add": "LINE or a condition", "watch": false}, or {"delete": N} (0: all).
+    Json breakpoint(const Json& request) override {
+        if (request.contains("add")) {
+            session_.add_breakpoint(parse_breakpoint(owned_.program(), request.at("add").get<std::string>(), request.value("watch", false)));
+        } else {
+            const int number = request.value("delete", 0);
+            if (number == 0) session_.breakpoints().clear();
+            else if (!session_.delete_breakpoint(number)) throw ToyError(fmt::format("no breakpoint {}", number));
+        }
+        return state();
+    }
+
+    Json state() const override {
+        Json out;
+        out["step"] = session_.position();
+        out["cycle"] = session_.cycle();
+        out["end"] = session_.end() ? Json(*session_.end()) : Json(nullptr);
+        out["fault"] = session_.fault() ? Json(format_error(*session_.fault(), owned_.program().source.get(), "toysim")) : Json(nullptr);
+        out["symbolic"] = std::is_same_v<Domain, SymbolicDomain>;
+        Json regs = Json::object();
+        const auto& st = session_.state();
+        for (int r = 0; r < owned_.program().scalar_registers; ++r)
+            if (st.written[static_cast<size_t>(r)]) regs[fmt::format("R{}", r)] = value(st.regs[static_cast<size_t>(r)]);
+        out["registers"] = regs;
+        Json bps = Json::array();
+        for (const auto& bp : session_.breakpoints()) bps.push_back({{"number", bp.number}, {"text", bp.text}, {"hits", bp.hits}});
+        out["breakpoints"] = bps;
+        out["where"] = format_stop(session_, Stop{}, style_);
+        out["regs_text"] = format_registers(session_, style_);
+        out["counters_text"] = format_session_counters(session_);
+        return out;
+    }
+
+private:
+    OwnedSession<Domain> owned_;
+    Session<Domain>& session_ = owned_.session();
+    const StepStyle& style_ = owned_.style();
+
+    Json value(const typename Domain::Value& v) const {
+        if constexpr (std::is_same_v<Domain, NumericDomain>) return v;
+        else return owned_.name(v);
+    }
+};
+
+std::unique_ptr<Stepping> current;
+
+// {"path", "text", "sets", "values", "max_steps"}: a session at step 0, symbolic for scalar
+// programs of up to kSymbolicSessionSteps steps unless "values" says otherwise.
+int open_request(const Json& request, Reply& reply, Where& where) {
+    current.reset();
+    auto program = std::make_shared<const Program>(load(request, where));
+    check_fits_in_run(*program);
+    WorkEstimate work = estimate_work(*program);
+    SessionLimits limits;
+    if (request.value("max_steps", std::uint64_t{0})) limits.max_steps = request.at("max_steps").get<std::uint64_t>();
+    const std::string values = request.value("values", std::string("auto"));
+    const bool fits = work.instructions <= kSymbolicSessionSteps;
+    if (values == "symbolic" && !fits)
+        throw ToyError(fmt::format("symbolic stepping names every value of the run, which is for runs of up to {} steps; this one "
+                                   "has {}: use --values numeric, or smaller parameters",
+                                   grouped(static_cast<double>(kSymbolicSessionSteps)), grouped(static_cast<double>(work.instructions))));
+    if (values == "symbolic" || (values == "auto" && !program->has_tiles() && fits))
+        current = std::make_unique<SteppingOf<SymbolicDomain>>(std::move(program), limits);
+    else
+        current = std::make_unique<SteppingOf<NumericDomain>>(std::move(program), limits);
+    reply.out += current->state().dump();
+    return 0;
+}
+
+Stepping& open_session() {
+    if (!current) throw ToyError("no stepping session: open one first (Step)");
+    return *current;
+}
+
+// {"how": "forward", "n": 5}
+int move_request(const Json& request, Reply& reply, Where&) {
+    reply.out += open_session().move(request.value("how", std::string("forward")), request.value("n", std::uint64_t{1})).dump();
+    return 0;
+}
+
+int breakpoint_request(const Json& request, Reply& reply, Where&) {
+    reply.out += open_session().breakpoint(request).dump();
+    return 0;
+}
+
+int state_request(const Json&, Reply& reply, Where&) {
+    reply.out += open_session().state().dump();
+    return 0;
+}
+
+std::string open_api(const std::string& r) { return answer(r, open_request); }
+std::string move_api(const std::string& r) { return answer(r, move_request); }
+std::string breakpoint_api(const std::string& r) { return answer(r, breakpoint_request); }
+std::string state_api(const std::string& r) { return answer(r, state_request); }
+
+}  // namespace
+
+void bind_session() {
+    emscripten::function("sessionOpen", &open_api);
+    emscripten::function("sessionMove", &move_api);
+    emscripten::function("sessionBreakpoint", &breakpoint_api);
+    emscripten::function("sessionState", &state_api);
+}
+
+}  // namespace toysim::web
