@@ -66,6 +66,11 @@ struct WorkEstimate {
     bool exact = true;
 };
 WorkEstimate estimate_work(const Program& program);
+// Each program's work (estimate_work); unless `force`, refuses (ErrorKind::TooLongToRun) runs
+// that together would take more than ten minutes on the development machine, counting each
+// only up to `max_steps_given` instructions, a step limit the user gave (0: none).
+// (sim/analysis/run_length.cpp)
+std::vector<WorkEstimate> refuse_long_runs(const std::vector<const Program*>& programs, std::uint64_t max_steps_given, bool force);
 
 // ---- closed-form formulas ----
 

@@ -49,24 +49,15 @@ int run_command(const Options& o, Context& ctx) {
 }
 
 int trace_command(const Options& o, Context& ctx) {
-    // " for an unchanged cell abbreviates a table (CSV included: a spreadsheet shows it as the
-    // seed does); JSON has no cells to abbreviate, and would ignore it.
-    if (o.ditto && o.format == "json")
-        throw ToyError("--ditto abbreviates a table for reading; use it with --format table, markdown or csv, not --format json");
     RunOptions options;
     options.max_steps = o.max_steps ? o.max_steps : 10'000;
-    // A trace keeps every row it prints: refuse one that could not fit before it starts.
-    constexpr std::uint64_t kMaxTraceBytes = std::uint64_t{2} << 30;
-    constexpr std::uint64_t kMaxTraceSteps = kMaxTraceBytes / sizeof(TraceStep);
-    if (options.max_steps > kMaxTraceSteps)
-        throw ToyError(fmt::format("--max-steps {}: a trace keeps every step it prints ({} bytes each), so at most {} steps fit in "
-                                   "2 GiB; `toysim run` counts a run of any length",
-                                   options.max_steps, sizeof(TraceStep), kMaxTraceSteps));
+    const TraceOptions shown{parse_format(o.format), o.ditto};
+    check_trace_request(options.max_steps, shown);  // before the program is read, as before
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     apply_cache_options(program, o);
     bool symbolic = o.values == "symbolic" || (o.values == "auto" && !program.has_tiles());
     Trace t = trace(program, symbolic, options);
-    ctx.out << format_trace(program, t, TraceOptions{parse_format(o.format), o.ditto});
+    ctx.out << format_trace(program, t, shown);
     if (t.error) {
         ctx.err << format_error(with_hint(*t.error), ctx.source.get());
         return kBadInput;

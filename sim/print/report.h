@@ -48,6 +48,9 @@ struct TraceOptions {
     bool ditto = false;  // print " for a cell unchanged since the row above
 };
 std::string format_trace(const Program& program, const Trace& trace, const TraceOptions& options);
+// What a trace refuses before it starts (ToyError): --ditto with JSON (no cells to
+// abbreviate), and more steps than fit in 2 GiB (a trace keeps every step it prints).
+void check_trace_request(std::uint64_t max_steps, const TraceOptions& options);
 
 // Side by side: one column per program, one row per counter (the seed's "Inner product |
 // Outer product" table).

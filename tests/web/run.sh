@@ -3,6 +3,7 @@
 #   tests/web/run.sh build             cmake --preset wasm, then build the playground (build-wasm/playground)
 #   tests/web/run.sh manifest          the golden manifest under node (manifest.mjs)
 #   tests/web/run.sh fuzz              the fuzz corpus through the engine under node (fuzz_replay.mjs)
+#   tests/web/run.sh refusals BUILD_DIR  what the CLI refuses up front, refused alike (refusals.mjs), against BUILD_DIR's toysim
 #   tests/web/run.sh browser BUILD_DIR the playground in headless Chromium (browser.mjs), BUILD_DIR's toysim beside it
 # Exits 77 (skipped) where Emscripten (Debian's emscripten, installed by
 # scripts/install-test-deps.sh) or node is missing, and says so; otherwise 0 or 1.
@@ -28,8 +29,9 @@ case $what in
     exec cmake --build --preset wasm ;;
   manifest) exec node tests/web/manifest.mjs "$playground" ;;
   fuzz) exec node tests/web/fuzz_replay.mjs "$playground" ;;
+  refusals) exec node tests/web/refusals.mjs "$playground" "$2/toysim" ;;
   browser) exec bash tests/browser/run.sh "$2" tests/web/browser.mjs "$playground" ;;
   *)
-    echo "usage: tests/web/run.sh build|manifest|fuzz|browser BUILD_DIR" >&2
+    echo "usage: tests/web/run.sh build|manifest|fuzz|refusals BUILD_DIR|browser BUILD_DIR" >&2
     exit 2 ;;
 esac

@@ -159,6 +159,7 @@ int run_request(const Json& request, Reply& reply, Where& where) {
     check_fits_in_run(program);
     RunOptions options;
     if (std::uint64_t limit = count_field(request, "max_steps")) options.max_steps = limit;
+    refuse_long_runs({&program}, count_field(request, "max_steps"), flag_field(request, "force"));  // as the CLI, before it starts
     const Format format = format_of(request);
     // JSON always carries a verdict a grader can read: a run-time fault is a field of it.
     RunResult r = format == Format::Json ? run_to_verdict(program, options) : run(program, options);
@@ -172,11 +173,13 @@ int run_request(const Json& request, Reply& reply, Where& where) {
 }
 
 int trace_request(const Json& request, Reply& reply, Where& where) {
-    Program program = load(request, where);
     RunOptions options;
     options.max_steps = count_field(request, "max_steps") ? count_field(request, "max_steps") : 10'000;
+    const TraceOptions shown{format_of(request), flag_field(request, "ditto")};
+    check_trace_request(options.max_steps, shown);
+    Program program = load(request, where);
     Trace t = trace(program, symbolic_values(request, program), options);
-    reply.out += format_trace(program, t, TraceOptions{format_of(request), flag_field(request, "ditto")});
+    reply.out += format_trace(program, t, shown);
     if (t.error) {
         reply.fail(*t.error, where.get());
         return kBadInput;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "sim/analysis/cost.h"
 #include "sim/check/run.h"
 #include "sim/front/parser.h"
 #include "sim/print/report.h"
@@ -35,7 +36,9 @@ int run_side_by_side(const std::vector<std::string>& names, const std::vector<Pr
     std::vector<RunResult> results;
     results.reserve(programs.size());
     bool ok = true;
-    for (const auto& p : programs) check_fits_in_run(p);
+    std::vector<const Program*> all;
+    for (const auto& p : programs) check_fits_in_run(p), all.push_back(&p);
+    refuse_long_runs(all, 0, false);  // runs that together would take too long, as the CLI refuses them
     for (const auto& p : programs) {
         where = p.source;
         results.push_back(run(p, RunOptions{}));
