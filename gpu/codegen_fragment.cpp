@@ -228,7 +228,8 @@ bool KernelEmitter::fragment_instruction(const TileInst& t) const {
         }
         case OpShape::Fill: return is_fragment(d) && t.args[0].kind == TileOperand::Kind::Tile && shape(t.args[0]).first > 0;
         case OpShape::RowReduce: return is_fragment(d) && is_fragment(t.args[0]) && shape(t.args[0]).second > 1 && !t.args[0].transposed;
-        case OpShape::Mask: return is_fragment(d) && is_fragment(t.args[0]) && !t.args[0].transposed && shape(d) == shape(t.args[0]);
+        case OpShape::Mask:  // of a matrix (a column's mask keeps the shared-memory loop)
+            return is_fragment(d) && is_fragment(t.args[0]) && !t.args[0].transposed && shape(d) == shape(t.args[0]) && shape(d).second > 1;
         case OpShape::Product: {
             const TileOperand &a = t.args[0], &b = t.args[1];
             if (!is_fragment(a) || !is_fragment(d) || a.transposed || b.kind != TileOperand::Kind::Tile || is_fragment(b)) return false;

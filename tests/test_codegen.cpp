@@ -340,5 +340,13 @@ TEST_CASE("codegen: every shipped program and exercise solution compiles with NV
             compile_module(path, build_file(path, settings), dtype);
             ++modules;
         }
+    // Beside tiles in registers: a row statistic masked (CAUSAL of a column keeps shared memory).
+    compile_module("a masked column", build("registers 8192\nparam n = 256\ntile a[128][16]\ntile b[16][16]\ntile c[128][16]\n"
+                                            "tile mx[128][1]\ninput X[n][16]\ninput W[16][16]\noutput Y[n][16]\noutput Z[n]\n"
+                                            "parallel for i in 0..cdiv(n, 128) {\n    LOAD X[i*128..i*128+128][0..16], a\n"
+                                            "    LOAD W[0..16][0..16], b\n    MAC_Z a, b, c\n    ROWMAX c, mx\n    CAUSAL mx, mx\n"
+                                            "    STORE c, Y[i*128..i*128+128][0..16]\n    STORE mx, Z[i*128..i*128+128]\n}\n"),
+                   gpu::DType::F16);
+    ++modules;
     CHECK(modules >= 70);
 }
