@@ -17,21 +17,10 @@ bool table_format(const std::string& format) { return format == "table" || forma
 }  // namespace
 
 int run_command(const Options& o, Context& ctx) {
-    if (!o.shown_arrays.empty() && !table_format(o.format))
-        throw ToyError(fmt::format("--show prints a block of numbers; use it with --format table or markdown, not --format {}", o.format));
+    check_show_format(o.shown_arrays, parse_format(o.format), o.format);
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     apply_cache_options(program, o);
-    std::vector<int> shown;
-    for (const auto& name : o.shown_arrays) {
-        int a = program.find_array(name);
-        if (a < 0) {
-            std::vector<std::string_view> names;
-            for (const auto& info : program.arrays) names.push_back(info.name);
-            throw ToyError(fmt::format("--show {}: the program has no array {}{}", flag_subject(name), quoted_name(name),
-                                       did_you_mean(name, names)));
-        }
-        shown.push_back(a);
-    }
+    const std::vector<int> shown = shown_arrays(program, o.shown_arrays);
     RunOptions options;
     if (o.max_steps) options.max_steps = o.max_steps;
     WorkEstimate work = check_run_length({&program}, o.max_steps, o.force).front();

@@ -61,5 +61,10 @@ std::string format_params(const Program& program);
 
 // An array's final values as a block of rows with 4 decimals ("—" where nothing was stored).
 std::string format_array(const Program& program, const RunResult& result, int array);  // "n = 4, b = 2" or "none"
+// `run --show NAME...`: refused with a format that is not a table (the block of numbers has no
+// JSON or CSV form; format_name: the format as given), then each name's array, or ToyError
+// naming the closest array the program has.
+void check_show_format(const std::vector<std::string>& names, Format format, std::string_view format_name);
+std::vector<int> shown_arrays(const Program& program, const std::vector<std::string>& names);
 
 }  // namespace toysim

@@ -1,6 +1,7 @@
 // What the CLI refuses before a run starts, the engine refuses with the same words and exit
 // code: a run estimated at more than ten minutes (refuse_long_runs), runs that together would
-// be, arrays too large to hold, a trace too long to keep (check_trace_request), --ditto with JSON.
+// be, arrays too large to hold, a trace too long to keep (check_trace_request), --ditto with JSON,
+// --show of an array the program lacks or with JSON (check_show_format, shown_arrays).
 //   node tests/web/refusals.mjs build-wasm/playground path/to/toysim   (from the repository root)
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -16,6 +17,8 @@ const commands = [
   ['run', 'programs/attention/fa2.toy', '--set', 'n=1000000', '--set', 'd=64', '--set', 'Br=64', '--set', 'Bc=64'],
   ['trace', 'programs/p1_c00.toy', '--max-steps', '1000000000000'],
   ['trace', 'programs/p1_c00.toy', '--ditto', '--format', 'json'],
+  ['run', 'programs/p1_c00.toy', '--show', 'cc'],                               // did you mean c?
+  ['run', 'programs/p1_c00.toy', '--show', 'c', '--format', 'json'],
 ];
 let failed = 0;
 for (const args of commands) {

@@ -149,13 +149,9 @@ namespace {
 // ---- run, trace, cost (sim/cli/commands.cpp) ----
 
 int run_request(const Json& request, Reply& reply, Where& where) {
+    check_show_format(list_field(request, "show"), format_of(request), text_field(request, "format", "table"));
     Program program = load(request, where);
-    std::vector<int> shown;
-    for (const auto& name : list_field(request, "show")) {
-        int a = program.find_array(name);
-        if (a < 0) throw ToyError(fmt::format("--show {}: the program has no array {}", flag_subject(name), quoted_name(name)));
-        shown.push_back(a);
-    }
+    const std::vector<int> shown = shown_arrays(program, list_field(request, "show"));
     check_fits_in_run(program);
     RunOptions options;
     if (std::uint64_t limit = count_field(request, "max_steps")) options.max_steps = limit;
