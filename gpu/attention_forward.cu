@@ -4,6 +4,8 @@
 //   attention_standard   programs/attention/standard_tiled.toy   three kernels: S = Q·Kᵀ, P = softmax(S), O = P·V
 //   fa1_forward          programs/attention/fa1.toy              FlashAttention-1 order: j (K/V tiles) outside
 //   fa2_forward          programs/attention/fa2.toy              FlashAttention-2 order: i (Q tiles) outside
+//   fa2_causal           programs/attention/fa2_causal.toy       fa2 with a causal mask: K/V tiles up to the diagonal
+//   fa2_causal_heaviest_first  ..._heaviest_first.toy            the same, the longest Q tiles first
 //
 // Each kernel has its program's loop order and tile sizes (Br, Bc are the program's
 // parameters), so the global-memory traffic it counts per array equals the simulator's
@@ -700,9 +702,13 @@ __host__ __device__ Carve fa2_layout(const Dims& dm, bool share_kv, Fa2Layout* a
     return c;
 }
 
-template <typename T, bool kCount, int kOPatches>
+// Causal (kCausal, fa2_causal.toy: Br = Bc = B): Q tile i reads the K/V tiles 0..i only, and
+// on the diagonal tile i the scores of keys after their query (c > r) are −∞ before the
+// softmax, as CAUSAL sets them. heaviest_first: block x takes Q tile Tr − 1 − x, as
+// fa2_causal_heaviest_first.toy hands them out (the traffic is the same).
+template <typename T, bool kCount, int kOPatches, bool kCausal>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<kOPatches>)
-    fa2_kernel(const T* Q, const T* K, const T* V, T* O, float* L, Dims dm, bool share_kv, unsigned long long* counts) {
+    fa2_kernel(const T* Q, const T* K, const T* V, T* O, float* L, Dims dm, bool share_kv, bool heaviest_first, unsigned long long* counts) {
     extern __shared__ float4 shared_f4[];
     char* shared = reinterpret_cast<char*>(shared_f4);
     Fa2Layout at;
@@ -715,7 +721,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<kOPatches>)
     float* l = reinterpret_cast<float*>(shared + at.l);
     float* scale = reinterpret_cast<float*>(shared + at.scale);
 
-    const int i = blockIdx.x, head = blockIdx.y;
+    const int i = kCausal && heaviest_first ? dm.Tr - 1 - int(blockIdx.x) : int(blockIdx.x), head = blockIdx.y;
     const int row0 = i * dm.Br, br = min(dm.Br, dm.n - row0);
     const long long nd = (long long)dm.n * dm.d;
     Q += head * nd + (long long)row0 * dm.d;
@@ -727,6 +733,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<kOPatches>)
     const int ldd = row_stride(dm.d), ldc = row_stride(dm.Bc), kd = pad4(dm.d);
     load_tile(q, ldd, Q, dm.d, br, dm.d, dm.Br, kd);
     count_tile<kCount>(counts, kFa2Q, kRead, (long long)br * dm.d);
+    const int tiles = kCausal ? i + 1 : dm.Tc;  // causal: up to the diagonal tile
     for (int r = threadIdx.x; r < dm.Br; r += kThreads) {
         m[r] = -INFINITY;  // SET -inf, SET 0: on chip, no global traffic
         l[r] = 0.f;
@@ -736,7 +743,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<kOPatches>)
     const RowGroups rg = row_groups(gs);
     PatchAccumulator<kOPatches> o;
     o.clear();
-    for (int j = 0; j < dm.Tc; ++j) {
+    for (int j = 0; j < tiles; ++j) {
         const int col0 = j * dm.Bc, bc = min(dm.Bc, dm.n - col0), kc = pad4(bc);
         __syncthreads();  // every warp is done with the previous K_j and V_j
         load_tile(k, ldd, K + (long long)col0 * dm.d, dm.d, bc, dm.d, dm.Bc, kd);
@@ -753,6 +760,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<kOPatches>)
             __syncthreads();  // every warp is done with K_j
             load_tile_transposed(vt, ldc, V + (long long)col0 * dm.d, dm.d, bc, dm.d, kc);
             count_tile<kCount>(counts, kFa2V, kRead, (long long)bc * dm.d);
+            __syncthreads();
+        }
+        if (kCausal && j == i) {  // the diagonal tile (row0 = col0): key c after query r is masked
+            __syncthreads();
+            for (int e = threadIdx.x; e < br * bc; e += kThreads) {
+                const int r = e / bc, c = e - r * bc;
+                if (c > r) s[r * ldc + c] = -INFINITY;
+            }
             __syncthreads();
         }
         __syncwarp();
@@ -811,15 +826,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<kOPatches>)
 // 8. Launchers: parameters, shared memory (refused up front when it does not fit), the
 // instantiation for the dtype, the counting variant and the number of O patches.
 
-Dims dims_of(const StageArgs& args, const char* kernel) {
+// The parameters n, d, Br, Bc; or, causal (n, d, B), square tiles Br = Bc = B.
+Dims dims_of(const StageArgs& args, const char* kernel, bool square = false) {
     Dims dm{};
     dm.n = int(args.params[0]);
     dm.d = int(args.params[1]);
     dm.Br = int(args.params[2]);
-    dm.Bc = int(args.params[3]);
+    dm.Bc = int(args.params[square ? 2 : 3]);
     if (args.params[0] < 1 || args.params[0] > (1 << 30) || dm.d < 1 || dm.d > 128 || dm.Br < 1 || dm.Br > 128 || dm.Bc < 1 ||
         dm.Bc > 128)
-        throw GpuError(std::string(kernel) + " takes n ≥ 1, 1 ≤ d ≤ 128 and 1 ≤ Br, Bc ≤ 128");
+        throw GpuError(std::string(kernel) + (square ? " takes n ≥ 1, 1 ≤ d ≤ 128 and 1 ≤ B ≤ 128" : " takes n ≥ 1, 1 ≤ d ≤ 128 and 1 ≤ Br, Bc ≤ 128"));
     if (args.heads < 1 || args.heads > 65535) throw GpuError(std::string(kernel) + " takes 1 to 65535 heads (the grid's y dimension)");
     dm.Tr = int(cdiv(dm.n, dm.Br));
     dm.Tc = int(cdiv(dm.n, dm.Bc));
@@ -828,6 +844,7 @@ Dims dims_of(const StageArgs& args, const char* kernel) {
                        " tiles are more than a grid holds: raise Br or Bc");
     return dm;
 }
+Dims causal_dims_of(const StageArgs& args, const char* kernel) { return dims_of(args, kernel, true); }
 
 // The smallest number of 4×4 patches per lane that covers a Br×d tile of O, rounded up to
 // an instantiated one (1, 2 or 4: Br = d = 128 needs 4).
@@ -986,8 +1003,9 @@ void launch_fa1_forward(int, const StageArgs& args) {
     });
 }
 
-void launch_fa2_forward(int, const StageArgs& args) {
-    const Dims dm = dims_of(args, "fa2_forward");
+// fa2_forward, and the causal kernels (Br = Bc = B) in either order of the Q tiles.
+template <bool kCausal>
+void launch_fa2(const StageArgs& args, const Dims& dm, const char* name, bool heaviest_first) {
     with_dtype(args.dtype, [&](auto tag) {
         using T = decltype(tag);
         const T* Q = static_cast<const T*>(args.arrays[kFa2Q]);
@@ -998,18 +1016,26 @@ void launch_fa2_forward(int, const StageArgs& args) {
         with_counting(args, [&](auto counting) {
             constexpr bool kCount = decltype(counting)::value;
             with_o_patches(o_patches(dm), [&](auto patches) {
-                auto* kernel = fa2_kernel<T, kCount, decltype(patches)::value>;
+                auto* kernel = fa2_kernel<T, kCount, decltype(patches)::value, kCausal>;
                 const bool share_kv = fa2_share_kv(dm);
                 auto* bytes = share_kv ? fa2_bytes<true> : fa2_bytes<false>;
-                require_tiles(kernel, bytes, dm, args, "fa2_forward");
+                require_tiles(kernel, bytes, dm, args, name);
                 if (args.plan_only) return;
                 const dim3 grid(unsigned(dm.Tr), unsigned(args.heads));
                 note_residency(args, kernel, kThreads, bytes(dm));
-                kernel<<<grid, kThreads, bytes(dm), args.stream>>>(Q, K, V, O, L, dm, share_kv, args.counts);
-                check_launch("fa2_forward");
+                kernel<<<grid, kThreads, bytes(dm), args.stream>>>(Q, K, V, O, L, dm, share_kv, heaviest_first, args.counts);
+                check_launch(name);
             });
         });
     });
+}
+
+void launch_fa2_forward(int, const StageArgs& args) { launch_fa2<false>(args, dims_of(args, "fa2_forward"), "fa2_forward", false); }
+void launch_fa2_causal(int, const StageArgs& args) {
+    launch_fa2<true>(args, causal_dims_of(args, "fa2_causal"), "fa2_causal", false);
+}
+void launch_fa2_causal_heaviest_first(int, const StageArgs& args) {
+    launch_fa2<true>(args, causal_dims_of(args, "fa2_causal_heaviest_first"), "fa2_causal_heaviest_first", true);
 }
 
 }  // namespace
@@ -1018,6 +1044,8 @@ extern const KernelEntry kAttentionForwardKernels[] = {
     {"attention_standard", launch_attention_standard},
     {"fa1_forward", launch_fa1_forward},
     {"fa2_forward", launch_fa2_forward},
+    {"fa2_causal", launch_fa2_causal},
+    {"fa2_causal_heaviest_first", launch_fa2_causal_heaviest_first},
 };
 extern const int kAttentionForwardKernelCount = sizeof(kAttentionForwardKernels) / sizeof(kAttentionForwardKernels[0]);
 

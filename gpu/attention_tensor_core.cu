@@ -53,12 +53,13 @@ struct Shape {
     int n, d, Br, Bc, Tr, Tc;
 };
 
-Shape shape_of(const StageArgs& args, const char* kernel) {
+// The parameters n, d, Br, Bc; or, causal (n, d, B), square tiles Br = Bc = B.
+Shape shape_of(const StageArgs& args, const char* kernel, bool square = false) {
     Shape s{};
     s.n = int(args.params[0]);
     s.d = int(args.params[1]);
     s.Br = int(args.params[2]);
-    s.Bc = int(args.params[3]);
+    s.Bc = int(args.params[square ? 2 : 3]);
     if (args.params[0] < 1 || args.params[0] > (1 << 30)) throw GpuError(std::string(kernel) + " takes 1 ≤ n ≤ 2^30");
     if (args.dtype == DType::F32) throw GpuError(std::string(kernel) + " runs on the tensor cores: fp16 or bf16 (--dtype)");
     if (args.heads < 1 || args.heads > 65535) throw GpuError(std::string(kernel) + " takes 1 to 65535 heads (the grid's y dimension)");
@@ -536,7 +537,11 @@ constexpr int kV3Warps = 4, kV3Threads = 32 * kV3Warps, kV3Slices = 2;  // a war
 template <typename T, int kD, int kBr, int kBc>
 using V3Layout = V2Layout<T, kD, kBr, kBc>;
 
-template <typename T, bool kCount, int kD, int kBc>
+// kCausal (fa2_causal_v3_mma, fa2_causal_heaviest_first.toy with B = 128): Q tile i reads keys
+// up to its last row only, kBc at a time (the same rows as the program's B×B tiles 0..i), and
+// where a K/V tile reaches past a row, key c after query r is −∞ before the softmax; block x
+// takes Q tile Tr − 1 − x, the longest first, as the program hands them out.
+template <typename T, bool kCount, int kD, int kBc, bool kCausal = false>
 __global__ void __launch_bounds__(kV3Threads, kD == 64 ? 2 : 1)
     fa2_v3_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V, T* __restrict__ O, float* __restrict__ L,
                   int n, unsigned long long* counts) {
@@ -548,10 +553,10 @@ __global__ void __launch_bounds__(kV3Threads, kD == 64 ? 2 : 1)
     T* kbuf = reinterpret_cast<T*>(shared + Layout::k);
     T* vbuf = reinterpret_cast<T*>(shared + Layout::v);
 
-    const int i = blockIdx.x, head = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int i = kCausal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x), head = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int row0 = i * kBr, br = min(kBr, n - row0);
-    const int Tc = (n + kBc - 1) / kBc;
+    const int Tc = kCausal ? (row0 + br + kBc - 1) / kBc : (n + kBc - 1) / kBc;
     const long long nd = (long long)n * kD;
     Q += head * nd + (long long)row0 * kD;
     K += head * nd;
@@ -638,14 +643,18 @@ __global__ void __launch_bounds__(kV3Threads, kD == 64 ? 2 : 1)
                 }
             }
         }
-        if (bc < kBc) {
+        // −∞ for the columns past a ragged last tile and, causal, where the tile reaches past a
+        // row, for the keys after their query.
+        if (bc < kBc || (kCausal && col0 + kBc - 1 > row0)) {
 #pragma unroll
             for (int a = 0; a < kM; ++a)
 #pragma unroll
                 for (int c = 0; c < kBc / 8; ++c)
 #pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        if (8 * c + 2 * t + e >= bc) s[a][c][e] = s[a][c][2 + e] = -INFINITY;
+                    for (int e = 0; e < 4; ++e) {
+                        const int col = 8 * c + 2 * t + (e & 1);
+                        if (col >= bc || (kCausal && col0 + col > row0 + slice_row(a) + g + 8 * (e >> 1))) s[a][c][e] = -INFINITY;
+                    }
         }
 
         // The online softmax in registers, as v2, with ex2 and an fp32 ℓ.
@@ -784,8 +793,9 @@ void launch_fa2_v2(int, const StageArgs& args) {
     });
 }
 
-void launch_fa2_v3(int, const StageArgs& args) {
-    const Shape sh = shape_of(args, "fa2_v3_mma");
+// v3, and v3 with the causal mask: B = 128 (the v3 block's 128 rows), K and V 64 keys at a time.
+template <bool kCausal>
+void launch_v3(const StageArgs& args, const Shape& sh, const char* name) {
     with_half_dtype(args.dtype, [&](auto tag) {
         using T = decltype(tag);
         with_counting(args, [&](auto counting) {
@@ -794,22 +804,28 @@ void launch_fa2_v3(int, const StageArgs& args) {
                 constexpr int kD = decltype(dim)::value;
                 auto go = [&](auto cols) {
                     constexpr int kBc = decltype(cols)::value;
-                    auto* kernel = fa2_v3_kernel<T, kCount, kD, kBc>;
+                    auto* kernel = fa2_v3_kernel<T, kCount, kD, kBc, kCausal>;
                     const long long bytes = V3Layout<T, kD, 128, kBc>::bytes;
-                    require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, "fa2_v3_mma", "lower Bc");
+                    require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, name, kCausal ? "no smaller tile" : "lower Bc");
                     if (args.plan_only) return;
                     const dim3 grid(unsigned(sh.Tr), unsigned(args.heads));
                     note_residency(args, kernel, kV3Threads, bytes);
                     kernel<<<grid, kV3Threads, bytes, args.stream>>>(static_cast<const T*>(args.arrays[kQ]), static_cast<const T*>(args.arrays[kK]),
                                                                      static_cast<const T*>(args.arrays[kV]), static_cast<T*>(args.arrays[kO]),
                                                                      static_cast<float*>(args.arrays[kL]), sh.n, args.counts);
-                    check_launch("fa2_v3_mma");
+                    check_launch(name);
                 };
-                if (sh.Bc == 32) go(std::integral_constant<int, 32>{});
+                if constexpr (kCausal) go(std::integral_constant<int, 64>{});
+                else if (sh.Bc == 32) go(std::integral_constant<int, 32>{});
                 else go(std::integral_constant<int, 64>{});
             });
         });
     });
+}
+
+void launch_fa2_v3(int, const StageArgs& args) { launch_v3<false>(args, shape_of(args, "fa2_v3_mma"), "fa2_v3_mma"); }
+void launch_fa2_causal_v3(int, const StageArgs& args) {
+    launch_v3<true>(args, shape_of(args, "fa2_causal_v3_mma", true), "fa2_causal_v3_mma");
 }
 
 }  // namespace
@@ -818,6 +834,7 @@ extern const KernelEntry kAttentionTensorCoreKernels[] = {
     {"fa2_v1_wmma", launch_fa2_v1},
     {"fa2_v2_mma", launch_fa2_v2},
     {"fa2_v3_mma", launch_fa2_v3},
+    {"fa2_causal_v3_mma", launch_fa2_causal_v3},
 };
 extern const int kAttentionTensorCoreKernelCount = sizeof(kAttentionTensorCoreKernels) / sizeof(kAttentionTensorCoreKernels[0]);
 

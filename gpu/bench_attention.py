@@ -5,6 +5,7 @@
     python3 gpu/bench_attention.py --quick              # n = 1024, d = 64 only
     python3 gpu/bench_attention.py --sizes 4096 --dims 64 --Br 128 --Bc 64 --json-out attention.json
     python3 gpu/bench_attention.py --programs fa2,v1,v2,v3           # the tensor-core versions
+    python3 gpu/bench_attention.py --causal --sizes 4096,16384        # causal: fa2_causal, its v3
 
 For each n and d (fp16, non-causal, batch·heads BH = 262144 // n so that BH·n ≈ 262k tokens
 at every n), it times
@@ -22,6 +23,11 @@ at every n), it times
 all the same way: 3 warm-up launches, then the median of 20, each launch between two CUDA
 events. TFLOP/s = 4·n²·d·BH / time, the seeds' forward count (Q·Kᵀ and P·V, a multiply-add
 being two). The 1/√d scale is folded into Q (scale = 1.0), so no backend spends time on it.
+
+--causal times causal attention instead: SDPA with is_causal=True, the naive version with the
+mask, and toysim's fa2_causal_heaviest_first.toy on the CUDA cores (B = --Br) and through
+--kernel fa2_causal_v3_mma (B = 128); TFLOP/s = 2·n·(n+1)·d·BH / time, the visible pairs'
+products (as the kernel catalog counts them; the masked halves of diagonal tiles not counted).
 
 It prints a markdown table like the anchor (sdpa_h100.md) with the toysim columns added,
 each with its ratio to SDPA flash, and with --json-out writes every figure, the toysim CLI's
@@ -47,13 +53,17 @@ TOYSIM = [
     ("v1", "toysim FA2 v1 (WMMA)", "programs/attention/fa2.toy"),
     ("v2", "toysim FA2 v2 (mma.sync)", "programs/attention/fa2.toy"),
     ("v3", "toysim FA2 v3 (mma.sync, 32 rows a warp)", "programs/attention/fa2.toy"),
+    ("fa2c", "toysim FA2 causal", "programs/attention/fa2_causal_heaviest_first.toy"),
+    ("v3c", "toysim FA2 causal v3 (mma.sync)", "programs/attention/fa2_causal_heaviest_first.toy"),
 ]
+CAUSAL = ("fa2c", "v3c")  # the columns of --causal (square tiles: --set B)
 # The tensor-core versions of fa2_forward (gpu/attention_tensor_core.cu) run fa2.toy through
 # --kernel, each at the tile shape it is fastest at, per head dimension: {d: (Br, Bc)}.
 VERSIONS = {
     "v1": ("fa2_v1_wmma", {64: (64, 64), 128: (64, 64)}),
     "v2": ("fa2_v2_mma", {64: (128, 64), 128: (128, 64)}),
     "v3": ("fa2_v3_mma", {64: (128, 64), 128: (128, 32)}),
+    "v3c": ("fa2_causal_v3_mma", {64: (128, 128), 128: (128, 128)}),
 }
 # PyTorch columns: (key, heading)
 TORCH = [("flash", "SDPA flash"), ("cudnn", "cuDNN"), ("naive", "naive PyTorch (S, P materialized)")]
@@ -69,8 +79,10 @@ def parse_args():
     p.add_argument("--Bc", type=int, default=64, help="toysim K/V tile rows (--set Bc=..., default 64)")
     p.add_argument("--tiles", default="", help="the versions' tiles, e.g. v2:64=128x64,v3:128=128x32 (default: VERSIONS)")
     p.add_argument("--toysim", default=os.path.join(REPO, "build", "toysim"), help="the toysim binary (default: build/toysim)")
-    p.add_argument("--programs", default=",".join(k for k, _, _ in TOYSIM),
-                   help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3 (default: all; 'none' for PyTorch only)")
+    p.add_argument("--causal", action="store_true", help="causal attention (the toysim columns fa2c, v3c)")
+    p.add_argument("--programs", default=None,
+                   help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3, or with --causal fa2c, v3c "
+                        "(default: all of them; 'none' for PyTorch only)")
     p.add_argument("--no-torch", action="store_true", help="leave out the PyTorch columns")
     p.add_argument("--warmups", type=int, default=3)
     p.add_argument("--repeats", type=int, default=20)
@@ -86,16 +98,23 @@ def parse_args():
         if key not in VERSIONS or not (d.isdigit() and br.isdigit() and bc.isdigit()):
             p.error(f"--tiles: {item!r} is not VERSION:D=BRxBC with VERSION one of {', '.join(VERSIONS)}")
         VERSIONS[key][1][int(d)] = (int(br), int(bc))
-    known = {k for k, _, _ in TOYSIM}
+    known = {k for k, _, _ in TOYSIM if (k in CAUSAL) == a.causal}
+    if a.programs is None:
+        a.programs = ",".join(k for k, _, _ in TOYSIM if k in known)
     a.programs = [] if a.programs == "none" else [k.strip() for k in a.programs.split(",") if k.strip()]
     for k in a.programs:
         if k not in known:
-            p.error(f"--programs: {k!r} is not one of {', '.join(sorted(known))}")
+            p.error(f"--programs: {k!r} is not one of {', '.join(sorted(known))}{' (with --causal)' if a.causal else ''}")
     return a
 
 
+CAUSAL_RUN = False  # set by main from --causal: how tflops() counts
+
+
 def tflops(n, d, heads, ms):
-    return 4.0 * n * n * d * heads / (ms * 1e-3) / 1e12 if ms else None
+    # Causal: the n·(n+1)/2 pairs a query sees; otherwise all n² (a multiply-add being two).
+    pairs = n * (n + 1) / 2 if CAUSAL_RUN else n * n
+    return 4.0 * pairs * d * heads / (ms * 1e-3) / 1e12 if ms else None
 
 
 # ---- toysim: one CLI run per cell ----
@@ -108,7 +127,8 @@ def run_toysim(args, key, program, n, d, heads):
         name, tiles = VERSIONS[key]
         br, bc = tiles[d]
         kernel = ["--kernel", name]
-    settings = kernel + ["--set", f"n={n}", "--set", f"d={d}", "--set", f"Br={br}", "--set", f"Bc={bc}", "--heads", str(heads),
+    tiles = ["--set", f"B={br}"] if key in CAUSAL else ["--set", f"Br={br}", "--set", f"Bc={bc}"]  # causal: square tiles
+    settings = kernel + ["--set", f"n={n}", "--set", f"d={d}"] + tiles + ["--heads", str(heads),
                          "--dtype", "fp16", "--warmups", str(args.warmups), "--repeats", str(args.repeats), "--format", "json"]
     cmd = [args.toysim, "gpu", "run", program] + settings  # relative: results carry no machine path (cwd is the repository)
     label = f"{os.path.basename(program)}{' ' + kernel[1] if kernel else ''} at n = {n}, d = {d}"
@@ -168,13 +188,18 @@ def run_torch(args, torch, n, d, heads):
     for key, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
         try:
             with sdpa_kernel(backend):
-                ms = bench_torch(torch, lambda: F.scaled_dot_product_attention(q, k, v, scale=1.0), args.warmups, args.repeats)
+                ms = bench_torch(torch, lambda: F.scaled_dot_product_attention(q, k, v, scale=1.0, is_causal=args.causal), args.warmups,
+                                 args.repeats)
             cells[key] = {"ms": ms, "tflops": tflops(n, d, heads, ms)}
         except Exception as e:  # a backend this build or GPU lacks
             cells[key] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
 
+    above = torch.ones(n, n, device="cuda", dtype=torch.bool).triu(1) if args.causal else None  # key after query
+
     def naive():
         s = q @ k.transpose(-1, -2)
+        if above is not None:
+            s = s.masked_fill(above, float("-inf"))
         p = torch.softmax(s.float(), dim=-1).to(q.dtype)
         return p @ v
 
@@ -241,7 +266,8 @@ def table(rows, args):
         lines.append(f"| {r['n']} | {r['d']} | {r['heads']} | " + " | ".join(cells) + " |")
     out = "\n".join(lines)
     if args.programs and not args.no_torch:
-        out += ("\n\nTFLOP/s = 4·n²·d·BH / median time; toysim cells: (×) is the ratio to SDPA flash, [× cuDNN] to cuDNN. "
+        out += ("\n\nTFLOP/s = {} / median time; toysim cells: (×) is the ratio to SDPA flash, [× cuDNN] to cuDNN. ".format(
+                    "2·n·(n+1)·d·BH (causal)" if args.causal else "4·n²·d·BH") +
                 "Tiles: FA2 Br = {}, Bc = {}; ".format(args.Br, args.Bc) +
                 "; ".join(f"{k} {name} (Br, Bc) by d {tiles}" for k, (name, tiles) in VERSIONS.items() if k in args.programs) + ".")
     if notes:
@@ -257,11 +283,14 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = False
         if not torch.cuda.is_available():
             sys.exit("bench_attention: PyTorch sees no CUDA device (--no-torch runs toysim alone)")
+    global CAUSAL_RUN
+    CAUSAL_RUN = args.causal
     header = {"python": platform.python_version(), "Br": args.Br, "Bc": args.Bc, "warmups": args.warmups, "repeats": args.repeats,
-              "dtype": "fp16", "causal": False}
+              "dtype": "fp16", "causal": args.causal}
     if torch:
         header.update(torch=torch.__version__, device=torch.cuda.get_device_name())
-    print(f"# Attention forward, fp16, non-causal, BH·n ≈ {TOKENS} tokens; toysim Br = {args.Br}, Bc = {args.Bc}", flush=True)
+    print(f"# Attention forward, fp16, {'causal' if args.causal else 'non-causal'}, BH·n ≈ {TOKENS} tokens; toysim Br = {args.Br}, "
+          f"Bc = {args.Bc}", flush=True)
     print(", ".join(f"{k} {v}" for k, v in header.items()), flush=True)
 
     rows = []
@@ -286,7 +315,7 @@ def main():
     if not rows:
         sys.exit("bench_attention: no sizes to run")
     device = header.get("device") or next((c["cli"]["device"]["name"] for r in rows for c in r["toysim"].values() if "cli" in c), "?")
-    print(f"\n## Attention forward on one {device}, fp16: TFLOP/s\n")
+    print(f"\n## Attention forward{' (causal)' if args.causal else ''} on one {device}, fp16: TFLOP/s\n")
     print(table(rows, args))
 
 

@@ -102,10 +102,21 @@ std::string refuse_fa2_v3(const std::vector<std::int64_t>& p) {
 }
 
 double backward_flops(const std::vector<std::int64_t>& p) { return 10.0 * double(p[0]) * double(p[0]) * double(p[1]); }
+// Causal: the two products over the n·(n+1)/2 query-key pairs a query sees (itself and the
+// keys before it), 2·n·(n+1)·d; the work of the masked halves of the diagonal tiles is not
+// counted, as FlashAttention's papers count causal attention.
+double causal_flops(const std::vector<std::int64_t>& p) { return 2.0 * double(p[0]) * (double(p[0]) + 1) * double(p[1]); }
+std::string refuse_causal_v3(const std::vector<std::int64_t>& p) {
+    if (auto why = refuse_head_dim("fa2_causal_v3_mma", p); !why.empty()) return why;
+    if (p[2] != 128) return fmt::format("fa2_causal_v3_mma takes B = 128 (v3's 4 warps of 32 rows), not B = {}", p[2]);
+    return "";
+}
 
 std::vector<KernelParam> attention_params() {
     return {{"n"}, {"d", 128, kHeadDim}, {"Br", 128, kTileRows}, {"Bc", 128, kTileRows}};
 }
+// fa2_causal.toy's square tiles: B queries by B keys.
+std::vector<KernelParam> causal_params() { return {{"n"}, {"d", 128, kHeadDim}, {"B", 128, kTileRows}}; }
 
 // The storage types a kernel runs with.
 const std::vector<DType> kFp32 = {DType::F32};
@@ -149,6 +160,13 @@ const std::vector<KernelSpec>& kernel_catalog() {
          attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_v2_mma"}, kHalf, refuse_fa2_v2, forward_flops, "fa2_forward"},
         {"fa2_v3_mma", "gpu/attention_tensor_core.cu", "v2 with 32 rows per warp (each K/V fragment feeds two mma) and an ex2 softmax",
          attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_v3_mma"}, kHalf, refuse_fa2_v3, forward_flops, "fa2_forward"},
+        {"fa2_causal", "gpu/attention_forward.cu", "fa2_forward with a causal mask: K/V tiles up to the diagonal, the diagonal tile masked",
+         causal_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_causal"}, kAllTypes, nullptr, causal_flops},
+        {"fa2_causal_heaviest_first", "gpu/attention_forward.cu", "fa2_causal with the longest Q tiles handed out first",
+         causal_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_causal_heaviest_first"}, kAllTypes, nullptr, causal_flops},
+        {"fa2_causal_v3_mma", "gpu/attention_tensor_core.cu", "fa2_v3_mma with a causal mask, the longest Q tiles first (B = 128)",
+         causal_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_causal_v3_mma"}, kHalf, refuse_causal_v3, causal_flops,
+         "fa2_causal_heaviest_first"},
     };
     return catalog;
 }

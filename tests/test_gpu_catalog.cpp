@@ -63,7 +63,8 @@ TEST_CASE("the gpu line names a kernel once and must match the program", "[gpu]"
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_online\n")) == "no error");
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_onlin\n")) ==
           "3:5: no GPU kernel is named 'softmax_onlin'; did you mean 'softmax_online'? (kernels: matmul_inner, matmul_outer, softmax_3pass, "
-          "softmax_online, attention_standard, fa1_forward, fa2_forward, fa2_backward, fa2_backward_no_d_trick, fa2_v1_wmma, fa2_v2_mma, fa2_v3_mma)");
+          "softmax_online, attention_standard, fa1_forward, fa2_forward, fa2_backward, fa2_backward_no_d_trick, fa2_v1_wmma, fa2_v2_mma, fa2_v3_mma, "
+          "fa2_causal, fa2_causal_heaviest_first, fa2_causal_v3_mma)");
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu matmul_inner\n")) == "3:5: kernel matmul_inner reads or writes an array a, which this program does not declare");
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_3pass\nscratch t[n]\n")) ==
           "3:5: this program declares array 't', which kernel softmax_3pass does not take (it takes x, out)");

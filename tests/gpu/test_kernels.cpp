@@ -129,6 +129,34 @@ TEST_CASE("fa2_v2_mma (mma.sync, ldmatrix, cp.async) on the GPU", "[fa2_v2_mma]"
 
 TEST_CASE("fa2_v3_mma (32 rows a warp) on the GPU", "[fa2_v3_mma]") { run_version("fa2_v3_mma", {{128, 32}, {128, 64}}); }
 
+// fa2_causal.toy's square tiles (B = Br = Bc), ragged n among them.
+std::vector<ParamSettings> causal_shapes() {
+    return {{},
+            {{"n", 7}, {"d", 3}, {"B", 3}},
+            {{"n", 33}, {"d", 8}, {"B", 8}},
+            {{"n", 200}, {"d", 16}, {"B", 32}},
+            {{"n", 1000}, {"d", 64}, {"B", 64}},
+            {{"n", 333}, {"d", 128}, {"B", 16}}};
+}
+TEST_CASE("fa2_causal on the GPU", "[fa2_causal]") { run_all("programs/attention/fa2_causal.toy", causal_shapes(), kAll); }
+TEST_CASE("fa2_causal_heaviest_first on the GPU", "[fa2_causal_heaviest_first]") {
+    run_all("programs/attention/fa2_causal_heaviest_first.toy", causal_shapes(), kAll);
+}
+TEST_CASE("fa2_causal_v3_mma (tensor cores, the longest Q tiles first) on the GPU", "[fa2_causal_v3_mma]") {
+    for (int n : {1, 7, 100, 1000, 4097})
+        for (int d : {64, 128})
+            for (gpu::DType t : {gpu::DType::F16, gpu::DType::BF16}) {
+                const ParamSettings shape = {{"n", n}, {"d", d}, {"B", 128}};
+                gpu::GpuRunResult r = run_once("programs/attention/fa2_causal_heaviest_first.toy", shape, t, 3, gpu::GpuRunOptions{}.check_budget,
+                                               "fa2_causal_v3_mma");
+                INFO("fa2_causal_v3_mma n=" << n << " d=" << d << " " << gpu::dtype_name(t) << "\n" << describe(r));
+                CHECK(r.kernel->name == "fa2_causal_v3_mma");
+                CHECK(r.traffic_equal());
+                CHECK(r.check_passed());
+                CHECK(r.checks.size() == 2);
+            }
+}
+
 TEST_CASE("a tensor-core version refuses what it was not built for", "[fa2_v2_mma]") {
     CHECK_THROWS_WITH(run_once("programs/attention/fa2.toy", {{"n", 64}, {"d", 32}, {"Br", 64}, {"Bc", 64}}, DType::F16, 1,
                                gpu::GpuRunOptions{}.check_budget, "fa2_v2_mma"),

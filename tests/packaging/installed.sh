@@ -82,7 +82,8 @@ status=0
 if [[ -n ${TOYSIM_PYTHON:-} ]]; then
   module_dir=$prefix/$TOYSIM_PYTHON_DIR
   [[ -f $module_dir/toysim/__init__.py ]] || fail "cmake --install put no Python module in $module_dir/toysim"
-  graded=$(PYTHONPATH=$module_dir "$TOYSIM_PYTHON" -c '
+  # A sanitized module loads only with the sanitizers' runtime preloaded (python/CMakeLists.txt).
+  graded=$(LD_PRELOAD=${TOYSIM_PYTHON_PRELOAD:-} ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=$module_dir "$TOYSIM_PYTHON" -c '
 import sys, toysim
 assert toysim.__file__.startswith(sys.argv[1]), toysim.__file__
 g = toysim.grade("zz_installed_probe", sys.argv[2])
