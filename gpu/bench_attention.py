@@ -108,12 +108,9 @@ def parse_args():
     return a
 
 
-CAUSAL_RUN = False  # set by main from --causal: how tflops() counts
-
-
-def tflops(n, d, heads, ms):
+def tflops(n, d, heads, ms, causal):
     # Causal: the n·(n+1)/2 pairs a query sees; otherwise all n² (a multiply-add being two).
-    pairs = n * (n + 1) / 2 if CAUSAL_RUN else n * n
+    pairs = n * (n + 1) / 2 if causal else n * n
     return 4.0 * pairs * d * heads / (ms * 1e-3) / 1e12 if ms else None
 
 
@@ -151,7 +148,7 @@ def run_toysim(args, key, program, n, d, heads):
     cell["cli"] = out
     median = (out.get("time_ms") or {}).get("median")
     cell["ms"] = median
-    cell["tflops"] = tflops(n, d, heads, median) if median else out.get("tflops")
+    cell["tflops"] = tflops(n, d, heads, median, args.causal) if median else out.get("tflops")
     cell["check_passed"] = (out.get("check") or {}).get("passed")
     cell["traffic_equal"] = out.get("traffic_equal")
     return cell
@@ -190,7 +187,7 @@ def run_torch(args, torch, n, d, heads):
             with sdpa_kernel(backend):
                 ms = bench_torch(torch, lambda: F.scaled_dot_product_attention(q, k, v, scale=1.0, is_causal=args.causal), args.warmups,
                                  args.repeats)
-            cells[key] = {"ms": ms, "tflops": tflops(n, d, heads, ms)}
+            cells[key] = {"ms": ms, "tflops": tflops(n, d, heads, ms, args.causal)}
         except Exception as e:  # a backend this build or GPU lacks
             cells[key] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
 
@@ -211,7 +208,7 @@ def run_torch(args, torch, n, d, heads):
     else:
         try:
             ms = bench_torch(torch, naive, args.warmups, args.repeats)
-            cells["naive"] = {"ms": ms, "tflops": tflops(n, d, heads, ms)}
+            cells["naive"] = {"ms": ms, "tflops": tflops(n, d, heads, ms, args.causal)}
         except torch.cuda.OutOfMemoryError:
             cells["naive"] = {"error": "out of memory"}
     del q, k, v
@@ -283,8 +280,6 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = False
         if not torch.cuda.is_available():
             sys.exit("bench_attention: PyTorch sees no CUDA device (--no-torch runs toysim alone)")
-    global CAUSAL_RUN
-    CAUSAL_RUN = args.causal
     header = {"python": platform.python_version(), "Br": args.Br, "Bc": args.Bc, "warmups": args.warmups, "repeats": args.repeats,
               "dtype": "fp16", "causal": args.causal}
     if torch:

@@ -60,6 +60,17 @@ struct Access {
     bool write, rows;
 };
 
+// One dimension of a slice over the loop variables' ranges (codegen_tile.cpp): its start's
+// range, whether the start is inside the array wherever the code runs, its width (end −
+// start) and whether its end never passes the array's (no clipping).
+struct SliceDimension {
+    std::optional<integer::Interval> start;
+    bool start_inside = false;
+    Affine width;
+    bool never_clipped = false;
+};
+SliceDimension slice_dimension(const MemRef& m, const ArrayInfo& a, size_t d, const integer::Interval* ranges);
+
 struct EmittedKernel : KernelLaunchFacts {
     std::string source;
 };
@@ -108,7 +119,7 @@ private:
     bool touches_fragment(const struct TileInst& t) const;
     bool fragment_instruction(const struct TileInst& t) const;
     std::string fragment_declaration(size_t tile) const;
-    void fragment_tile(std::int32_t pc, const struct TileInst& t);
+    void fragment_tile(const struct TileInst& t);
 
     // Barriers: how tile instructions touched each slot since the last __syncthreads()
     // (block_) and, row by row, since the last __syncwarp() (warp_); an instruction that would

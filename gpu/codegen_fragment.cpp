@@ -39,20 +39,12 @@ std::optional<Shape2> KernelEmitter::static_slice(const TileInst& t, const std::
     const ArrayInfo& a = p_.arrays[static_cast<size_t>(m.array)];
     std::vector<std::int64_t> extent;
     for (size_t d = 0; d < m.subscripts.size(); ++d) {
-        auto start = m.subscripts[d].range(ranges.data());
-        const bool inside = m.bounds_proven || (start && !start->empty() && start->lo >= 0 && start->hi < a.dims[d]);
-        if (!inside) return std::nullopt;
+        const SliceDimension dim = slice_dimension(m, a, d, ranges.data());
+        // (Unlike the run-time path, a start whose loop never runs proves nothing here.)
+        if (!dim.start_inside || !(m.bounds_proven || (dim.start && !dim.start->empty()))) return std::nullopt;
         if (!m.is_range[d]) continue;
-        Affine width = m.ends[d];
-        if (width.terms != m.subscripts[d].terms) return std::nullopt;
-        for (int k = 0; k < width.terms; ++k)
-            if (width.var[static_cast<size_t>(k)] != m.subscripts[d].var[static_cast<size_t>(k)] ||
-                width.coef[static_cast<size_t>(k)] != m.subscripts[d].coef[static_cast<size_t>(k)])
-                return std::nullopt;
-        width.constant -= m.subscripts[d].constant;
-        auto end = m.ends[d].range(ranges.data());
-        if (width.constant <= 0 || !end || end->empty() || end->hi > a.dims[d]) return std::nullopt;
-        extent.push_back(width.constant);
+        if (!dim.width.is_constant() || dim.width.constant <= 0 || !dim.never_clipped) return std::nullopt;
+        extent.push_back(dim.width.constant);
     }
     Shape2 s{1, 1};
     if (extent.size() == 2) s = {extent[0], extent[1]};
@@ -265,8 +257,8 @@ std::string KernelEmitter::fragment_declaration(size_t tile) const {
                        rows / kFragmentRows, cols / 8, t.loc.line, t.name, t.rows, t.cols, rows, cols);
 }
 
-// The instruction at pc on tiles in registers (fragment_instruction holds).
-void KernelEmitter::fragment_tile(std::int32_t pc, const TileInst& t) {
+// An instruction on tiles in registers (fragment_instruction holds).
+void KernelEmitter::fragment_tile(const TileInst& t) {
     const OpInfo& op = info(t.op);
     const int dest = t.count - 1;
     const TileOperand& d = t.args[static_cast<size_t>(dest)];
@@ -304,7 +296,6 @@ void KernelEmitter::fragment_tile(std::int32_t pc, const TileInst& t) {
     }
     const std::string loop = column ? fmt::format("ROWS_FOR({})", mt) : fmt::format("FRAG_FOR({}, {})", mt, ds.second / 8);
     line(fmt::format("{} {{ {}{}{}{} = {}; }}", loop, reads, reads.empty() ? "" : "; ", out, column ? "[mi][h]" : "[mi][cb][e]", value));
-    (void)pc;
 }
 
 }  // namespace toysim::gpu

@@ -51,6 +51,16 @@ std::pair<int, int> product_blocking(std::int64_t rows, std::int64_t cols, int t
 
 }  // namespace
 
+SliceDimension slice_dimension(const MemRef& m, const ArrayInfo& a, size_t d, const integer::Interval* ranges) {
+    SliceDimension out;
+    out.start = m.subscripts[d].range(ranges);
+    out.start_inside = m.bounds_proven || (out.start && (out.start->empty() || (out.start->lo >= 0 && out.start->hi < a.dims[d])));
+    out.width = minus(m.ends[d], m.subscripts[d]);
+    auto end = m.ends[d].range(ranges);
+    out.never_clipped = end && !end->empty() && end->hi <= a.dims[d];
+    return out;
+}
+
 // The operands as views, with their shapes; and the destination.
 struct TileOperandCode {
     std::string view, rows, cols;
@@ -127,13 +137,11 @@ void KernelEmitter::slice(std::int32_t pc, const TileInst& t) {
     std::vector<std::int64_t> strides;
     for (size_t d = 0; d < m.subscripts.size(); ++d) {
         const std::string start = affine(m.subscripts[d]);
-        auto start_range = m.subscripts[d].range(slot_range_.data());
-        const bool start_inside = m.bounds_proven || (start_range && (start_range->empty() || (start_range->lo >= 0 && start_range->hi < a.dims[d])));
-        if (!start_inside) line(fmt::format("if ({0} < 0 || {0} >= {1}) FAULT({2}, {3});", "(" + start + ")", a.dims[d], pc, fault_outside));
+        const SliceDimension dim = slice_dimension(m, a, d, slot_range_.data());
+        if (!dim.start_inside) line(fmt::format("if ({0} < 0 || {0} >= {1}) FAULT({2}, {3});", "(" + start + ")", a.dims[d], pc, fault_outside));
         if (!m.is_range[d]) continue;
-        const Affine width = minus(m.ends[d], m.subscripts[d]);
-        auto end_range = m.ends[d].range(slot_range_.data());
-        const bool never_clipped = end_range && !end_range->empty() && end_range->hi <= a.dims[d];
+        const Affine& width = dim.width;
+        const bool never_clipped = dim.never_clipped;
         std::string e;
         if (width.is_constant()) {
             if (width.constant <= 0) line(fmt::format("FAULT({}, {});  // an empty slice", pc, fault_outside));
@@ -213,7 +221,7 @@ void KernelEmitter::tile(std::int32_t pc) {
     if (op.shape == OpShape::Memory) {
         slice(pc, t);
     } else if (touches_fragment(t)) {
-        fragment_tile(pc, t);
+        fragment_tile(t);
     } else {
         const char* view_names[] = {"src_a", "src_b", "src_c"};
         const char* reg_names[] = {"ra", "rb", "rc", "rd"};

@@ -170,7 +170,7 @@ std::tuple<std::string, std::string, std::optional<std::string>> trace_json(cons
         const Program& p = *lp.program;
         RunOptions options;
         options.max_steps = max_steps;
-        bool symbolic = values == "symbolic" || (values == "auto" && !p.has_tiles());
+        bool symbolic = shows_symbols(values, p);
         Trace t;
         {
             py::gil_scoped_release release;
@@ -340,7 +340,7 @@ std::string view(const LoadedProgram& lp, const std::string& values, std::option
             throw ToyError(fmt::format("this run has {} steps, more than a page can show ({}): make it smaller with --set (for example a "
                                        "smaller n), or raise the limit with --max-steps",
                                        grouped(static_cast<double>(work.instructions)), grouped(static_cast<double>(limit))));
-        bool symbolic = values == "symbolic" || (values == "auto" && !p.has_tiles());
+        bool symbolic = shows_symbols(values, p);
         py::gil_scoped_release release;
         if (symbolic) {
             ExprArena arena;

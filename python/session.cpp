@@ -182,7 +182,7 @@ std::unique_ptr<SessionBase> open_session(const LoadedProgram& lp, const std::st
         WorkEstimate work = estimate_work(p);
         SessionLimits limits;
         if (max_steps) limits.max_steps = *max_steps;
-        bool symbolic = values == "symbolic" || (values == "auto" && !p.has_tiles() && work.instructions <= kSymbolicSessionSteps);
+        bool symbolic = shows_symbols(values, p, work.instructions <= kSymbolicSessionSteps);
         if (!symbolic) return std::make_unique<SessionOf<NumericDomain>>(lp.program, limits);
         if (work.instructions > kSymbolicSessionSteps)
             throw ToyError(fmt::format("symbolic stepping names every value of the run, which is for runs of up to {} steps; this one "

@@ -162,6 +162,10 @@ std::vector<double> RunResult::array_values(const Program& p, int array) const {
 RunResult run(const Program& p, const RunOptions& options) { return run_numeric(p, options, false); }
 RunResult run_to_verdict(const Program& p, const RunOptions& options) { return run_numeric(p, options, true); }
 
+bool shows_symbols(std::string_view values, const Program& program, bool fits) {
+    return values == "symbolic" || (values == "auto" && !program.has_tiles() && fits);
+}
+
 Trace trace(const Program& p, bool symbolic, const RunOptions& options) {
     Trace t;
     t.symbolic = symbolic;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "sim/check/checks.h"
@@ -90,5 +91,9 @@ struct Trace {
 // Runs with every step recorded, numerically or symbolically; a fault ends the trace and is
 // returned in Trace::error, so the rows before it can still be shown.
 Trace trace(const Program& program, bool symbolic, const RunOptions& options = {});
+// --values symbolic|numeric|auto: whether a trace, view or step session shows symbols. auto:
+// for scalar programs (a tile's elements read better as numbers), and only where `fits` (a
+// step session names every value of its run, so it takes runs of kSymbolicSessionSteps at most).
+bool shows_symbols(std::string_view values, const Program& program, bool fits = true);
 
 }  // namespace toysim

@@ -44,7 +44,7 @@ int trace_command(const Options& o, Context& ctx) {
     check_trace_request(options.max_steps, shown);  // before the program is read, as before
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     apply_cache_options(program, o);
-    bool symbolic = o.values == "symbolic" || (o.values == "auto" && !program.has_tiles());
+    bool symbolic = shows_symbols(o.values, program);
     Trace t = trace(program, symbolic, options);
     ctx.out << format_trace(program, t, shown);
     if (t.error) {

@@ -63,7 +63,6 @@ struct Context {
     bool in_is_terminal = false, out_is_terminal = false;  // step: line editing and color
 };
 
-Format parse_format(const std::string& name);
 
 // ---- the program loader ----
 
@@ -79,7 +78,6 @@ Parsed parse_program(const std::string& path, Context& ctx);
 Program compile_program(const Parsed& parsed, const ParamSettings& settings, Context& ctx);
 // Both.
 Program load_program(const std::string& path, const ParamSettings& settings, Context& ctx);
-ParamSettings settings_from(const std::vector<std::string>& sets);
 // --cache and --dtype (run, trace, sweep, compare): the cache they give replaces the program's
 // own `cache` line; --dtype sets the element size the cache sees, and needs a cache.
 void apply_cache_options(Program& program, const Options& options);

@@ -9,13 +9,6 @@
 
 namespace toysim::cli {
 
-Format parse_format(const std::string& name) {
-    if (name == "json") return Format::Json;
-    if (name == "markdown") return Format::Markdown;
-    if (name == "csv") return Format::Csv;
-    return Format::Table;
-}
-
 Parsed parse_program(const std::string& path, Context& ctx) {
     ctx.source.reset();  // an error reading this file is not about the one before it
     std::shared_ptr<const SourceFile> source;
@@ -43,12 +36,6 @@ Program compile_program(const Parsed& parsed, const ParamSettings& settings, Con
 Program load_program(const std::string& path, const ParamSettings& settings, Context& ctx) {
     Parsed parsed = parse_program(path, ctx);
     return compile_program(parsed, settings, ctx);
-}
-
-ParamSettings settings_from(const std::vector<std::string>& sets) {
-    ParamSettings out;
-    for (const auto& s : sets) out.push_back(parse_setting(s));
-    return out;
 }
 
 void apply_cache_options(Program& program, const Options& o) {

@@ -271,7 +271,7 @@ int step_command(const Options& o, Context& ctx) {
                            format_params(p), p.register_file_text(), values, note, length);
     };
 
-    bool symbolic = o.values == "symbolic" || (o.values == "auto" && !p.has_tiles() && work.instructions <= kSymbolicSessionSteps);
+    bool symbolic = shows_symbols(o.values, p, work.instructions <= kSymbolicSessionSteps);
     if (symbolic) {
         if (work.instructions > kSymbolicSessionSteps && o.values == "symbolic")
             throw ToyError(fmt::format("symbolic stepping names every value of the run, which is for runs of up to {} steps; this one "

@@ -31,7 +31,7 @@ int view_command(const Options& o, Context& ctx) {
         throw ToyError(fmt::format("this run has {} steps, more than a page can show ({}): make it smaller with --set (for example a "
                                    "smaller n), or raise the limit with --max-steps",
                                    grouped(static_cast<double>(work.instructions)), grouped(static_cast<double>(limit))));
-    bool symbolic = o.values == "symbolic" || (o.values == "auto" && !p.has_tiles());
+    bool symbolic = shows_symbols(o.values, p);
     nlohmann::ordered_json data;
     if (symbolic) {
         ExprArena arena;

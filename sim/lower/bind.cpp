@@ -379,6 +379,12 @@ std::vector<ParamSettings> test_settings(const ast::Program& tree) {
     return out;
 }
 
+ParamSettings settings_from(const std::vector<std::string>& sets) {
+    ParamSettings out;
+    for (const auto& s : sets) out.push_back(parse_setting(s));
+    return out;
+}
+
 std::vector<ParamSettings> sweep_settings(const std::vector<std::string>& sets) {
     std::vector<ParamSettings> combos{{}};
     for (const auto& s : sets) {

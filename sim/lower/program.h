@@ -327,6 +327,8 @@ ast::Program parse_file(const std::string& path);  // reads and parses; throws T
 Program compile(std::shared_ptr<const ast::Program> tree, const ParamSettings& settings = {});
 // Parses "n=1024" (as given to --set); throws ToyError.
 std::pair<std::string, std::int64_t> parse_setting(std::string_view text);
+// Every "NAME=V" (--set) parsed, in order; throws ToyError.
+ParamSettings settings_from(const std::vector<std::string>& sets);
 // NAME=V1,V2,... lists (sweep's --set, diff's --sweep): every combination of the values, the
 // first list varying slowest.
 std::vector<ParamSettings> sweep_settings(const std::vector<std::string>& sets);

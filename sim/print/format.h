@@ -12,6 +12,8 @@
 namespace toysim {
 
 enum class Format { Table, Markdown, Csv, Json };
+// A --format name (the CLI validates it; anything else reads as a table).
+Format parse_format(std::string_view name);
 
 struct Table {
     std::vector<std::string> header;

@@ -7,6 +7,13 @@
 
 namespace toysim {
 
+Format parse_format(std::string_view name) {
+    if (name == "json") return Format::Json;
+    if (name == "markdown") return Format::Markdown;
+    if (name == "csv") return Format::Csv;
+    return Format::Table;
+}
+
 namespace {
 
 std::string csv_field(const std::string& s) {

@@ -69,29 +69,17 @@ bool flag_field(const Json& request, const char* key) {
     return it != request.end() && it->is_boolean() && it->get<bool>();
 }
 
-Format format_of(const Json& request) {
-    const std::string name = text_field(request, "format", "table");
-    if (name == "json") return Format::Json;
-    if (name == "markdown") return Format::Markdown;
-    if (name == "csv") return Format::Csv;
-    return Format::Table;
-}
+Format format_of(const Json& request) { return parse_format(text_field(request, "format", "table")); }
 
 // The program text of a request, under the path messages name it by.
 std::shared_ptr<const SourceFile> source_of(const Json& request, const char* path_key = "path", const char* text_key = "text") {
     return std::make_shared<const SourceFile>(text_field(request, path_key, "<playground>"), text_field(request, text_key));
 }
 
-ParamSettings settings_of(const std::vector<std::string>& sets) {
-    ParamSettings out;
-    for (const auto& s : sets) out.push_back(parse_setting(s));
-    return out;
-}
-
 // Values a trace, view or session shows: names for scalar programs unless asked for numbers.
 bool symbolic_values(const Json& request, const Program& program) {
     const std::string values = text_field(request, "values", "auto");
-    return values == "symbolic" || (values == "auto" && !program.has_tiles());
+    return shows_symbols(values, program);
 }
 
 }  // namespace
@@ -139,7 +127,7 @@ std::string answer(const std::string& request_text, const std::function<int(cons
 }
 
 Program load(const Json& request, Where& where) {
-    ParamSettings settings = settings_of(list_field(request, "sets"));
+    ParamSettings settings = settings_from(list_field(request, "sets"));
     where = source_of(request);
     return compile(std::make_shared<const ast::Program>(parse(where)), settings);
 }
@@ -247,7 +235,7 @@ int view_request(const Json& request, Reply& reply, Where& where) {
 
 // The program's `param` lines: name, value at these settings, and whether it is a `let`.
 int params_request(const Json& request, Reply& reply, Where& where) {
-    ParamSettings settings = settings_of(list_field(request, "sets"));
+    ParamSettings settings = settings_from(list_field(request, "sets"));
     where = source_of(request);
     auto tree = std::make_shared<const ast::Program>(parse(where));
     Program program = compile(tree, settings);

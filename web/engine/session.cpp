@@ -111,7 +111,7 @@ int open_request(const Json& request, Reply& reply, Where& where) {
         throw ToyError(fmt::format("symbolic stepping names every value of the run, which is for runs of up to {} steps; this one "
                                    "has {}: use --values numeric, or smaller parameters",
                                    grouped(static_cast<double>(kSymbolicSessionSteps)), grouped(static_cast<double>(work.instructions))));
-    if (values == "symbolic" || (values == "auto" && !program->has_tiles() && fits))
+    if (shows_symbols(values, *program, fits))
         current = std::make_unique<SteppingOf<SymbolicDomain>>(std::move(program), limits);
     else
         current = std::make_unique<SteppingOf<NumericDomain>>(std::move(program), limits);

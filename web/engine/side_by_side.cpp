@@ -16,11 +16,6 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-Format format_of(const Json& request) {
-    const std::string name = request.value("format", std::string("table"));
-    return name == "json" ? Format::Json : name == "markdown" ? Format::Markdown : name == "csv" ? Format::Csv : Format::Table;
-}
-
 std::vector<std::string> sets_of(const Json& request) { return request.value("sets", std::vector<std::string>{}); }
 
 // A program's column name: its file name without the folder and ".toy", as the CLI's.
@@ -88,7 +83,7 @@ int compare_request(const Json& request, Reply& reply, Where& where) {
         if (!used.count(s.first))
             throw ToyError(fmt::format("--set {}: no program here has a parameter {}{}", flag_subject(s.first), quoted_name(s.first),
                                        did_you_mean(s.first, candidates)));
-    return run_side_by_side(names, programs, format_of(request), reply, where);
+    return run_side_by_side(names, programs, parse_format(request.value("format", std::string("table"))), reply, where);
 }
 
 // "sets": NAME=V1,V2,... lists; one run at every combination, named by its settings.
@@ -103,7 +98,7 @@ int sweep_request(const Json& request, Reply& reply, Where& where) {
         for (const auto& [k, v] : settings) name += fmt::format("{}{}={}", name.empty() ? "" : " ", k, v);
         names.push_back(name);
     }
-    return run_side_by_side(names, programs, format_of(request), reply, where);
+    return run_side_by_side(names, programs, parse_format(request.value("format", std::string("table"))), reply, where);
 }
 
 }  // namespace toysim::web
