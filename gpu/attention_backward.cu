@@ -421,6 +421,16 @@ void launch_over_columns(Kernel kernel, bool gradients, const StageArgs& s, cons
     check_launch(name);
 }
 
+// The D trick's pass: one block per Q tile and head.
+template <typename T, bool kCount>
+void launch_delta(const StageArgs& s, const BackwardArgs<T>& a) {
+    if (s.plan_only) return;
+    dim3 grid(static_cast<unsigned>(cdiv(a.n, a.Br)), static_cast<unsigned>(s.heads));
+    note_residency(s, delta_kernel<T, kCount>, kThreads, 0);
+    delta_kernel<T, kCount><<<grid, kThreads, 0, s.stream>>>(a);
+    check_launch("fa2_backward (delta)");
+}
+
 // fa2_backward: stage 0 "delta" (D = rowsum(dO ∘ O)), stage 1 "fa2_backward".
 void launch_fa2_backward(int stage, const StageArgs& s) {
     const ArrayIndex ix = array_index("fa2_backward");
@@ -429,15 +439,8 @@ void launch_fa2_backward(int stage, const StageArgs& s) {
         with_counting(s, [&](auto counting) {
             constexpr bool kCount = decltype(counting)::value;
             const BackwardArgs<T> a = backward_args<T>(s, ix);
-            if (stage == 0) {
-                if (s.plan_only) return;
-                dim3 grid(static_cast<unsigned>(cdiv(a.n, a.Br)), static_cast<unsigned>(s.heads));
-                note_residency(s, delta_kernel<T, kCount>, kThreads, 0);
-                delta_kernel<T, kCount><<<grid, kThreads, 0, s.stream>>>(a);
-                check_launch("fa2_backward (delta)");
-            } else {
-                launch_over_columns<T>(backward_kernel<T, kCount>, true, s, a, "fa2_backward");
-            }
+            if (stage == 0) launch_delta<T, kCount>(s, a);
+            else launch_over_columns<T>(backward_kernel<T, kCount>, true, s, a, "fa2_backward");
         });
     });
 }
@@ -458,6 +461,16 @@ void launch_fa2_backward_no_d_trick(int stage, const StageArgs& s) {
 }
 
 }  // namespace
+
+// Stage "delta" for a version of fa2_backward (fa2_backward_mma, gpu/attention_backward_tensor_core.cu):
+// the same D = rowsum(dO ∘ O) pass, counted into the arrays of that version's catalog row.
+void launch_fa2_backward_delta(const StageArgs& s, const char* kernel) {
+    const ArrayIndex ix = array_index(kernel);
+    with_dtype(s.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        with_counting(s, [&](auto counting) { launch_delta<T, decltype(counting)::value>(s, backward_args<T>(s, ix)); });
+    });
+}
 
 extern const KernelEntry kAttentionBackwardKernels[] = {
     {"fa2_backward_no_d_trick", launch_fa2_backward_no_d_trick},

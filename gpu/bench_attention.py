@@ -6,8 +6,9 @@
     python3 gpu/bench_attention.py --sizes 4096 --dims 64 --Br 128 --Bc 64 --json-out attention.json
     python3 gpu/bench_attention.py --programs fa2,v1,v2,v3           # the tensor-core versions
     python3 gpu/bench_attention.py --causal --sizes 4096,16384        # causal: fa2_causal, its v3
+    python3 gpu/bench_attention.py --backward --sizes 4096            # backward: fa2_backward_mma
 
-For each n and d (fp16, non-causal, batch·heads BH = 262144 // n so that BH·n ≈ 262k tokens
+For each n and d (fp16, or --dtype bf16; non-causal, batch·heads BH = 262144 // n so that BH·n ≈ 262k tokens
 at every n), it times
 
   toysim     each program's CUDA twin through the CLI, `toysim gpu run PROGRAM --set n=N
@@ -29,6 +30,16 @@ mask, and toysim's fa2_causal_heaviest_first.toy on the CUDA cores (B = --Br) an
 --kernel fa2_causal_v3_mma (B = 128); TFLOP/s = 2·n·(n+1)·d·BH / time, the visible pairs'
 products (as the kernel catalog counts them; the masked halves of diagonal tiles not counted).
 
+--backward times the backward pass instead: SDPA's flash (and cuDNN) backward, the gradients
+of a forward output with a given dO (torch.autograd.grad of the output, the forward run once
+outside the timing), against toysim's fa2_backward.toy through --kernel fa2_backward_mma (its
+stages: D = rowsum(dO∘O), then the gradient pass) and, with --programs bwd, fa2_backward on the
+CUDA cores; TFLOP/s = 10·n²·d·BH / time, the seeds' backward count (S, dP, dV, dK, dQ: five
+n²·d products, 2.5 times the forward's 4·n²·d). No naive column. BH is capped for the backward:
+toysim computes the program's inputs O and L on the CPU (about 2·n²·d multiply-adds a head for
+O) and refuses more than 2e10 (gpu/run.cpp: ten times its check budget), so BH ≤ 2e10 / (2·n²·d):
+9 at n = 4096, d = 64, and 4 at d = 128, where the forward uses 64. SDPA runs at the same BH.
+
 It prints a markdown table like the anchor (sdpa_h100.md) with the toysim columns added,
 each with its ratio to SDPA flash, and with --json-out writes every figure, the toysim CLI's
 own JSON included. Numbers from one run: compare within a run, not across runs.
@@ -44,6 +55,13 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKENS = 262144  # BH·n, the anchor's 16 × 16384
+FILL_LIMIT = 2e10  # multiply-adds toysim gpu run spends at most filling one input on the CPU (gpu/run.cpp)
+
+
+def batch_heads(n, d, backward):
+    """BH = TOKENS // n; for the backward no more than toysim can fill O = attention(Q, K, V) for."""
+    heads = max(1, TOKENS // n)
+    return max(1, min(heads, int(FILL_LIMIT // (2 * n * n * d)))) if backward else heads
 
 # toysim columns: (key, heading, program). The CUDA-core kernels take --Br and --Bc.
 TOYSIM = [
@@ -53,10 +71,16 @@ TOYSIM = [
     ("v1", "toysim FA2 v1 (WMMA)", "programs/attention/fa2.toy"),
     ("v2", "toysim FA2 v2 (mma.sync)", "programs/attention/fa2.toy"),
     ("v3", "toysim FA2 v3 (mma.sync, 32 rows a warp)", "programs/attention/fa2.toy"),
+    ("v4", "toysim FA2 v4 (wgmma, TMA)", "programs/attention/fa2.toy"),
     ("fa2c", "toysim FA2 causal", "programs/attention/fa2_causal_heaviest_first.toy"),
     ("v3c", "toysim FA2 causal v3 (mma.sync)", "programs/attention/fa2_causal_heaviest_first.toy"),
+    ("v4c", "toysim FA2 causal v4 (wgmma, TMA)", "programs/attention/fa2_causal_heaviest_first.toy"),
+    ("bwd", "toysim FA2 backward (CUDA cores)", "programs/attention/fa2_backward.toy"),
+    ("bwd_mma", "toysim FA2 backward (mma.sync)", "programs/attention/fa2_backward.toy"),
 ]
-CAUSAL = ("fa2c", "v3c")  # the columns of --causal (square tiles: --set B)
+CAUSAL = ("fa2c", "v3c", "v4c")  # the columns of --causal (square tiles: --set B)
+BACKWARD = ("bwd", "bwd_mma")  # the columns of --backward
+BACKWARD_DEFAULT = ("bwd_mma",)  # the CUDA-core backward only when asked for (--programs bwd,bwd_mma)
 # The tensor-core versions of fa2_forward (gpu/attention_tensor_core.cu) run fa2.toy through
 # --kernel, each at the tile shape it is fastest at, per head dimension: {d: (Br, Bc)}.
 VERSIONS = {
@@ -64,7 +88,14 @@ VERSIONS = {
     "v2": ("fa2_v2_mma", {64: (128, 64), 128: (128, 64)}),
     "v3": ("fa2_v3_mma", {64: (128, 64), 128: (128, 32)}),
     "v3c": ("fa2_causal_v3_mma", {64: (128, 128), 128: (128, 128)}),
+    "v4": ("fa2_v4_wgmma", {64: (128, 128), 128: (128, 128)}),
+    "v4c": ("fa2_causal_v4_wgmma", {64: (128, 128), 128: (128, 128)}),
+    "bwd_mma": ("fa2_backward_mma", {64: (128, 128), 128: (64, 128)}),
 }
+# The CUDA-core kernels' tiles where --Br, --Bc would not fit: fa2_backward holds six fp32 tiles,
+# more than a block's shared memory at d = 128 with Br = Bc = 64.
+OWN_TILES = {"bwd": {64: (64, 64), 128: (64, 32)}}
+TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}  # --dtype: torch's name of each
 # PyTorch columns: (key, heading)
 TORCH = [("flash", "SDPA flash"), ("cudnn", "cuDNN"), ("naive", "naive PyTorch (S, P materialized)")]
 
@@ -80,9 +111,12 @@ def parse_args():
     p.add_argument("--tiles", default="", help="the versions' tiles, e.g. v2:64=128x64,v3:128=128x32 (default: VERSIONS)")
     p.add_argument("--toysim", default=os.path.join(REPO, "build", "toysim"), help="the toysim binary (default: build/toysim)")
     p.add_argument("--causal", action="store_true", help="causal attention (the toysim columns fa2c, v3c)")
+    p.add_argument("--backward", action="store_true", help="the backward pass (the toysim columns bwd_mma, bwd)")
     p.add_argument("--programs", default=None,
-                   help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3, or with --causal fa2c, v3c "
+                   help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3, or with --causal fa2c, v3c, or with "
+                        "--backward bwd_mma, bwd "
                         "(default: all of them; 'none' for PyTorch only)")
+    p.add_argument("--dtype", choices=("fp16", "bf16"), default="fp16", help="the inputs' type, of every column (default fp16)")
     p.add_argument("--no-torch", action="store_true", help="leave out the PyTorch columns")
     p.add_argument("--warmups", type=int, default=3)
     p.add_argument("--repeats", type=int, default=20)
@@ -98,20 +132,24 @@ def parse_args():
         if key not in VERSIONS or not (d.isdigit() and br.isdigit() and bc.isdigit()):
             p.error(f"--tiles: {item!r} is not VERSION:D=BRxBC with VERSION one of {', '.join(VERSIONS)}")
         VERSIONS[key][1][int(d)] = (int(br), int(bc))
-    known = {k for k, _, _ in TOYSIM if (k in CAUSAL) == a.causal}
+    if a.causal and a.backward:
+        p.error("--causal and --backward: one at a time (there is no causal backward)")
+    known = {k for k, _, _ in TOYSIM if (k in CAUSAL) == a.causal and (k in BACKWARD) == a.backward}
     if a.programs is None:
-        a.programs = ",".join(k for k, _, _ in TOYSIM if k in known)
+        a.programs = ",".join(k for k, _, _ in TOYSIM if k in known and (not a.backward or k in BACKWARD_DEFAULT))
     a.programs = [] if a.programs == "none" else [k.strip() for k in a.programs.split(",") if k.strip()]
+    mode = " (with --causal)" if a.causal else " (with --backward)" if a.backward else ""
     for k in a.programs:
         if k not in known:
-            p.error(f"--programs: {k!r} is not one of {', '.join(sorted(known))}{' (with --causal)' if a.causal else ''}")
+            p.error(f"--programs: {k!r} is not one of {', '.join(sorted(known))}{mode}")
     return a
 
 
-def tflops(n, d, heads, ms, causal):
+def tflops(n, d, heads, ms, causal, backward=False):
     # Causal: the n·(n+1)/2 pairs a query sees; otherwise all n² (a multiply-add being two).
+    # Backward: five n²·d products where the forward has two (the seeds' 10·n²·d).
     pairs = n * (n + 1) / 2 if causal else n * n
-    return 4.0 * pairs * d * heads / (ms * 1e-3) / 1e12 if ms else None
+    return (10.0 if backward else 4.0) * pairs * d * heads / (ms * 1e-3) / 1e12 if ms else None
 
 
 # ---- toysim: one CLI run per cell ----
@@ -124,9 +162,11 @@ def run_toysim(args, key, program, n, d, heads):
         name, tiles = VERSIONS[key]
         br, bc = tiles[d]
         kernel = ["--kernel", name]
+    elif key in OWN_TILES:
+        br, bc = OWN_TILES[key][d]
     tiles = ["--set", f"B={br}"] if key in CAUSAL else ["--set", f"Br={br}", "--set", f"Bc={bc}"]  # causal: square tiles
     settings = kernel + ["--set", f"n={n}", "--set", f"d={d}"] + tiles + ["--heads", str(heads),
-                         "--dtype", "fp16", "--warmups", str(args.warmups), "--repeats", str(args.repeats), "--format", "json"]
+                         "--dtype", args.dtype, "--warmups", str(args.warmups), "--repeats", str(args.repeats), "--format", "json"]
     cmd = [args.toysim, "gpu", "run", program] + settings  # relative: results carry no machine path (cwd is the repository)
     label = f"{os.path.basename(program)}{' ' + kernel[1] if kernel else ''} at n = {n}, d = {d}"
     cell = {"command": " ".join(["toysim gpu run", program] + settings), "label": label, "Br": br, "Bc": bc}
@@ -148,7 +188,7 @@ def run_toysim(args, key, program, n, d, heads):
     cell["cli"] = out
     median = (out.get("time_ms") or {}).get("median")
     cell["ms"] = median
-    cell["tflops"] = tflops(n, d, heads, median, args.causal) if median else out.get("tflops")
+    cell["tflops"] = tflops(n, d, heads, median, args.causal, args.backward) if median else out.get("tflops")
     cell["check_passed"] = (out.get("check") or {}).get("passed")
     cell["traffic_equal"] = out.get("traffic_equal")
     return cell
@@ -178,9 +218,10 @@ def run_torch(args, torch, n, d, heads):
     cells = {}
     shape = (1, heads, n, d)
     gen = torch.Generator(device="cuda").manual_seed(n * 1000 + d)
-    q = torch.randn(shape, device="cuda", dtype=torch.float16, generator=gen) * (d ** -0.5)  # the scale, folded into Q
-    k = torch.randn(shape, device="cuda", dtype=torch.float16, generator=gen)
-    v = torch.randn(shape, device="cuda", dtype=torch.float16, generator=gen)
+    dtype = getattr(torch, TORCH_DTYPES[args.dtype])
+    q = torch.randn(shape, device="cuda", dtype=dtype, generator=gen) * (d ** -0.5)  # the scale, folded into Q
+    k = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
+    v = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
 
     for key, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
         try:
@@ -216,6 +257,36 @@ def run_torch(args, torch, n, d, heads):
     return cells
 
 
+def run_torch_backward(args, torch, n, d, heads):
+    """SDPA's backward: dQ, dK, dV of one forward output for a given dO, timed alone."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    cells = {}
+    shape = (1, heads, n, d)
+    gen = torch.Generator(device="cuda").manual_seed(n * 1000 + d)
+    dtype = getattr(torch, TORCH_DTYPES[args.dtype])
+    q = (torch.randn(shape, device="cuda", dtype=dtype, generator=gen) * (d ** -0.5)).requires_grad_()
+    k = torch.randn(shape, device="cuda", dtype=dtype, generator=gen).requires_grad_()
+    v = torch.randn(shape, device="cuda", dtype=dtype, generator=gen).requires_grad_()
+    dout = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
+
+    for key, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+        try:
+            with sdpa_kernel(backend):
+                out = F.scaled_dot_product_attention(q, k, v, scale=1.0)  # once: the backward reads its saved O and L
+                # retain_graph: every repeat runs the same backward kernels on the same saved tensors.
+                ms = bench_torch(torch, lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True), args.warmups, args.repeats)
+            cells[key] = {"ms": ms, "tflops": tflops(n, d, heads, ms, False, True)}
+            del out
+        except Exception as e:  # a backend this build or GPU lacks
+            cells[key] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+    cells["naive"] = {"error": "not timed with --backward"}
+    del q, k, v, dout
+    torch.cuda.empty_cache()
+    return cells
+
+
 # ---- the table ----
 
 def figure(cell):
@@ -245,7 +316,8 @@ def toysim_text(cell, flash, cudnn, notes):
 
 
 def table(rows, args):
-    columns = [(k, h) for k, h in TORCH if not args.no_torch] + [(k, h) for k, h, _ in TOYSIM if k in args.programs]
+    torch_columns = [(k, h) for k, h in TORCH if not args.no_torch and not (args.backward and k == "naive")]
+    columns = torch_columns + [(k, h) for k, h, _ in TOYSIM if k in args.programs]
     lines = ["| n | d | BH | " + " | ".join(h for _, h in columns) + " |", "|---|---|---|" + "---|" * len(columns)]
     notes = []
     for r in rows:
@@ -264,7 +336,7 @@ def table(rows, args):
     out = "\n".join(lines)
     if args.programs and not args.no_torch:
         out += ("\n\nTFLOP/s = {} / median time; toysim cells: (×) is the ratio to SDPA flash, [× cuDNN] to cuDNN. ".format(
-                    "2·n·(n+1)·d·BH (causal)" if args.causal else "4·n²·d·BH") +
+                    "2·n·(n+1)·d·BH (causal)" if args.causal else "10·n²·d·BH (backward)" if args.backward else "4·n²·d·BH") +
                 "Tiles: FA2 Br = {}, Bc = {}; ".format(args.Br, args.Bc) +
                 "; ".join(f"{k} {name} (Br, Bc) by d {tiles}" for k, (name, tiles) in VERSIONS.items() if k in args.programs) + ".")
     if notes:
@@ -281,24 +353,25 @@ def main():
         if not torch.cuda.is_available():
             sys.exit("bench_attention: PyTorch sees no CUDA device (--no-torch runs toysim alone)")
     header = {"python": platform.python_version(), "Br": args.Br, "Bc": args.Bc, "warmups": args.warmups, "repeats": args.repeats,
-              "dtype": "fp16", "causal": args.causal}
+              "dtype": args.dtype, "causal": args.causal, "backward": args.backward}
     if torch:
         header.update(torch=torch.__version__, device=torch.cuda.get_device_name())
-    print(f"# Attention forward, fp16, {'causal' if args.causal else 'non-causal'}, BH·n ≈ {TOKENS} tokens; toysim Br = {args.Br}, "
+    what = "backward" if args.backward else "forward"
+    print(f"# Attention {what}, {args.dtype}, {'causal' if args.causal else 'non-causal'}, BH·n ≈ {TOKENS} tokens; toysim Br = {args.Br}, "
           f"Bc = {args.Bc}", flush=True)
     print(", ".join(f"{k} {v}" for k, v in header.items()), flush=True)
 
     rows = []
     for d in args.dims:
         for n in args.sizes:
-            heads = max(1, TOKENS // n)
+            heads = batch_heads(n, d, args.backward)
             row = {"n": n, "d": d, "heads": heads, "toysim": {}, "torch": {}}
             # toysim first, while PyTorch holds no device memory (its cache is emptied after each row).
             for key, _, program in TOYSIM:
                 if key in args.programs:
                     row["toysim"][key] = run_toysim(args, key, program, n, d, heads)
             if torch:
-                row["torch"] = run_torch(args, torch, n, d, heads)
+                row["torch"] = (run_torch_backward if args.backward else run_torch)(args, torch, n, d, heads)
             brief = {k: round(c["tflops"], 1) if c.get("tflops") else c.get("error", "n/a")
                      for k, c in {**row["torch"], **row["toysim"]}.items()}
             print(json.dumps({"n": n, "d": d, "BH": heads, **brief}), flush=True)
@@ -310,7 +383,7 @@ def main():
     if not rows:
         sys.exit("bench_attention: no sizes to run")
     device = header.get("device") or next((c["cli"]["device"]["name"] for r in rows for c in r["toysim"].values() if "cli" in c), "?")
-    print(f"\n## Attention forward{' (causal)' if args.causal else ''} on one {device}, fp16: TFLOP/s\n")
+    print(f"\n## Attention {what}{' (causal)' if args.causal else ''} on one {device}, {args.dtype}: TFLOP/s\n")
     print(table(rows, args))
 
 

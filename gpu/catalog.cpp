@@ -101,7 +101,29 @@ std::string refuse_fa2_v3(const std::vector<std::int64_t>& p) {
     return "";
 }
 
+std::string refuse_fa2_v4(const std::vector<std::int64_t>& p) {
+    if (auto why = refuse_head_dim("fa2_v4_wgmma", p); !why.empty()) return why;
+    if (p[2] != 128 || p[3] != 128)
+        return fmt::format("fa2_v4_wgmma takes Br = 128 (2 warpgroups of 64 rows) and Bc = 128, not Br = {}, Bc = {}", p[2], p[3]);
+    return "";
+}
+std::string refuse_causal_v4(const std::vector<std::int64_t>& p) {
+    if (auto why = refuse_head_dim("fa2_causal_v4_wgmma", p); !why.empty()) return why;
+    if (p[2] != 128) return fmt::format("fa2_causal_v4_wgmma takes B = 128 (2 warpgroups of 64 rows), not B = {}", p[2]);
+    return "";
+}
+
 double backward_flops(const std::vector<std::int64_t>& p) { return 10.0 * double(p[0]) * double(p[0]) * double(p[1]); }
+// fa2_backward_mma: a warp owns 16 keys of the K/V tile; at d = 128 its Sᵀ and dPᵀ for 128
+// queries would not fit in registers beside dK and dV.
+std::string refuse_fa2_backward_mma(const std::vector<std::int64_t>& p) {
+    if (auto why = refuse_head_dim("fa2_backward_mma", p); !why.empty()) return why;
+    if ((p[3] != 64 && p[3] != 128) || (p[2] != 64 && !(p[2] == 128 && p[1] == 64)))
+        return fmt::format("fa2_backward_mma takes Bc = 64 or 128 (4 or 8 warps of 16 keys) and Br = 64, or Br = 128 at d = 64 "
+                           "(a warp's Sᵀ and dPᵀ are 16 keys × Br queries in registers), not Br = {}, Bc = {} at d = {}",
+                           p[2], p[3], p[1]);
+    return "";
+}
 // Causal: the two products over the n·(n+1)/2 query-key pairs a query sees (itself and the
 // keys before it), 2·n·(n+1)·d; the work of the masked halves of the diagonal tiles is not
 // counted, as FlashAttention's papers count causal attention.
@@ -154,6 +176,10 @@ const std::vector<KernelSpec>& kernel_catalog() {
         {"fa2_backward_no_d_trick", "gpu/attention_backward.cu", "FlashAttention-2 backward without the D trick: K and V read twice",
          attention_params(), {{"Q"}, {"K"}, {"V"}, {"dO"}, {"L", true}, {"D", true}, {"dQ", true}, {"dK"}, {"dV"}},
          {"delta", "fa2_backward"}, kAllTypes, nullptr, backward_flops},
+        {"fa2_backward_mma", "gpu/attention_backward_tensor_core.cu",
+         "FlashAttention-2 backward with mma.sync (fp16/bf16): dK, dV in registers, dQ by fp32 atomics, cp.async double buffering",
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"dO"}, {"O"}, {"L", true}, {"D", true}, {"dQ", true}, {"dK"}, {"dV"}},
+         {"delta", "fa2_backward_mma"}, kHalf, refuse_fa2_backward_mma, backward_flops, "fa2_backward"},
         {"fa2_v1_wmma", "gpu/attention_tensor_core.cu", "FlashAttention-2 order on tensor cores through WMMA (fp16/bf16): S, P and O in shared memory",
          attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_v1_wmma"}, kHalf, refuse_fa2_v1, forward_flops, "fa2_forward"},
         {"fa2_v2_mma", "gpu/attention_tensor_core.cu", "FlashAttention-2 with mma.sync and ldmatrix: softmax in registers, cp.async double buffering",
@@ -166,6 +192,11 @@ const std::vector<KernelSpec>& kernel_catalog() {
          causal_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_causal_heaviest_first"}, kAllTypes, nullptr, causal_flops},
         {"fa2_causal_v3_mma", "gpu/attention_tensor_core.cu", "fa2_v3_mma with a causal mask, the longest Q tiles first (B = 128)",
          causal_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_causal_v3_mma"}, kHalf, refuse_causal_v3, causal_flops,
+         "fa2_causal_heaviest_first"},
+        {"fa2_v4_wgmma", "gpu/attention_hopper.cu", "Hopper: wgmma from shared memory, TMA loads, a producer warpgroup, softmax overlapped with P·V",
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_v4_wgmma"}, kHalf, refuse_fa2_v4, forward_flops, "fa2_forward"},
+        {"fa2_causal_v4_wgmma", "gpu/attention_hopper.cu", "fa2_v4_wgmma with a causal mask, the longest Q tiles first (B = 128)",
+         causal_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_causal_v4_wgmma"}, kHalf, refuse_causal_v4, causal_flops,
          "fa2_causal_heaviest_first"},
     };
     return catalog;

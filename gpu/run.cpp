@@ -45,7 +45,10 @@ double reference_work(std::string_view function, const Shapes& s) {
         return n;
     };
     if (function == "matmul") return dim(0, 0) * dim(0, 1) * dim(1, 1);
-    if (function == "scores" || function.starts_with("attention")) {
+    // Grouped-query attention: for each of the Hkv K/V heads, its q rows against its n keys.
+    if (function.starts_with("gqa_attention")) return dim(0, 0) * dim(0, 1) * dim(1, 1) * (dim(0, 2) + (s.size() > 2 ? dim(2, 2) : 0.0));
+    // Causal attention's reference computes every score of a row before the mask, as attention's does.
+    if (function == "scores" || function.starts_with("attention") || function.starts_with("causal_attention")) {
         double forward = dim(0, 0) * dim(1, 0) * (dim(0, 1) + (s.size() > 2 ? dim(2, 1) : 0.0));
         bool backward = s.size() > 3;
         return backward ? 3 * forward : forward;
@@ -54,11 +57,14 @@ double reference_work(std::string_view function, const Shapes& s) {
 }
 
 // The arguments whose row r alone (with the whole of the others) gives row r of the result:
-// such a check can compare sampled rows. Empty: it needs whole heads.
+// such a check can compare sampled rows. Empty: it needs whole heads. Causal attention's row r
+// also needs r itself (query r sees keys 0..r): the check passes the reference each sampled
+// row's index (RowSample).
 std::vector<size_t> row_arguments(std::string_view function, const Shapes& s) {
     if (function == "softmax") return s[0].size() == 2 ? std::vector<size_t>{0} : std::vector<size_t>{};
     if (function == "matmul" || function == "scores" || function == "attention" || function == "attention_rowmax" ||
-        function == "attention_rowsum" || function == "attention_lse")
+        function == "attention_rowsum" || function == "attention_lse" || function == "causal_attention" ||
+        function == "causal_attention_lse")
         return {0};
     // D_i and dQ_i need row i of Q and of dO (and all of K and V); dK and dV need every row.
     if (function == "attention_delta" || function == "attention_dq") return {0, 3};
@@ -76,16 +82,85 @@ double tolerance_for(DType t) {
     return 1e-4;
 }
 
-struct CheckPlan {
-    const CheckSpec* spec;
-    int target;               // kernel array
-    std::vector<int> args;    // kernel arrays
-    std::vector<size_t> row_args;  // args[i] for i here are sliced to the sampled rows
-    bool by_rows;             // on sampled rows of every head when the budget asks for less
-    double work_per_head;
-};
-
 }  // namespace
+
+CheckSampling plan_checks(const Program& p, const KernelSpec& kernel, const GpuRunOptions& options) {
+    const std::size_t heads = static_cast<std::size_t>(options.heads);
+    const std::size_t narrays = kernel.arrays.size();
+    std::vector<const ArrayInfo*> info(narrays);
+    for (std::size_t k = 0; k < narrays; ++k) info[k] = &p.arrays[static_cast<size_t>(p.find_array(kernel.arrays[k].name))];
+    auto is_input = [&](int k) { return info[static_cast<size_t>(k)]->role == ast::Role::Input; };
+    CheckSampling out;
+    std::vector<CheckPlan>& plans = out.checks;
+    double work_all = 0, download = 0;
+    for (const auto& c : p.checks) {
+        if (!c.target_index.empty() || !c.reference_index.empty()) continue;  // element checks: the simulator's business
+        CheckPlan plan{&c, kernel.find_array(p.arrays[static_cast<size_t>(c.target)].name), {}, {}, false, 0};
+        Shapes s;
+        for (int a : c.args) {
+            plan.args.push_back(kernel.find_array(p.arrays[static_cast<size_t>(a)].name));
+            s.push_back(info[static_cast<size_t>(plan.args.back())]->dims);
+        }
+        plan.row_args = row_arguments(c.function, s);
+        plan.by_rows = !plan.row_args.empty();
+        for (size_t i = 0; i < plan.args.size(); ++i)
+            if (!is_input(plan.args[i]) && std::find(plan.row_args.begin(), plan.row_args.end(), i) == plan.row_args.end())
+                plan.by_rows = false;  // a whole device result as an argument: whole heads
+        plan.work_per_head = reference_work(c.function, s);
+        work_all += plan.work_per_head * double(heads);
+        download += double(info[static_cast<size_t>(plan.target)]->size);
+        for (int a : plan.args)
+            if (!is_input(a)) download += double(info[static_cast<size_t>(a)]->size);
+        plans.push_back(std::move(plan));
+    }
+    // Which way each array comes back: 1 sampled rows, 2 whole heads. An array that a check on
+    // rows and a check on whole heads both read makes every check one on whole heads.
+    std::vector<int>& array_mode = out.download;
+    array_mode.assign(narrays, 0);
+    auto mark = [&](bool rows) {
+        std::fill(array_mode.begin(), array_mode.end(), 0);
+        for (const auto& plan : plans) {
+            const int mode = rows && plan.by_rows ? 1 : 2;
+            array_mode[static_cast<size_t>(plan.target)] |= mode;
+            for (int a : plan.args)
+                if (!is_input(a)) array_mode[static_cast<size_t>(a)] |= mode;
+        }
+        return std::none_of(array_mode.begin(), array_mode.end(), [](int m) { return m == 3; });
+    };
+    std::vector<std::int64_t>& sample_rows = out.rows;  // empty: every row
+    out.heads_checked = heads;
+    const bool fits = work_all <= options.check_budget && download * double(heads) <= double(kMaxReferenceElements);
+    if (!fits) {
+        if (!mark(true))
+            for (auto& plan : plans) plan.by_rows = false;
+        mark(true);
+        double work_per_row = 0, work_per_head = 0;
+        std::int64_t rows = INT64_MAX;  // the fewest rows of any sampled array: the indices fit them all
+        for (const auto& plan : plans) {
+            if (plan.by_rows) {
+                const std::int64_t n = info[static_cast<size_t>(plan.target)]->dims[0];
+                rows = std::min(rows, n);
+                work_per_row += plan.work_per_head / double(n);
+            } else {
+                work_per_head += std::max(plan.work_per_head, double(info[static_cast<size_t>(plan.target)]->size));
+            }
+        }
+        // The budget, shared evenly between the two kinds when there are both.
+        const double share = options.check_budget / ((work_per_row > 0 ? 1 : 0) + (work_per_head > 0 ? 1 : 0));
+        if (work_per_row > 0) {
+            // At least the first and the last row, where there are two.
+            const std::int64_t wanted = static_cast<std::int64_t>(share / (double(heads) * work_per_row));
+            const std::int64_t r = std::clamp<std::int64_t>(wanted, std::min<std::int64_t>(2, rows), rows);
+            for (std::int64_t i = 0; i < r; ++i) sample_rows.push_back(r == 1 ? 0 : i * (rows - 1) / (r - 1));
+            sample_rows.erase(std::unique(sample_rows.begin(), sample_rows.end()), sample_rows.end());
+        }
+        if (work_per_head > 0) out.heads_checked = static_cast<std::size_t>(std::clamp(share / work_per_head, 1.0, double(heads)));
+    } else {
+        for (auto& plan : plans) plan.by_rows = false;  // everything, every row of every head
+        mark(false);
+    }
+    return out;
+}
 
 double round_to(DType t, double value) {
     if (!std::isfinite(value) || value == 0) return value;
@@ -301,67 +376,11 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     // An input's values are the host's; everything else (outputs, scratch, even those that
     // start from a constant) is what the kernel left, downloaded.
     auto is_input = [&](int k) { return info[static_cast<size_t>(k)]->role == ast::Role::Input; };
-    std::vector<CheckPlan> plans;
-    double work_all = 0, download = 0;
-    for (const auto& c : p.checks) {
-        if (!c.target_index.empty() || !c.reference_index.empty()) continue;  // element checks: the simulator's business
-        CheckPlan plan{&c, kernel.find_array(p.arrays[static_cast<size_t>(c.target)].name), kernel_arrays(c.args), {}, false, 0};
-        Shapes s = shapes_of(plan.args);
-        plan.row_args = row_arguments(c.function, s);
-        plan.by_rows = !plan.row_args.empty();
-        for (size_t i = 0; i < plan.args.size(); ++i)
-            if (!is_input(plan.args[i]) && std::find(plan.row_args.begin(), plan.row_args.end(), i) == plan.row_args.end())
-                plan.by_rows = false;  // a whole device result as an argument: whole heads
-        plan.work_per_head = reference_work(c.function, s);
-        work_all += plan.work_per_head * double(heads);
-        download += double(info[static_cast<size_t>(plan.target)]->size);
-        for (int a : plan.args)
-            if (!is_input(a)) download += double(info[static_cast<size_t>(a)]->size);
-        plans.push_back(std::move(plan));
-    }
-    // Which way each array comes back: 1 sampled rows, 2 whole heads. An array that a check on
-    // rows and a check on whole heads both read makes every check one on whole heads.
-    std::vector<int> array_mode(narrays, 0);
-    auto mark = [&](bool rows) {
-        std::fill(array_mode.begin(), array_mode.end(), 0);
-        for (const auto& plan : plans) {
-            const int mode = rows && plan.by_rows ? 1 : 2;
-            array_mode[static_cast<size_t>(plan.target)] |= mode;
-            for (int a : plan.args)
-                if (!is_input(a)) array_mode[static_cast<size_t>(a)] |= mode;
-        }
-        return std::none_of(array_mode.begin(), array_mode.end(), [](int m) { return m == 3; });
-    };
-    std::vector<std::int64_t> sample_rows;  // empty: every row
-    std::size_t heads_checked = heads;
-    const bool fits = work_all <= options.check_budget && download * double(heads) <= double(kMaxReferenceElements);
-    if (!fits) {
-        if (!mark(true))
-            for (auto& plan : plans) plan.by_rows = false;
-        mark(true);
-        double work_per_row = 0, work_per_head = 0;
-        std::int64_t rows = INT64_MAX;  // the fewest rows of any sampled array: the indices fit them all
-        for (const auto& plan : plans) {
-            if (plan.by_rows) {
-                const std::int64_t n = info[static_cast<size_t>(plan.target)]->dims[0];
-                rows = std::min(rows, n);
-                work_per_row += plan.work_per_head / double(n);
-            } else {
-                work_per_head += std::max(plan.work_per_head, double(info[static_cast<size_t>(plan.target)]->size));
-            }
-        }
-        // The budget, shared evenly between the two kinds when there are both.
-        const double share = options.check_budget / ((work_per_row > 0 ? 1 : 0) + (work_per_head > 0 ? 1 : 0));
-        if (work_per_row > 0) {
-            auto r = std::clamp<std::int64_t>(static_cast<std::int64_t>(share / (double(heads) * work_per_row)), 2, rows);
-            for (std::int64_t i = 0; i < r; ++i) sample_rows.push_back(i * (rows - 1) / (r - 1));
-            sample_rows.erase(std::unique(sample_rows.begin(), sample_rows.end()), sample_rows.end());
-        }
-        if (work_per_head > 0) heads_checked = static_cast<std::size_t>(std::clamp(share / work_per_head, 1.0, double(heads)));
-    } else {
-        for (auto& plan : plans) plan.by_rows = false;  // everything, every row of every head
-        mark(false);
-    }
+    const CheckSampling sampling = plan_checks(p, kernel, options);
+    const std::vector<CheckPlan>& plans = sampling.checks;
+    const std::vector<int>& array_mode = sampling.download;
+    const std::vector<std::int64_t>& sample_rows = sampling.rows;
+    const std::size_t heads_checked = sampling.heads_checked;
     for (std::size_t k = 0; k < narrays; ++k) {
         if (!array_mode[k]) continue;
         HostArray& h = host[k];
@@ -455,7 +474,9 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
                 }
                 args.push_back(std::move(t));
             }
-            std::vector<double> expected = reference(c.function, args).data;
+            // Each sampled row's index goes along: a causal row's mask needs it.
+            const RowSample sample = rows_sampled ? RowSample{plan.row_args, sample_rows, out.rows} : RowSample{};
+            std::vector<double> expected = reference(c.function, args, sample).data;
             const double* got = rows_sampled ? host[target].values.data() + hd * sample_rows.size() * target_row
                                              : host[target].values.data() + hd * target_size;
             for (std::size_t i = 0; i < expected.size(); ++i) {

@@ -41,6 +41,28 @@ struct GpuRunOptions {
     double check_budget = 2e9;
 };
 
+// How gpu_run compares a program's outputs with the reference, decided from the shapes before
+// anything runs. When the reference's work over every head fits options.check_budget (and what
+// comes back, kMaxReferenceElements doubles), every row of every head. Else a check whose row r
+// needs only row r of some arguments, its row arguments (matmul's a, softmax's rows, attention's
+// q, causal or not: causal attention's reference is also given each sampled row's index, for the
+// mask), compares the same sampled rows of every head, and the others compare the first heads.
+struct CheckPlan {
+    const CheckSpec* spec = nullptr;
+    int target = -1;                    // kernel array
+    std::vector<int> args;              // kernel arrays
+    std::vector<std::size_t> row_args;  // args[i] for i here are cut to the sampled rows
+    bool by_rows = false;               // on the sampled rows of every head; else on whole heads
+    double work_per_head = 0;           // the reference's multiply-adds on one head
+};
+struct CheckSampling {
+    std::vector<CheckPlan> checks;    // the program's checks of whole arrays, in its order
+    std::vector<int> download;        // per kernel array: 0 not read back, 1 its sampled rows, 2 whole heads
+    std::vector<std::int64_t> rows;   // the sampled rows, ascending; empty: every row
+    std::size_t heads_checked = 0;    // the checks on whole heads: the first this many
+};
+CheckSampling plan_checks(const Program& program, const KernelSpec& kernel, const GpuRunOptions& options);
+
 // The counted traffic of one array against the simulator's count-only pass × heads.
 struct ArrayTrafficRow {
     std::string array;

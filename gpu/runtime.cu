@@ -30,6 +30,10 @@ extern const KernelEntry kAttentionBackwardKernels[];
 extern const int kAttentionBackwardKernelCount;
 extern const KernelEntry kAttentionTensorCoreKernels[];
 extern const int kAttentionTensorCoreKernelCount;
+extern const KernelEntry kAttentionBackwardTensorCoreKernels[];
+extern const int kAttentionBackwardTensorCoreKernelCount;
+extern const KernelEntry kAttentionHopperKernels[];
+extern const int kAttentionHopperKernelCount;
 
 namespace {
 
@@ -42,7 +46,9 @@ StageLauncher find_launcher(std::string_view name) {
                             {kSoftmaxKernels, kSoftmaxKernelCount},
                             {kAttentionForwardKernels, kAttentionForwardKernelCount},
                             {kAttentionBackwardKernels, kAttentionBackwardKernelCount},
-                            {kAttentionTensorCoreKernels, kAttentionTensorCoreKernelCount}};
+                            {kAttentionTensorCoreKernels, kAttentionTensorCoreKernelCount},
+                            {kAttentionBackwardTensorCoreKernels, kAttentionBackwardTensorCoreKernelCount},
+                            {kAttentionHopperKernels, kAttentionHopperKernelCount}};
     for (const auto& t : tables)
         for (int k = 0; k < t.count; ++k)
             if (name == t.entries[k].name) return t.entries[k].launch;

@@ -88,20 +88,21 @@ double variance_of(const Values& x) {
 
 // Attention's forward pass for q (n×d), k (m×d) and, when given, v (m×dv): S = q·kᵀ, its row
 // statistics, P = softmax(S) and O = P·v. Causal: query i sees keys 0..i (S_ij = −∞ for j > i;
-// q and k hold the same positions, n = m).
+// q and k hold the same positions, n = m); with `rows` (sampled rows of q), row i of q is query
+// rows[i], which sees keys 0..rows[i].
 struct Forward {
     std::int64_t n = 0, d = 0, m = 0, dv = 0;
     Values s, p, o;
     RowStats stats;
 };
 
-Forward forward(const std::vector<Tensor>& args, bool causal) {
+Forward forward(const std::vector<Tensor>& args, bool causal, std::span<const std::int64_t> rows) {
     Forward f;
     f.n = args[0].shape[0], f.d = args[0].shape[1], f.m = args[1].shape[0];
     f.s = matmul(args[0].data.data(), transposed(args[1].data.data(), f.m, f.d).data(), f.n, f.d, f.m);
     if (causal)
         for (std::int64_t i = 0; i < f.n; ++i)
-            for (std::int64_t j = i + 1; j < f.m; ++j) f.s[at(i, f.m, j)] = -INFINITY;
+            for (std::int64_t j = (rows.empty() ? i : rows[static_cast<size_t>(i)]) + 1; j < f.m; ++j) f.s[at(i, f.m, j)] = -INFINITY;
     f.stats = row_stats(f.s.data(), f.n, f.m);
     f.p = softmax_rows(f.s.data(), f.m, f.stats);
     if (args.size() > 2) {
@@ -134,8 +135,9 @@ Values scores_grad(const Forward& f, const double* v, const double* dout) {
 }
 
 // scores, attention and the attention_* functions; reference_shape has checked the arguments.
-Values attention_family(std::string_view name, const std::vector<Tensor>& args, bool causal = false) {
-    const Forward f = forward(args, causal);
+Values attention_family(std::string_view name, const std::vector<Tensor>& args, bool causal = false,
+                        std::span<const std::int64_t> rows = {}) {
+    const Forward f = forward(args, causal, rows);
     if (name == "scores") return f.s;
     if (name == "attention_rowmax") return f.stats.max;
     if (name == "attention_rowsum") return f.stats.sum;
@@ -227,11 +229,13 @@ std::int64_t elements_of(const Shapes& s) {
 std::int64_t attention_footprint(const Shapes& s) { return saturating_sum({saturating({4, s[0][0], s[1][0]}), elements_of(s)}); }
 std::int64_t twice_the_arguments(const Shapes& s) { return saturating({2, elements_of(s)}); }
 
-std::vector<double> attention_values(const ReferenceFunction& f, const std::vector<Tensor>& args) { return attention_family(f.name, args); }
+std::vector<double> attention_values(const ReferenceFunction& f, const std::vector<Tensor>& args, std::span<const std::int64_t>) {
+    return attention_family(f.name, args);
+}
 
-// causal_NAME: the attention function NAME with the causal mask.
-std::vector<double> causal_values(const ReferenceFunction& f, const std::vector<Tensor>& args) {
-    return attention_family(f.name.substr(f.name.find('_') + 1), args, true);
+// causal_NAME: the attention function NAME with the causal mask, by each row's index.
+std::vector<double> causal_values(const ReferenceFunction& f, const std::vector<Tensor>& args, std::span<const std::int64_t> rows) {
+    return attention_family(f.name.substr(f.name.find('_') + 1), args, true, rows);
 }
 
 // Tensor t's block for head h: t is H×(the rest), the block is the rest.
@@ -243,7 +247,7 @@ Tensor head_of(const Tensor& t, std::int64_t h) {
 
 // gqa_NAME: the attention function NAME once per K/V head h, of q[h], k[h] and v[h], the head
 // results one after another. attention_args(..., heads) has checked the arguments.
-std::vector<double> per_head_values(const ReferenceFunction& f, const std::vector<Tensor>& args) {
+std::vector<double> per_head_values(const ReferenceFunction& f, const std::vector<Tensor>& args, std::span<const std::int64_t>) {
     const std::string_view name = f.name.substr(f.name.find('_') + 1);
     Values out;
     for (std::int64_t h = 0; h < args[0].shape[0]; ++h) {
@@ -298,7 +302,7 @@ const std::vector<ReferenceFunction>& reference_functions() {
              if (s[0][1] != s[1][0]) bad(loc, fmt::format("matmul: inner dimensions differ ({} times {})", shape_text(s[0]), shape_text(s[1])));
              return {s[0][0], s[1][1]};
          },
-         [](const ReferenceFunction&, const std::vector<Tensor>& a) {
+         [](const ReferenceFunction&, const std::vector<Tensor>& a, std::span<const std::int64_t>) {
              return matmul(a[0].data.data(), a[1].data.data(), a[0].shape[0], a[0].shape[1], a[1].shape[1]);
          },
          [](const Shapes& s) { return saturating({2, s[0][0], s[1][1]}) + saturating({s[1][0], s[1][1]}); }},
@@ -308,7 +312,7 @@ const std::vector<ReferenceFunction>& reference_functions() {
              if (s[0].empty() || s[0].size() > 2) bad(loc, "softmax: the argument must be a vector or a matrix");
              return s[0];
          },
-         [](const ReferenceFunction&, const std::vector<Tensor>& a) {
+         [](const ReferenceFunction&, const std::vector<Tensor>& a, std::span<const std::int64_t>) {
              const std::int64_t cols = a[0].shape.back(), rows = a[0].shape.size() == 2 ? a[0].shape[0] : 1;
              return softmax_rows(a[0].data.data(), cols, row_stats(a[0].data.data(), rows, cols));
          },
@@ -345,30 +349,31 @@ const std::vector<ReferenceFunction>& reference_functions() {
              matrix(f.name, s, 0, "the argument", loc);
              return {s[0][1], s[0][0]};
          },
-         [](const ReferenceFunction&, const std::vector<Tensor>& a) { return transposed(a[0].data.data(), a[0].shape[0], a[0].shape[1]); },
+         [](const ReferenceFunction&, const std::vector<Tensor>& a, std::span<const std::int64_t>) { return transposed(a[0].data.data(), a[0].shape[0], a[0].shape[1]); },
          twice_the_arguments},
         {"copy", "copy(x)", "the input itself",
          [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape {
              arity(f.name, s, 1, loc);
              return s[0];
          },
-         [](const ReferenceFunction&, const std::vector<Tensor>& a) { return a[0].data; }, twice_the_arguments},
+         [](const ReferenceFunction&, const std::vector<Tensor>& a, std::span<const std::int64_t>) { return a[0].data; }, twice_the_arguments},
         {"mean", "mean(x)", "the mean of a vector, as a vector of 1",
          [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape {
              vector_of_at_least(f.name, s, 1, loc);
              return {1};
          },
-         [](const ReferenceFunction&, const std::vector<Tensor>& a) { return Values{mean_of(a[0].data)}; }, twice_the_arguments},
+         [](const ReferenceFunction&, const std::vector<Tensor>& a, std::span<const std::int64_t>) { return Values{mean_of(a[0].data)}; }, twice_the_arguments},
         {"variance", "variance(x)", "the sample variance Σ(x − x̄)²/(N − 1) of a vector of N ≥ 2, as a vector of 1",
          [](const ReferenceFunction& f, const Shapes& s, Loc loc) -> Shape {
              vector_of_at_least(f.name, s, 2, loc);
              return {1};
          },
-         [](const ReferenceFunction&, const std::vector<Tensor>& a) { return Values{variance_of(a[0].data)}; }, twice_the_arguments},
+         [](const ReferenceFunction&, const std::vector<Tensor>& a, std::span<const std::int64_t>) { return Values{variance_of(a[0].data)}; }, twice_the_arguments},
     };
     return table;
 }
 #undef TOYSIM_ATTENTION
+#undef TOYSIM_CAUSAL
 #undef TOYSIM_PER_HEAD
 
 const ReferenceFunction* find_reference(std::string_view name) {
@@ -392,13 +397,25 @@ std::int64_t reference_footprint(std::string_view name, const Shapes& shapes) {
     return f ? f->footprint(shapes) : 0;
 }
 
-Tensor reference(std::string_view name, const std::vector<Tensor>& args) {
+Tensor reference(std::string_view name, const std::vector<Tensor>& args, const RowSample& sample) {
     Shapes shapes;
     for (const auto& a : args) shapes.push_back(a.shape);
+    // A sample: the shape rule judges the full arguments, and the result has the sampled rows.
+    const auto sampled = static_cast<std::int64_t>(sample.rows.size());
+    if (sample.args.empty() != sample.rows.empty())
+        bad(Loc{}, fmt::format("{}: a sample of rows needs both the rows and the arguments cut to them", name));
+    for (std::size_t i : sample.args) {
+        if (i >= shapes.size() || shapes[i].empty() || shapes[i][0] != sampled)
+            bad(Loc{}, fmt::format("{}: argument {} should hold the {} sampled rows", name, i + 1, sampled));
+        shapes[i][0] = sample.of;
+    }
+    for (std::int64_t r : sample.rows)
+        if (r < 0 || r >= sample.of) bad(Loc{}, fmt::format("{}: sampled row {} is not one of the {} rows", name, r, sample.of));
     Tensor out;
     out.shape = reference_shape(name, shapes, Loc{});
+    if (!sample.rows.empty() && !out.shape.empty()) out.shape[0] = sampled;
     const ReferenceFunction* f = find_reference(name);
-    out.data = f->evaluate(*f, args);
+    out.data = f->evaluate(*f, args, sample.rows);
     return out;
 }
 

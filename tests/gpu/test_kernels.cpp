@@ -142,19 +142,47 @@ TEST_CASE("fa2_causal on the GPU", "[fa2_causal]") { run_all("programs/attention
 TEST_CASE("fa2_causal_heaviest_first on the GPU", "[fa2_causal_heaviest_first]") {
     run_all("programs/attention/fa2_causal_heaviest_first.toy", causal_shapes(), kAll);
 }
-TEST_CASE("fa2_causal_v3_mma (tensor cores, the longest Q tiles first) on the GPU", "[fa2_causal_v3_mma]") {
+namespace {
+// A causal tensor-core version on fa2_causal_heaviest_first.toy at B = 128: n ragged at both
+// ends, d = 64 and 128, fp16 and bf16.
+void run_causal_version(const std::string& kernel) {
     for (int n : {1, 7, 100, 1000, 4097})
         for (int d : {64, 128})
             for (gpu::DType t : {gpu::DType::F16, gpu::DType::BF16}) {
                 const ParamSettings shape = {{"n", n}, {"d", d}, {"B", 128}};
-                gpu::GpuRunResult r = run_once("programs/attention/fa2_causal_heaviest_first.toy", shape, t, 3, gpu::GpuRunOptions{}.check_budget,
-                                               "fa2_causal_v3_mma");
-                INFO("fa2_causal_v3_mma n=" << n << " d=" << d << " " << gpu::dtype_name(t) << "\n" << describe(r));
-                CHECK(r.kernel->name == "fa2_causal_v3_mma");
+                gpu::GpuRunResult r =
+                    run_once("programs/attention/fa2_causal_heaviest_first.toy", shape, t, 3, gpu::GpuRunOptions{}.check_budget, kernel);
+                INFO(kernel << " n=" << n << " d=" << d << " " << gpu::dtype_name(t) << "\n" << describe(r));
+                CHECK(r.kernel->name == kernel);
                 CHECK(r.traffic_equal());
                 CHECK(r.check_passed());
                 CHECK(r.checks.size() == 2);
             }
+}
+
+// The Hopper versions run on sm_90 only; elsewhere they must refuse before launching.
+bool on_hopper() {
+    const gpu::DeviceInfo d = gpu::query_device();
+    return d.compute_major == 9 && d.compute_minor == 0;
+}
+void check_refused_off_hopper(const std::string& program, const ParamSettings& shape, const std::string& kernel) {
+    CHECK_THROWS_WITH(run_once(program, shape, DType::F16, 1, gpu::GpuRunOptions{}.check_budget, kernel),
+                      Catch::Contains(kernel + " runs on Hopper (sm_90: wgmma, TMA, setmaxnreg)"));
+}
+}  // namespace
+
+TEST_CASE("fa2_causal_v3_mma (tensor cores, the longest Q tiles first) on the GPU", "[fa2_causal_v3_mma]") {
+    run_causal_version("fa2_causal_v3_mma");
+}
+
+TEST_CASE("fa2_v4_wgmma (wgmma, TMA, a producer warpgroup) on the GPU", "[fa2_v4_wgmma]") {
+    if (on_hopper()) run_version("fa2_v4_wgmma", {{128, 128}});
+    else check_refused_off_hopper("programs/attention/fa2.toy", {{"n", 256}, {"d", 64}, {"Br", 128}, {"Bc", 128}}, "fa2_v4_wgmma");
+}
+
+TEST_CASE("fa2_causal_v4_wgmma (wgmma, TMA, the longest Q tiles first) on the GPU", "[fa2_causal_v4_wgmma]") {
+    if (on_hopper()) run_causal_version("fa2_causal_v4_wgmma");
+    else check_refused_off_hopper("programs/attention/fa2_causal_heaviest_first.toy", {{"n", 256}, {"d", 64}, {"B", 128}}, "fa2_causal_v4_wgmma");
 }
 
 TEST_CASE("a tensor-core version refuses what it was not built for", "[fa2_v2_mma]") {
@@ -172,6 +200,37 @@ TEST_CASE("fa2_backward on the GPU", "[fa2_backward]") {
 
 TEST_CASE("fa2_backward_no_d_trick on the GPU", "[fa2_backward_no_d_trick]") {
     run_all("programs/attention/fa2_backward_no_d_trick.toy", attention_shapes(), kAll, 2);
+}
+
+// The tensor-core backward (gpu/attention_backward_tensor_core.cu) on fa2_backward.toy at each
+// tile shape it takes: n ragged at both ends, d = 64 and 128, fp16 and bf16, 3 heads. Every
+// run checks D, dQ, dK and dV and the counts of all ten arrays.
+TEST_CASE("fa2_backward_mma (mma.sync, dK and dV in registers, dQ by atomics) on the GPU", "[fa2_backward_mma]") {
+    for (int n : {1, 7, 100, 1000, 4097})
+        for (int d : {64, 128})
+            for (auto [br, bc] : std::vector<std::pair<int, int>>{{64, 64}, {64, 128}, {128, 64}, {128, 128}}) {
+                if (br == 128 && d == 128) continue;  // refused: see the next test
+                for (gpu::DType t : {gpu::DType::F16, gpu::DType::BF16}) {
+                    const ParamSettings shape = {{"n", n}, {"d", d}, {"Br", br}, {"Bc", bc}};
+                    gpu::GpuRunResult r = run_once("programs/attention/fa2_backward.toy", shape, t, 3, gpu::GpuRunOptions{}.check_budget,
+                                                   "fa2_backward_mma");
+                    INFO("fa2_backward_mma n=" << n << " d=" << d << " Br=" << br << " Bc=" << bc << " " << gpu::dtype_name(t) << "\n"
+                                               << describe(r));
+                    CHECK(r.kernel->name == "fa2_backward_mma");
+                    CHECK(r.traffic_equal());
+                    CHECK(r.check_passed());
+                    CHECK(r.checks.size() == 4);
+                }
+            }
+}
+
+TEST_CASE("fa2_backward_mma refuses the tiles it was not built for", "[fa2_backward_mma]") {
+    CHECK_THROWS_WITH(run_once("programs/attention/fa2_backward.toy", {{"n", 64}, {"d", 128}, {"Br", 128}, {"Bc", 64}}, DType::F16, 1,
+                               gpu::GpuRunOptions{}.check_budget, "fa2_backward_mma"),
+                      Catch::Contains("fa2_backward_mma takes Bc = 64 or 128 (4 or 8 warps of 16 keys) and Br = 64, or Br = 128 at d = 64"));
+    CHECK_THROWS_WITH(run_once("programs/attention/fa2_backward.toy", {{"n", 64}, {"d", 32}, {"Br", 64}, {"Bc", 64}}, DType::BF16, 1,
+                               gpu::GpuRunOptions{}.check_budget, "fa2_backward_mma"),
+                      Catch::Contains("fa2_backward_mma takes d = 64 or 128"));
 }
 
 TEST_CASE("a large forward run checks sampled rows of every head", "[fa2_forward]") {

@@ -1,0 +1,464 @@
+// FlashAttention-2 backward on the tensor cores: fa2_backward_mma, a version of fa2_backward
+// (gpu/attention_backward.cu) that runs with programs/attention/fa2_backward.toy:
+//
+//   toysim gpu run programs/attention/fa2_backward.toy --kernel fa2_backward_mma
+//       --set n=4096 --set d=64 --set Br=64 --set Bc=128 --heads 64 --dtype fp16
+//
+// which checks D, dQ, dK and dV against the CPU reference and the counts against the
+// simulator's for fa2_backward.toy at the same Br, Bc, times the heads.
+//
+// What changed from fa2_backward (CUDA cores, every tile fp32 in shared memory): the five
+// products run as mma.sync m16n8k16 with fp32 accumulators on fp16 or bf16 tiles, and what
+// FlashAttention-2's backward keeps in registers is kept in registers here:
+//
+//   - One block per (K/V tile j, head), Bc = 64 or 128 keys: 4 or 8 warps, each owning 16 key
+//     rows of K_j, V_j. A warp's dK_j and dV_j rows (16 × d each) are mma accumulators held
+//     across every Q tile i, stored once at the end: no shared-memory accumulators, no
+//     barrier between a warp's products.
+//   - The products are computed transposed, keys as rows: Sᵀ = K_j·Q_iᵀ and dPᵀ = V_j·dO_iᵀ
+//     put a warp's 16 keys in the accumulator's rows, so Pᵀ = e^(Sᵀ − L) (ex2, log₂e folded
+//     into one fma) and dSᵀ = Pᵀ∘(dPᵀ − D) are formed in registers and repacked, without any
+//     shuffle, as the A fragments of dV += Pᵀ·dO_i and dK += dSᵀ·Q_i (their B fragments are
+//     dO_i and Q_i through ldmatrix.trans).
+//   - dQ_i += dS·K_j needs every warp's dS: dSᵀ is written to shared memory (as T, swizzled),
+//     and after one barrier ldmatrix.trans reads it back as dS's A fragments; each warp then
+//     owns 16 rows × 64 columns of dQ_i at a time and adds them into global memory with fp32
+//     atomic adds (RED), as FlashAttention-2 does. The program's STORE_ADD is counted as it is
+//     in fa2_backward: a read and a write of each of dQ_i's elements per (i, j).
+//   - Q_i, dO_i, L_i and D_i are double-buffered with cp.async: tile i + 1 loads while tile i
+//     computes. Tiles are swizzled (16-byte chunk c of row r at c ^ (r mod 8)), so ldmatrix
+//     and the dSᵀ stores hit 32 distinct banks.
+//   - P is rounded to T before dV += Pᵀ·dO (as FlashAttention-2 does), dS is formed from the
+//     fp32 P and rounded to T for dK and dQ.
+//
+// The D pre-pass (stage "delta", D = rowsum(dO∘O)) is fa2_backward's own kernel, counted into
+// this row's arrays: it moves 2·n·d + n elements against the gradient pass's n·d·(4·Tc + 4) and
+// was not worth a second version.
+//
+// Loop order and traffic are fa2_backward.toy's: K_j and V_j read once per block, Q_i, dO_i,
+// L_i, D_i once per (j, i), dQ_i read and written once per (j, i), dK_j and dV_j written once.
+// Any n: the ragged last K/V tile's missing keys and the ragged last Q tile's missing queries
+// are zero-filled by cp.async (nothing is read past n) and their P is set to 0; nothing past n
+// is written. No softmax scale: the program has none (fold it into Q).
+//
+// Tile shapes: Bc = 64 or 128 (4 or 8 warps); Br = 64, or 128 at d = 64 (at d = 128 a warp's
+// Sᵀ and dPᵀ for 128 queries, 2 × 64 fp32 registers, would not fit beside dK and dV's 128).
+// Needs sm_80 or later (mma.sync with bf16, cp.async, ldmatrix).
+#include <cstdint>
+#include <string>
+
+#include "gpu/common.cuh"
+
+namespace toysim::gpu {
+
+// Stage "delta" of fa2_backward (gpu/attention_backward.cu), counted into catalog row `kernel`.
+void launch_fa2_backward_delta(const StageArgs& args, const char* kernel);
+
+namespace {
+
+constexpr const char* kName = "fa2_backward_mma";
+
+// ---- device helpers: the same as gpu/attention_tensor_core.cu's (sm_80 PTX) ----
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ uint32_t smem_address(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+// 16 bytes global → shared without stalling the thread; with `valid` false, zeros (rows past n).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(dst)), "l"(src), "r"(valid ? 16 : 0));
+}
+// 4 bytes: L and D, whose rows start at any float (h·n + i·Br), so no 16-byte copies.
+__device__ __forceinline__ void cp_async4(void* dst, const void* src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_address(dst)), "l"(src), "r"(valid ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+// Four 8×8 matrices of 16-bit elements; lane l addresses row l mod 8 of matrix l / 8. Register r
+// of lane 4g + t: matrix r's (row g, columns 2t, 2t+1), or with .trans its (rows 2t, 2t+1, column g).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_address(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_address(p)));
+}
+
+// C (16×8, fp32) += A (16×16) · B (16×8).
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    if constexpr (std::is_same_v<T, __half>) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    } else {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+}
+
+// Two floats as a pair of T in one register, the first in the low half (the lower column).
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+    if constexpr (std::is_same_v<T, __half>) {
+        const __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<const uint32_t*>(&h);
+    } else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<const uint32_t*>(&h);
+    }
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// Element offset of 16-byte chunk `chunk` of row `row` in a swizzled tile of kCols columns
+// (kCols >= 64: at least 8 chunks a row).
+template <int kCols>
+__device__ __forceinline__ int swizzled(int row, int chunk) {
+    return row * kCols + ((chunk ^ (row & 7)) << 3);
+}
+
+// rows × kD elements, row-major in global memory, into a swizzled tile; rows from `valid` on
+// are zero-filled and their source is not read.
+template <typename T, int kD, int kThreads>
+__device__ __forceinline__ void load_tile_async(T* dst, const T* src, int rows, int valid) {
+    constexpr int kChunks = kD / 8;
+#pragma unroll
+    for (int c = threadIdx.x; c < rows * kChunks; c += kThreads) {
+        const int r = c / kChunks, x = c % kChunks;
+        const bool real = r < valid;
+        cp_async16(dst + swizzled<kD>(r, x), src + (real ? (long long)r * kD + x * 8 : 0), real);
+    }
+}
+
+template <int kThreads>
+__device__ __forceinline__ void load_vector_async(float* dst, const float* src, int rows, int valid) {
+    for (int r = threadIdx.x; r < rows; r += kThreads) cp_async4(dst + r, src + (r < valid ? r : 0), r < valid);
+}
+
+// ---- the gradient pass ----
+
+// Which catalog array is which, looked up by name in this kernel's row.
+struct Arrays {
+    int Q, K, V, dO, L, D, dQ, dK, dV;
+};
+
+template <typename T>
+struct Args {
+    const T* __restrict__ Q;
+    const T* __restrict__ K;
+    const T* __restrict__ V;
+    const T* __restrict__ dO;
+    const float* __restrict__ L;
+    const float* __restrict__ D;
+    float* dQ;  // fp32, added into by every K/V tile's block
+    T* __restrict__ dK;
+    T* __restrict__ dV;
+    int n;
+    unsigned long long* counts;  // null in the timed variant
+    Arrays ix;
+};
+
+// Shared memory, in bytes: K_j, V_j; Q_i, dO_i (two buffers each); dSᵀ (Bc × Br); L_i, D_i
+// (two buffers each, fp32).
+template <typename T, int kD, int kBr, int kBc>
+struct Layout {
+    static constexpr long long k = 0;
+    static constexpr long long v = k + (long long)kBc * kD * sizeof(T);
+    static constexpr long long q = v + (long long)kBc * kD * sizeof(T);
+    static constexpr long long dout = q + 2LL * kBr * kD * sizeof(T);
+    static constexpr long long ds = dout + 2LL * kBr * kD * sizeof(T);
+    static constexpr long long lse = ds + (long long)kBc * kBr * sizeof(T);
+    static constexpr long long delta = lse + 2LL * kBr * sizeof(float);
+    static constexpr long long bytes = delta + 2LL * kBr * sizeof(float);
+};
+
+// dQ_i is computed in units of 16 rows × 64 columns (32 accumulators a thread), handed out to
+// the warps in turn: 4 or 8 warps cover Br·d/1024 = 4 to 16 units.
+constexpr int kDqCols = 64;
+
+template <typename T, bool kCount, int kD, int kBr, int kBc>
+__global__ void __launch_bounds__(2 * kBc, kBc == 64 ? 2 : 1) fa2_backward_mma_kernel(Args<T> a) {
+    constexpr int kWarps = kBc / 16, kThreads = 32 * kWarps;
+    constexpr int kRowGroups = kBr / 16, kUnits = kRowGroups * (kD / kDqCols);
+    using L = Layout<T, kD, kBr, kBc>;
+    extern __shared__ __align__(128) unsigned char shared[];
+    T* k = reinterpret_cast<T*>(shared + L::k);
+    T* v = reinterpret_cast<T*>(shared + L::v);
+    T* qbuf = reinterpret_cast<T*>(shared + L::q);
+    T* dobuf = reinterpret_cast<T*>(shared + L::dout);
+    T* ds = reinterpret_cast<T*>(shared + L::ds);
+    float* lbuf = reinterpret_cast<float*>(shared + L::lse);
+    float* dbuf = reinterpret_cast<float*>(shared + L::delta);
+
+    const int n = a.n, head = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;  // accumulator rows g, g + 8 and columns 2t, 2t + 1
+    const int col0 = int(blockIdx.x) * kBc, bc = min(kBc, n - col0);
+    const int key0 = 16 * warp;  // this warp's keys: rows key0 .. key0 + 15 of the K/V tile
+    const int Tr = (n + kBr - 1) / kBr;
+    const long long nd = (long long)n * kD;
+    const T* Q = a.Q + head * nd;
+    const T* dO = a.dO + head * nd;
+    const float* Lh = a.L + (long long)head * n;
+    const float* Dh = a.D + (long long)head * n;
+    float* dQ = a.dQ + head * nd;
+
+    // Prologue: K_j, V_j, and Q_0, dO_0, L_0, D_0 into buffer 0, one cp.async group.
+    load_tile_async<T, kD, kThreads>(k, a.K + head * nd + (long long)col0 * kD, kBc, bc);
+    load_tile_async<T, kD, kThreads>(v, a.V + head * nd + (long long)col0 * kD, kBc, bc);
+    count_tile<kCount>(a.counts, a.ix.K, kRead, (long long)bc * kD);
+    count_tile<kCount>(a.counts, a.ix.V, kRead, (long long)bc * kD);
+    auto load_q_tile = [&](int i) {
+        const int row0 = i * kBr, br = min(kBr, n - row0), b = i % 2;
+        load_tile_async<T, kD, kThreads>(qbuf + b * kBr * kD, Q + (long long)row0 * kD, kBr, br);
+        load_tile_async<T, kD, kThreads>(dobuf + b * kBr * kD, dO + (long long)row0 * kD, kBr, br);
+        load_vector_async<kThreads>(lbuf + b * kBr, Lh + row0, kBr, br);
+        load_vector_async<kThreads>(dbuf + b * kBr, Dh + row0, kBr, br);
+        count_tile<kCount>(a.counts, a.ix.Q, kRead, (long long)br * kD);
+        count_tile<kCount>(a.counts, a.ix.dO, kRead, (long long)br * kD);
+        count_tile<kCount>(a.counts, a.ix.L, kRead, br);
+        count_tile<kCount>(a.counts, a.ix.D, kRead, br);
+        cp_async_commit();
+    };
+    load_q_tile(0);
+
+    float dk[kD / 8][4], dv[kD / 8][4];  // this warp's 16 rows of dK_j and dV_j, over every Q tile
+#pragma unroll
+    for (int x = 0; x < kD / 8; ++x)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dk[x][e] = dv[x][e] = 0.f;
+
+    for (int i = 0; i < Tr; ++i) {
+        const int row0 = i * kBr, br = min(kBr, n - row0);
+        const T* q = qbuf + (i % 2) * kBr * kD;
+        const T* dout = dobuf + (i % 2) * kBr * kD;
+        const float* lse = lbuf + (i % 2) * kBr;
+        const float* delta = dbuf + (i % 2) * kBr;
+        // Tile i + 1 into the other buffers, which every warp finished reading before the
+        // previous tile's dQ barrier.
+        if (i + 1 < Tr) {
+            load_q_tile(i + 1);
+            cp_async_wait<1>();  // tile i (and K_j, V_j) have landed; i + 1 may be in flight
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();  // ... for every thread's copies
+
+        // Sᵀ = K_j·Q_iᵀ and dPᵀ = V_j·dO_iᵀ, this warp's 16 keys × Br queries each: K and V
+        // rows are A's rows (ldmatrix), Q and dO rows B's columns (ldmatrix, no transpose).
+        float s[kBr / 8][4], dp[kBr / 8][4];
+#pragma unroll
+        for (int c = 0; c < kBr / 8; ++c)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[c][e] = dp[c][e] = 0.f;
+#pragma unroll
+        for (int x = 0; x < kD / 16; ++x) {
+            uint32_t kf[4], vf[4];
+            ldmatrix_x4(kf, k + swizzled<kD>(key0 + lane % 16, 2 * x + lane / 16));
+            ldmatrix_x4(vf, v + swizzled<kD>(key0 + lane % 16, 2 * x + lane / 16));
+#pragma unroll
+            for (int c = 0; c < kBr / 8; c += 2) {
+                const int at = swizzled<kD>(8 * (c + lane / 16) + lane % 8, 2 * x + (lane / 8) % 2);
+                uint32_t b[4];
+                ldmatrix_x4(b, q + at);
+                mma16816<T>(s[c], kf, b[0], b[1]);
+                mma16816<T>(s[c + 1], kf, b[2], b[3]);
+                ldmatrix_x4(b, dout + at);
+                mma16816<T>(dp[c], vf, b[0], b[1]);
+                mma16816<T>(dp[c + 1], vf, b[2], b[3]);
+            }
+        }
+
+        // Pᵀ = e^(Sᵀ − L) and dSᵀ = Pᵀ∘(dPᵀ − D): element e of s[c] is key key0 + g + 8·(e/2),
+        // query 8c + 2t + e mod 2, so L and D are per column. Keys past the ragged last K/V
+        // tile and queries past the ragged last Q tile get P = 0 (their inputs are zeros, but
+        // e^(0 − L) is not). Repacked, the accumulators are the A fragments of Pᵀ·dO_i and
+        // dSᵀ·Q_i (16 queries each); dSᵀ also goes to shared memory for dS·K_j.
+        uint32_t pf[kBr / 16][4], dsf[kBr / 16][4];
+        const bool ragged = br < kBr || bc < kBc;
+#pragma unroll
+        for (int c = 0; c < kBr / 8; ++c) {
+            const float2 l = *reinterpret_cast<const float2*>(lse + 8 * c + 2 * t);
+            const float2 dd = *reinterpret_cast<const float2*>(delta + 8 * c + 2 * t);
+            const float l0 = l.x * kLog2e, l1 = l.y * kLog2e;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float p0 = fast_exp2(fmaf(s[c][2 * h], kLog2e, -l0)), p1 = fast_exp2(fmaf(s[c][2 * h + 1], kLog2e, -l1));
+                if (ragged) {
+                    const int key = key0 + g + 8 * h, query = 8 * c + 2 * t;
+                    if (key >= bc || query >= br) p0 = 0.f;
+                    if (key >= bc || query + 1 >= br) p1 = 0.f;
+                }
+                const float ds0 = p0 * (dp[c][2 * h] - dd.x), ds1 = p1 * (dp[c][2 * h + 1] - dd.y);
+                pf[c / 2][(c % 2) * 2 + h] = pack2<T>(p0, p1);
+                const uint32_t pair = pack2<T>(ds0, ds1);
+                dsf[c / 2][(c % 2) * 2 + h] = pair;
+                *reinterpret_cast<uint32_t*>(ds + swizzled<kBr>(key0 + g + 8 * h, c) + 2 * t) = pair;
+            }
+        }
+
+        // dV_j += Pᵀ·dO_i and dK_j += dSᵀ·Q_i: dO's and Q's rows are B's rows (k = queries),
+        // so ldmatrix.trans gives B's fragments.
+#pragma unroll
+        for (int x = 0; x < kBr / 16; ++x)
+#pragma unroll
+            for (int c = 0; c < kD / 8; c += 2) {
+                const int at = swizzled<kD>(16 * x + lane % 16, c + lane / 16);
+                uint32_t b[4];
+                ldmatrix_x4_trans(b, dout + at);
+                mma16816<T>(dv[c], pf[x], b[0], b[1]);
+                mma16816<T>(dv[c + 1], pf[x], b[2], b[3]);
+                ldmatrix_x4_trans(b, q + at);
+                mma16816<T>(dk[c], dsf[x], b[0], b[1]);
+                mma16816<T>(dk[c + 1], dsf[x], b[2], b[3]);
+            }
+        __syncthreads();  // every warp's dSᵀ is in shared memory
+
+        // dQ_i += dS·K_j, 16 queries × 64 columns a unit: dS's A fragments are dSᵀ read with
+        // ldmatrix.trans (stored rows are keys, A's k), K_j's rows are B's rows (k = keys).
+        // Added into global memory by RED (the atomicAdd's result is unused): every K/V tile's
+        // block adds into the same dQ_i.
+#pragma unroll 1
+        for (int unit = warp; unit < kUnits; unit += kWarps) {
+            const int rg = unit % kRowGroups, cb = (unit / kRowGroups) * kDqCols;
+            float acc[kDqCols / 8][4];
+#pragma unroll
+            for (int c = 0; c < kDqCols / 8; ++c) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.f;
+#pragma unroll
+            for (int x = 0; x < kBc / 16; ++x) {
+                uint32_t af[4];
+                ldmatrix_x4_trans(af, ds + swizzled<kBr>(16 * x + 8 * (lane / 16) + lane % 8, 2 * rg + (lane / 8) % 2));
+#pragma unroll
+                for (int c = 0; c < kDqCols / 8; c += 2) {
+                    uint32_t b[4];
+                    ldmatrix_x4_trans(b, k + swizzled<kD>(16 * x + lane % 16, cb / 8 + c + lane / 16));
+                    mma16816<T>(acc[c], af, b[0], b[1]);
+                    mma16816<T>(acc[c + 1], af, b[2], b[3]);
+                }
+            }
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = 16 * rg + g + 8 * h;
+                if (r < br) {
+                    float* to = dQ + (long long)(row0 + r) * kD + cb + 2 * t;
+#pragma unroll
+                    for (int c = 0; c < kDqCols / 8; ++c) {
+                        atomicAdd(to + 8 * c, acc[c][2 * h]);
+                        atomicAdd(to + 8 * c + 1, acc[c][2 * h + 1]);
+                    }
+                }
+            }
+        }
+        count_tile<kCount>(a.counts, a.ix.dQ, kRead, (long long)br * kD);   // the program's STORE_ADD: a read ...
+        count_tile<kCount>(a.counts, a.ix.dQ, kWrite, (long long)br * kD);  // ... and a write of dQ_i
+        // No barrier here: the next tile's loads go to the buffers this one finished with
+        // before the barrier above, and its dSᵀ stores come after its own first barrier,
+        // which every warp reaches only once its dQ units are done.
+    }
+
+    // dK_j, dV_j: written once, this warp's rows that are keys of the tile.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int key = key0 + g + 8 * h;
+        if (key < bc) {
+            const long long at = head * nd + (long long)(col0 + key) * kD + 2 * t;
+#pragma unroll
+            for (int c = 0; c < kD / 8; ++c) {
+                *reinterpret_cast<uint32_t*>(a.dK + at + 8 * c) = pack2<T>(dk[c][2 * h], dk[c][2 * h + 1]);
+                *reinterpret_cast<uint32_t*>(a.dV + at + 8 * c) = pack2<T>(dv[c][2 * h], dv[c][2 * h + 1]);
+            }
+        }
+    }
+    count_tile<kCount>(a.counts, a.ix.dK, kWrite, (long long)bc * kD);
+    count_tile<kCount>(a.counts, a.ix.dV, kWrite, (long long)bc * kD);
+}
+
+// ---- launcher ----
+
+Arrays arrays_of(const KernelSpec& spec) {
+    auto at = [&](const char* name) {
+        const int k = spec.find_array(name);
+        if (k < 0) throw GpuError(std::string("internal: catalog row ") + kName + " has no array " + name);
+        return k;
+    };
+    Arrays ix{at("Q"), at("K"), at("V"), at("dO"), at("L"), at("D"), at("dQ"), at("dK"), at("dV")};
+    for (int k : {ix.L, ix.D, ix.dQ})
+        if (!spec.arrays[size_t(k)].always_f32) throw GpuError(std::string("internal: catalog row ") + kName + " must keep L, D and dQ in fp32");
+    return ix;
+}
+
+template <typename F>
+void with_tiles(int d, int Br, int Bc, F&& f) {
+    using I64 = std::integral_constant<int, 64>;
+    using I128 = std::integral_constant<int, 128>;
+    if (d == 64) {
+        if (Br == 64) Bc == 64 ? f(I64{}, I64{}, I64{}) : f(I64{}, I64{}, I128{});
+        else Bc == 64 ? f(I64{}, I128{}, I64{}) : f(I64{}, I128{}, I128{});
+    } else {
+        Bc == 64 ? f(I128{}, I64{}, I64{}) : f(I128{}, I64{}, I128{});
+    }
+}
+
+// Stage 0 "delta": fa2_backward's D = rowsum(dO∘O). Stage 1 "fa2_backward_mma": the gradient pass.
+void launch_fa2_backward_mma(int stage, const StageArgs& args) {
+    if (stage == 0) {
+        launch_fa2_backward_delta(args, kName);
+        return;
+    }
+    const KernelSpec* spec = find_kernel(kName);
+    if (!spec) throw GpuError(std::string("internal: kernel ") + kName + " is not in the catalog");
+    const std::vector<std::int64_t> params(args.params, args.params + spec->params.size());
+    // The shapes the catalog row refuses (the CLI refuses them first; this is for any other caller).
+    if (std::string why = spec->refuse(params); !why.empty()) throw GpuError(why);
+    if (params[0] < 1 || params[0] > (1 << 30)) throw GpuError(std::string(kName) + " takes 1 ≤ n ≤ 2^30");
+    if (args.dtype == DType::F32) throw GpuError(std::string(kName) + " runs on the tensor cores: fp16 or bf16 (--dtype)");
+    if (args.heads < 1 || args.heads > 65535) throw GpuError(std::string(kName) + " takes 1 to 65535 heads (the grid's y dimension)");
+    const int n = int(params[0]);
+    const Arrays ix = arrays_of(*spec);
+
+    auto dispatch = [&](auto tag) {
+        using T = decltype(tag);
+        with_counting(args, [&](auto counting) {
+            constexpr bool kCount = decltype(counting)::value;
+            with_tiles(int(params[1]), int(params[2]), int(params[3]), [&](auto dim, auto rows, auto cols) {
+                constexpr int kD = decltype(dim)::value, kBr = decltype(rows)::value, kBc = decltype(cols)::value;
+                auto* kernel = fa2_backward_mma_kernel<T, kCount, kD, kBr, kBc>;
+                const long long bytes = Layout<T, kD, kBr, kBc>::bytes;
+                require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, kName, "lower Br or Bc");
+                if (args.plan_only) return;
+                const Args<T> a{static_cast<const T*>(args.arrays[ix.Q]), static_cast<const T*>(args.arrays[ix.K]),
+                                static_cast<const T*>(args.arrays[ix.V]), static_cast<const T*>(args.arrays[ix.dO]),
+                                static_cast<const float*>(args.arrays[ix.L]), static_cast<const float*>(args.arrays[ix.D]),
+                                static_cast<float*>(args.arrays[ix.dQ]), static_cast<T*>(args.arrays[ix.dK]),
+                                static_cast<T*>(args.arrays[ix.dV]), n, args.counts, ix};
+                const dim3 grid(unsigned(cdiv(n, kBc)), unsigned(args.heads));
+                note_residency(args, kernel, 2 * kBc, bytes);
+                kernel<<<grid, 2 * kBc, bytes, args.stream>>>(a);
+                check_launch(kName);
+            });
+        });
+    };
+    if (args.dtype == DType::BF16) dispatch(__nv_bfloat16{});
+    else dispatch(__half{});
+}
+
+}  // namespace
+
+extern const KernelEntry kAttentionBackwardTensorCoreKernels[] = {
+    {"fa2_backward_mma", launch_fa2_backward_mma},
+};
+extern const int kAttentionBackwardTensorCoreKernelCount = sizeof(kAttentionBackwardTensorCoreKernels) / sizeof(kAttentionBackwardTensorCoreKernels[0]);
+
+}  // namespace toysim::gpu
