@@ -43,6 +43,19 @@
 //
 // Tile shapes: Bc = 64 or 128 (4 or 8 warps); Br = 64, or 128 at d = 64 (at d = 128 a warp's
 // Sᵀ and dPᵀ for 128 queries, 2 × 64 fp32 registers, would not fit beside dK and dV's 128).
+// Bc = 128 is the fast one: it halves the dQ atomics per product and every SM holds 8 warps
+// either way (Bc = 64: two blocks of 4). Registers: 223 to 255 a thread, no spills (sm_90).
+//
+// What it gained, on an H100 (fp16, one run, gpu/bench_attention.py --backward beside SDPA's
+// flash backward at the same shape; BH is capped by what toysim fills O and L for on the CPU,
+// 9 heads at n = 4096, d = 64 and 4 at d = 128):
+//   fa2_backward (CUDA cores, fp32)   14 TFLOP/s at n = 1024, d = 64 (gpu/attention_backward.cu)
+//   fa2_backward_mma, n = 2048        d = 64, 37 heads: 156.3 (0.82× flash)   d = 128, 18 heads: 137.2 (0.84×)
+//   fa2_backward_mma, n = 4096        d = 64,  9 heads: 130.9 (0.82× flash)   d = 128,  4 heads: 179.2 (0.84×)
+// Tiles at n = 2048 (d = 64, 16 heads / d = 128, 8 heads): Bc = 128 155 and 166 TFLOP/s, Bc = 64
+// 115 and 117; Br = 64 and 128 the same at d = 64. Not here yet: red.global.add.v2/v4.f32 for
+// dQ on sm_90 (half or a quarter of the atomics), K_j and V_j's A fragments kept in registers
+// at d = 64, and two Q tiles in flight per warp.
 // Needs sm_80 or later (mma.sync with bf16, cp.async, ldmatrix).
 #include <cstdint>
 #include <string>
