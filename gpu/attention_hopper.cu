@@ -20,12 +20,34 @@
 //    Q·K_{j+1}ᵀ and O += P̃_j·V_j are issued together, and the softmax of S_{j+1} runs while the
 //    tensor cores do P̃_j·V_j.
 //
+//  - Ragged n: TMA's boxes are 3-D (column, row, head), so a box past a head's last row reads
+//    zeros, not the next head's rows; the last K/V tile's missing columns are masked to −∞ and
+//    the last Q tile's missing rows are computed on zeros and not stored.
+//
 // Traffic is fa2.toy's at Br = Bc = 128, exactly: Q once per Q tile, K and V once per (Q tile,
 // K/V tile), O and L written once; TMA's zero fill of rows past n reads nothing and counts
 // nothing. P̃ is rounded to the input type before P̃·V, ℓ sums the unrounded values, as v3.
 //
-// Needs sm_90a (wgmma, setmaxnreg and TMA exist on Hopper only): this file alone is compiled for
-// it (TOYSIM_HOPPER_ARCHITECTURES); other GPUs get a GpuError before any launch.
+// What it gained, on an H200 (one same-run benchmark, gpu/results/bench_attention_hopper_h200.md;
+// fp16, BH·n = 262,144; TFLOP/s, (×) SDPA flash, [×] cuDNN):
+//                  n = 4096, d = 64        n = 16384, d = 64       n = 4096, d = 128       n = 16384, d = 128
+//   v3 fa2_v3_mma  284.9 (0.98×)           291.6 (0.96×)           277.6 (0.80×)           282.0 (0.82×)
+//   v4 (this)      343.8 (1.18×) [0.76×]   367.4 (1.20×) [0.76×]   488.7 (1.40×) [0.76×]   505.3 (1.47×) [0.79×]
+// bf16 is within 3% of fp16 in the same cells (343.5, 367.9, 488.8, 518.8). Nsight Compute at
+// n = 4096, 16 heads (gpu/results/ncu_versions_h200.md): v4 takes 0.84× (d = 64) and 0.57×
+// (d = 128) of v3's time; sm__pipe_tensor_op_hmma_cycles_active reads 37% and 52% (v3: 45% and
+// 43%); 0 shared-memory bank conflicts (v3: 81 k and 178 k: TMA writes and wgmma reads the
+// swizzle, no thread touches a tile); 168 registers a thread at launch, 240 after setmaxnreg.
+// The causal version: 1.15–1.54× SDPA flash causal (gpu/results/bench_attention_causal_h200.md).
+//
+// Two findings along the way:
+//  - ptxas serialized every wgmma (warning C7513, "non wgmma instructions defining input
+//    registers") while tile j's P̃ was copied into the registers P̃_{j−1}·V_{j−1} was still
+//    reading: the main loop now takes tiles two at a time and alternates two P̃ register sets.
+//  - Ping-pong between the consumers (kV4PingPong) is written, measured and off: see there.
+// What is left to cuDNN (0.76–0.79×): d = 64 at 192-row tiles (three consumers), a persistent
+// grid with the epilogue's stores overlapped, and more than two K/V stages.
+//
 #include <cuda.h>  // CUtensorMap and its enums (the encoder comes from the driver at run time)
 
 #include <cmath>
@@ -33,6 +55,7 @@
 #include <string>
 
 #include "gpu/common.cuh"
+#include "gpu/mma.cuh"
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define TOYSIM_SM90A 1
@@ -48,11 +71,13 @@ constexpr int kV4Rows = 128, kV4Cols = 128;   // Br, Bc: 2 consumer warpgroups o
 constexpr int kV4Threads = 384;               // producer + 2 consumers
 constexpr int kV4Stages = 2;                  // K/V tiles in flight
 // Whether the two consumers take turns on the tensor cores (FlashAttention-3's ping-pong: one
-// issues its products while the other runs its softmax, ordered by two named barriers). Off:
-// measured on an H200 in one run, it lost 19–29% (fp16, n = 4096: 275.9 against 339.3 TFLOP/s
-// at d = 64, 375.7 against 500.5 at d = 128), as each warpgroup already overlaps its softmax
-// with its own P̃·V, and a turn makes it wait for the other's copies and products as well.
-constexpr bool kV4PingPong = false;
+// issues its products while the other runs its softmax, ordered by two named barriers). Measured
+// on an H200 (fp16, v4 alone, right after the benchmark of the header): while ptxas serialized
+// the wgmmas it lost 19–29%; without that, equal at d = 64 (343.8 at n = 4096, 371.5 against
+// 367.4 at 16384) and 3% and 8% faster at d = 128 (504.6 against 488.7, 545.0 against 505.3).
+// Its 12 correctness runs passed, but bf16, causal and the sanitizers were not run again with it
+// on: off, so that every figure here is of the code as it is.
+[[maybe_unused]] constexpr bool kV4PingPong = false;  // read by device code only
 constexpr int kSwizzleBytes = 128;            // a swizzled row: 64 elements of 2 bytes
 
 // Shared memory, every tile 1024-byte aligned (the 128-byte swizzle repeats every 8 rows):
@@ -73,10 +98,6 @@ struct V4Layout {
 // ---- PTX: mbarriers, TMA, wgmma (sm_90a only; elsewhere the kernel body is empty) ----
 
 #ifdef TOYSIM_SM90A
-constexpr float kLog2e = 1.4426950408889634f;
-
-__device__ __forceinline__ uint32_t shared_address(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-
 __device__ __forceinline__ void mbarrier_init(uint32_t bar, int count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
 }
@@ -146,65 +167,32 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
     return uint64_t((address & 0x3FFFF) >> 4) | (uint64_t(leading_bytes >> 4) << 16) | (uint64_t(1024 >> 4) << 32) | (1ull << 62);
 }
 
+// The wgmma statements, fp16 or bf16 (TYPE), scale-d set by a predicate (accumulate or not).
+#define TOYSIM_WGMMA(SHAPE, TYPE, ACC, OPERANDS, PREDICATE) \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, " PREDICATE ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " " ACC ", " OPERANDS ";\n}\n"
+
 // S (64×128, fp32) = A·B (+ S if accumulate): A 64×16 and B 128×16, both K-major in shared memory.
 template <typename T>
 __device__ __forceinline__ void wgmma_scores(float (&s)[64], uint64_t a, uint64_t b, int accumulate) {
-    if constexpr (std::is_same_v<T, __half>) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " TOYSIM_ACC64
-                     ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                     : TOYSIM_F64(s)
-                     : "l"(a), "l"(b), "r"(accumulate));
-    } else {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " TOYSIM_ACC64
-                     ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                     : TOYSIM_F64(s)
-                     : "l"(a), "l"(b), "r"(accumulate));
-    }
+#define TOYSIM_SCORES(TYPE) \
+    asm volatile(TOYSIM_WGMMA("m64n128k16", TYPE, TOYSIM_ACC64, "%64, %65, p, 1, 1, 0, 0", "%66") : TOYSIM_F64(s) : "l"(a), "l"(b), "r"(accumulate))
+    if constexpr (std::is_same_v<T, __half>) TOYSIM_SCORES("f16");
+    else TOYSIM_SCORES("bf16");
+#undef TOYSIM_SCORES
 }
 
 // O (64×kD, fp32) += P̃·V: P̃ 64×16 from registers (the accumulator layout, rounded to T), V
 // 16×kD in shared memory, N-major (its rows are keys, d contiguous: the transposed B).
 template <typename T, int kD>
 __device__ __forceinline__ void wgmma_values(float (&o)[kD / 2], const uint32_t (&p)[4], uint64_t b) {
-    if constexpr (kD == 64) {
-        if constexpr (std::is_same_v<T, __half>)
-            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " TOYSIM_ACC32
-                         ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                         : TOYSIM_F32(o)
-                         : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b));
-        else
-            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " TOYSIM_ACC32
-                         ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                         : TOYSIM_F32(o)
-                         : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b));
-    } else {
-        if constexpr (std::is_same_v<T, __half>)
-            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " TOYSIM_ACC64
-                         ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-                         : TOYSIM_F64(o)
-                         : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b));
-        else
-            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " TOYSIM_ACC64
-                         ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-                         : TOYSIM_F64(o)
-                         : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b));
-    }
-}
-
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    if constexpr (std::is_same_v<T, __half>) {
-        const __half2 h = __floats2half2_rn(lo, hi);
-        return *reinterpret_cast<const uint32_t*>(&h);
-    } else {
-        const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-        return *reinterpret_cast<const uint32_t*>(&h);
-    }
+#define TOYSIM_VALUES(SHAPE, TYPE, ACC, OPERANDS, OUTPUTS) \
+    asm volatile(TOYSIM_WGMMA(SHAPE, TYPE, ACC, OPERANDS, "1") : OUTPUTS : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b))
+    constexpr bool kHalf = std::is_same_v<T, __half>;
+    if constexpr (kD == 64 && kHalf) TOYSIM_VALUES("m64n64k16", "f16", TOYSIM_ACC32, "{%32, %33, %34, %35}, %36, p, 1, 1, 1", TOYSIM_F32(o));
+    else if constexpr (kD == 64) TOYSIM_VALUES("m64n64k16", "bf16", TOYSIM_ACC32, "{%32, %33, %34, %35}, %36, p, 1, 1, 1", TOYSIM_F32(o));
+    else if constexpr (kHalf) TOYSIM_VALUES("m64n128k16", "f16", TOYSIM_ACC64, "{%64, %65, %66, %67}, %68, p, 1, 1, 1", TOYSIM_F64(o));
+    else TOYSIM_VALUES("m64n128k16", "bf16", TOYSIM_ACC64, "{%64, %65, %66, %67}, %68, p, 1, 1, 1", TOYSIM_F64(o));
+#undef TOYSIM_VALUES
 }
 
 // One consumer thread's rows: the accumulator of a 64×N wgmma gives lane 4g + t of warp w rows
@@ -279,7 +267,7 @@ __global__ void __launch_bounds__(kV4Threads, 1)
     extern __shared__ unsigned char shared_raw[];
     // The 128-byte swizzle is a function of the address bits: tiles start on 1024 bytes.
     unsigned char* shared = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t(1023));
-    const uint32_t base = shared_address(shared);
+    const uint32_t base = smem_address(shared);
     const uint32_t q_tile = base + Layout::q, k_tiles = base + Layout::k, v_tiles = base + Layout::v;
     const uint32_t q_full = base + Layout::barriers;
     auto k_full = [&](int s) { return q_full + 8 * (1 + s); };

@@ -7,6 +7,8 @@
 //                                                   cp.async double buffering, swizzled tiles
 //   fa2_v3_mma        this file                 v3: 32 rows a warp (a K/V fragment feeds two
 //                                                   mma), ex2 softmax
+//   fa2_v4_wgmma      gpu/attention_hopper.cu   v4: wgmma from shared memory, TMA, a producer
+//                                                   warpgroup, softmax overlapped with P·V (sm_90a)
 //
 // Every version keeps fa2.toy's loop order (one block per Q tile × head; K/V tiles stream
 // past; O normalized once and written once; L = m + ln ℓ written once), so its counted
@@ -33,8 +35,8 @@
 //   v3 fa2_v3_mma   286.3 (0.98× flash)     296.7 (0.85×)     tensor pipe 45%
 //
 // Needs sm_80 or later (mma.sync with bf16, cp.async, ldmatrix): every architecture the
-// default build lists (80, 90). Hopper's wgmma, TMA and warp specialization (what cuDNN uses,
-// and what would close the remaining gap to it) are not here yet.
+// default build lists (80, 90). Hopper's wgmma, TMA and warp specialization are v4, in
+// gpu/attention_hopper.cu (sm_90a only).
 #include <mma.h>
 
 #include <cmath>
@@ -42,6 +44,7 @@
 #include <string>
 
 #include "gpu/common.cuh"
+#include "gpu/mma.cuh"
 
 namespace toysim::gpu {
 
@@ -270,85 +273,6 @@ __global__ void __launch_bounds__(kV1Threads) fa2_v1_kernel(const T* __restrict_
 // What it gained: 4.1× over v1 (231.1 TFLOP/s at n = 4096, d = 64, 128 × 64; 0.79× SDPA
 // flash): the tensor pipe is busy 36%, shared-memory conflicts fall from 70 M to 157 k.
 
-constexpr float kLog2e = 1.4426950408889634f;
-
-__device__ __forceinline__ uint32_t smem_address(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-
-// One 16-byte copy global → shared that does not stall the thread; with `valid` false it
-// reads nothing and writes zeros (rows past n).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(dst)), "l"(src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
-
-// Four 8×8 matrices of 16-bit elements from shared memory; lane l gives the address of row
-// l mod 8 of matrix l / 8. Register r of lane 4g + t holds matrix r's (row g, columns 2t, 2t+1),
-// or with .trans its (rows 2t, 2t+1, column g).
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_address(p)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_address(p)));
-}
-
-// C (16×8, fp32) += A (16×16) · B (16×8).
-template <typename T>
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    if constexpr (std::is_same_v<T, __half>) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    } else {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-}
-
-// Two floats as a pair of T in one register, the first in the low half (the lower column).
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    if constexpr (std::is_same_v<T, __half>) {
-        const __half2 h = __floats2half2_rn(lo, hi);
-        return *reinterpret_cast<const uint32_t*>(&h);
-    } else {
-        const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-        return *reinterpret_cast<const uint32_t*>(&h);
-    }
-}
-template <typename T>
-__device__ __forceinline__ float2 unpack2(uint32_t x) {
-    if constexpr (std::is_same_v<T, __half>) return __half22float2(*reinterpret_cast<const __half2*>(&x));
-    else return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&x));
-}
-
-// Element offset of the 16-byte chunk `chunk` of row `row` in a swizzled tile of kD columns.
-template <int kD>
-__device__ __forceinline__ int swizzled(int row, int chunk) {
-    return row * kD + ((chunk ^ (row & 7)) << 3);
-}
-
-// rows × kD elements, row-major in global memory, into a swizzled tile with cp.async; rows
-// from `valid` on are zero-filled.
-template <typename T, int kD, int kThreads>
-__device__ __forceinline__ void load_tile_async(T* dst, const T* src, int rows, int valid) {
-    constexpr int kChunks = kD / 8;
-#pragma unroll
-    for (int c = threadIdx.x; c < rows * kChunks; c += kThreads) {
-        const int r = c / kChunks, x = c % kChunks;
-        const bool real = r < valid;
-        cp_async16(dst + swizzled<kD>(r, x), src + (real ? (long long)r * kD + x * 8 : 0), real);
-    }
-}
-
 template <int kWarps, int kD>
 constexpr int kV2MinBlocks = (kD == 64 ? 2 : 1) * (8 / kWarps);
 
@@ -526,11 +450,6 @@ __global__ void __launch_bounds__(kBr * 2, kV2MinBlocks<kBr / 16, kD>)
 // 0.85×, at d = 128): the tensor pipe is busy 45% with half the warps resident (241
 // registers a thread at d = 64, 255 at d = 128 with 48 bytes spilled at B_c = 64).
 
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
 
 constexpr int kV3Warps = 4, kV3Threads = 32 * kV3Warps, kV3Slices = 2;  // a warp: 2 slices of 16 rows
 

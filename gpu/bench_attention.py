@@ -4,8 +4,9 @@
     python3 gpu/bench_attention.py                      # n = 1024, 4096, 16384; d = 64, 128
     python3 gpu/bench_attention.py --quick              # n = 1024, d = 64 only
     python3 gpu/bench_attention.py --sizes 4096 --dims 64 --Br 128 --Bc 64 --json-out attention.json
-    python3 gpu/bench_attention.py --programs fa2,v1,v2,v3           # the tensor-core versions
-    python3 gpu/bench_attention.py --causal --sizes 4096,16384        # causal: fa2_causal, its v3
+    python3 gpu/bench_attention.py --programs fa2,v1,v2,v3,v4        # the tensor-core versions
+    python3 gpu/bench_attention.py --programs v4 --dtype bf16         # v4 (Hopper) in bf16
+    python3 gpu/bench_attention.py --causal --sizes 4096,16384        # causal: fa2_causal, v3, v4
     python3 gpu/bench_attention.py --backward --sizes 4096            # backward: fa2_backward_mma
 
 For each n and d (fp16, or --dtype bf16; non-causal, batch·heads BH = 262144 // n so that BH·n ≈ 262k tokens
@@ -15,7 +16,7 @@ at every n), it times
              --set d=D --set Br=.. --set Bc=.. --heads BH --dtype fp16 --format json`, which
              also checks the output against the CPU reference and the counted traffic against
              the simulator's (programs/attention/standard_tiled.toy, fa1.toy, fa2.toy), and
-             the tensor-core versions of fa2 (v1 WMMA, v2 and v3 mma.sync) on fa2.toy through
+             the tensor-core versions of fa2 (v1 WMMA, v2 and v3 mma.sync, v4 wgmma) on fa2.toy through
              --kernel, each at its own Br, Bc (VERSIONS below);
   PyTorch    scaled_dot_product_attention with the flash and the cuDNN backends, and the naive
              version that materializes S = Q·Kᵀ and P = softmax(S) (softmax in fp32, as
@@ -27,7 +28,7 @@ being two). The 1/√d scale is folded into Q (scale = 1.0), so no backend spend
 
 --causal times causal attention instead: SDPA with is_causal=True, the naive version with the
 mask, and toysim's fa2_causal_heaviest_first.toy on the CUDA cores (B = --Br) and through
---kernel fa2_causal_v3_mma (B = 128); TFLOP/s = 2·n·(n+1)·d·BH / time, the visible pairs'
+--kernel fa2_causal_v3_mma and fa2_causal_v4_wgmma (B = 128); TFLOP/s = 2·n·(n+1)·d·BH / time, the visible pairs'
 products (as the kernel catalog counts them; the masked halves of diagonal tiles not counted).
 
 --backward times the backward pass instead: SDPA's flash (and cuDNN) backward, the gradients
@@ -110,10 +111,10 @@ def parse_args():
     p.add_argument("--Bc", type=int, default=64, help="toysim K/V tile rows (--set Bc=..., default 64)")
     p.add_argument("--tiles", default="", help="the versions' tiles, e.g. v2:64=128x64,v3:128=128x32 (default: VERSIONS)")
     p.add_argument("--toysim", default=os.path.join(REPO, "build", "toysim"), help="the toysim binary (default: build/toysim)")
-    p.add_argument("--causal", action="store_true", help="causal attention (the toysim columns fa2c, v3c)")
+    p.add_argument("--causal", action="store_true", help="causal attention (the toysim columns fa2c, v3c, v4c)")
     p.add_argument("--backward", action="store_true", help="the backward pass (the toysim columns bwd_mma, bwd)")
     p.add_argument("--programs", default=None,
-                   help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3, or with --causal fa2c, v3c, or with "
+                   help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3, v4, or with --causal fa2c, v3c, v4c, or with "
                         "--backward bwd_mma, bwd "
                         "(default: all of them; 'none' for PyTorch only)")
     p.add_argument("--dtype", choices=("fp16", "bf16"), default="fp16", help="the inputs' type, of every column (default fp16)")
