@@ -52,6 +52,12 @@
 //   fa2_backward (CUDA cores, fp32)   14 TFLOP/s at n = 1024, d = 64 (gpu/attention_backward.cu)
 //   fa2_backward_mma, n = 2048        d = 64, 37 heads: 156.3 (0.82× flash)   d = 128, 18 heads: 137.2 (0.84×)
 //   fa2_backward_mma, n = 4096        d = 64,  9 heads: 130.9 (0.82× flash)   d = 128,  4 heads: 179.2 (0.84×)
+// On an H200 (one run, gpu/README.md): 155.8 against SDPA flash's 155.2 at n = 2048, d = 64
+// (1.00×); 129.8 against 163.5 at n = 4096, d = 64, 9 heads (0.79×); 179.1 against 197.4 at
+// n = 4096, d = 128, 4 heads (0.91×, another run). Nsight Compute there (n = 4096, fp16;
+// gpu/results/ncu_versions_h200.md): the tensor pipe busy 28% (d = 64, 128 × 128, 8 heads) and
+// 30% (d = 128, 64 × 128, 4 heads), no shared-memory bank conflicts, 253 and 255 registers,
+// 12.5% of the warps an SM can hold.
 // Tiles at n = 2048 (d = 64, 16 heads / d = 128, 8 heads): Bc = 128 155 and 166 TFLOP/s, Bc = 64
 // 115 and 117; Br = 64 and 128 the same at d = 64. Not here yet: red.global.add.v2/v4.f32 for
 // dQ on sm_90 (half or a quarter of the atomics), K_j and V_j's A fragments kept in registers
