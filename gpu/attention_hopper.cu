@@ -73,7 +73,7 @@ constexpr int kV4Stages = 2;                  // K/V tiles in flight
 // Whether the two consumers take turns on the tensor cores (FlashAttention-3's ping-pong: one
 // issues its products while the other runs its softmax, ordered by two named barriers). Measured
 // on an H200 (fp16, v4 alone, right after the benchmark of the header): while ptxas serialized
-// the wgmmas it lost 19–29%; without that, equal at d = 64 (343.8 at n = 4096, 371.5 against
+// the wgmmas it lost 17–25%; without that, equal at d = 64 (343.8 at n = 4096, 371.5 against
 // 367.4 at 16384) and 3% and 8% faster at d = 128 (504.6 against 488.7, 545.0 against 505.3).
 // Its 12 correctness runs passed, but bf16, causal and the sanitizers were not run again with it
 // on: off, so that every figure here is of the code as it is.
