@@ -19,7 +19,9 @@
 //  - Overlap inside a warpgroup (FlashAttention-3's intra-warpgroup pipelining): S_{j+1} =
 //    Q·K_{j+1}ᵀ and O += P̃_j·V_j are issued together, and the softmax of S_{j+1} runs while the
 //    tensor cores do P̃_j·V_j.
-//
+//  - Ping-pong between the two consumers (FlashAttention-3's): they take turns issuing their
+//    products, ordered by two named barriers, so one's softmax runs while the other's products
+//    have the tensor cores (kV4PingPong).
 //  - Ragged n: TMA's boxes are 3-D (column, row, head), so a box past a head's last row reads
 //    zeros, not the next head's rows; the last K/V tile's missing columns are masked to −∞ and
 //    the last Q tile's missing rows are computed on zeros and not stored.
@@ -28,24 +30,26 @@
 // K/V tile), O and L written once; TMA's zero fill of rows past n reads nothing and counts
 // nothing. P̃ is rounded to the input type before P̃·V, ℓ sums the unrounded values, as v3.
 //
-// What it gained, on an H200 (one same-run benchmark, gpu/results/bench_attention_hopper_h200.md;
+// What it gained, on an H100 (one same-run benchmark, gpu/results/bench_attention_hopper_h100.md;
 // fp16, BH·n = 262,144; TFLOP/s, (×) SDPA flash, [×] cuDNN):
 //                  n = 4096, d = 64        n = 16384, d = 64       n = 4096, d = 128       n = 16384, d = 128
-//   v3 fa2_v3_mma  284.9 (0.98×)           291.6 (0.96×)           277.6 (0.80×)           282.0 (0.82×)
-//   v4 (this)      343.8 (1.18×) [0.76×]   367.4 (1.20×) [0.76×]   488.7 (1.40×) [0.76×]   505.3 (1.47×) [0.79×]
-// bf16 is within 3% of fp16 in the same cells (343.5, 367.9, 488.8, 518.8). Nsight Compute at
-// n = 4096, 16 heads (gpu/results/ncu_versions_h200.md): v4 takes 0.84× (d = 64) and 0.57×
-// (d = 128) of v3's time; sm__pipe_tensor_op_hmma_cycles_active reads 37% and 52% (v3: 45% and
-// 43%); 0 shared-memory bank conflicts (v3: 81 k and 178 k: TMA writes and wgmma reads the
-// swizzle, no thread touches a tile); 168 registers a thread at launch, 240 after setmaxnreg.
-// The causal version: 1.15–1.54× SDPA flash causal (gpu/results/bench_attention_causal_h200.md).
+//   v3 fa2_v3_mma  286.9 (0.97×)           293.9 (0.95×)           280.0 (0.79×)           286.8 (0.82×)
+//   v4 (this)      346.2 (1.17×) [0.75×]   377.3 (1.23×) [0.79×]   511.9 (1.44×) [0.80×]   527.9 (1.51×) [0.85×]
+// bf16 is within 2% of fp16 in the same cells (346.8, 377.8, 514.6, 538.5, its own run). The
+// causal version: 1.15–1.57× SDPA flash causal (gpu/results/bench_attention_causal_h100.md).
+// Nsight Compute, on an H200 with ping-pong still off (n = 4096, 16 heads;
+// gpu/results/ncu_versions_h200.md): v4 takes 0.84× (d = 64) and 0.57× (d = 128) of v3's time;
+// sm__pipe_tensor_op_hmma_cycles_active reads 37% and 52% (v3: 45% and 43%); 0 shared-memory
+// bank conflicts (v3: 81 k and 178 k: TMA writes and wgmma reads the swizzle, no thread touches
+// a tile); 168 registers a thread at launch, 240 after setmaxnreg.
 //
 // Two findings along the way:
 //  - ptxas serialized every wgmma (warning C7513, "non wgmma instructions defining input
 //    registers") while tile j's P̃ was copied into the registers P̃_{j−1}·V_{j−1} was still
 //    reading: the main loop now takes tiles two at a time and alternates two P̃ register sets.
-//  - Ping-pong between the consumers (kV4PingPong) is written, measured and off: see there.
-// What is left to cuDNN (0.76–0.79×): d = 64 at 192-row tiles (three consumers), a persistent
+//  - Ping-pong lost 17–25% while the wgmmas were serialized, and gained up to 8% once they were
+//    not: see kV4PingPong.
+// What is left to cuDNN (0.75–0.85×): d = 64 at 192-row tiles (three consumers), a persistent
 // grid with the epilogue's stores overlapped, and more than two K/V stages.
 //
 #include <cuda.h>  // CUtensorMap and its enums (the encoder comes from the driver at run time)
@@ -72,12 +76,11 @@ constexpr int kV4Threads = 384;               // producer + 2 consumers
 constexpr int kV4Stages = 2;                  // K/V tiles in flight
 // Whether the two consumers take turns on the tensor cores (FlashAttention-3's ping-pong: one
 // issues its products while the other runs its softmax, ordered by two named barriers). Measured
-// on an H200 (fp16, v4 alone, right after the benchmark of the header): while ptxas serialized
-// the wgmmas it lost 17–25%; without that, equal at d = 64 (343.8 at n = 4096, 371.5 against
-// 367.4 at 16384) and 3% and 8% faster at d = 128 (504.6 against 488.7, 545.0 against 505.3).
-// Its 12 correctness runs passed, but bf16, causal and the sanitizers were not run again with it
-// on: off, so that every figure here is of the code as it is.
-[[maybe_unused]] constexpr bool kV4PingPong = false;  // read by device code only
+// on an H200, v4 alone in fp16, one run after the other on one machine: while ptxas serialized
+// the wgmmas it lost 17–25%; without that, off against on, 343.8 against 343.8 TFLOP/s at
+// n = 4096, d = 64, 367.4 against 371.5 at 16384, and at d = 128 488.7 against 504.6 and 505.3
+// against 545.0 (+3% and +8%). On: the figures of the header are with it.
+[[maybe_unused]] constexpr bool kV4PingPong = true;  // read by device code only
 constexpr int kSwizzleBytes = 128;            // a swizzled row: 64 elements of 2 bytes
 
 // Shared memory, every tile 1024-byte aligned (the 128-byte swizzle repeats every 8 rows):
