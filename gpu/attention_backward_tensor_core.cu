@@ -357,13 +357,11 @@ void launch_fa2_backward_mma(int stage, const StageArgs& args) {
     const std::vector<std::int64_t> params(args.params, args.params + spec->params.size());
     // The shapes the catalog row refuses (the CLI refuses them first; this is for any other caller).
     if (std::string why = spec->refuse(params); !why.empty()) throw GpuError(why);
-    if (params[0] < 1 || params[0] > (1 << 30)) throw GpuError(std::string(kName) + " takes 1 ≤ n ≤ 2^30");
-    if (args.dtype == DType::F32) throw GpuError(std::string(kName) + " runs on the tensor cores: fp16 or bf16 (--dtype)");
-    if (args.heads < 1 || args.heads > 65535) throw GpuError(std::string(kName) + " takes 1 to 65535 heads (the grid's y dimension)");
+    require_tensor_core_launch(args, kName);
     const int n = int(params[0]);
     const Arrays ix = arrays_of(*spec);
 
-    auto dispatch = [&](auto tag) {
+    with_half_dtype(args.dtype, [&](auto tag) {
         using T = decltype(tag);
         with_counting(args, [&](auto counting) {
             constexpr bool kCount = decltype(counting)::value;
@@ -384,9 +382,7 @@ void launch_fa2_backward_mma(int stage, const StageArgs& args) {
                 check_launch(kName);
             });
         });
-    };
-    if (args.dtype == DType::BF16) dispatch(__nv_bfloat16{});
-    else dispatch(__half{});
+    });
 }
 
 }  // namespace

@@ -451,12 +451,12 @@ using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, 
                                  const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
 // The driver's cuTensorMapEncodeTiled, found at run time (the build links no libcuda).
-EncodeTiled tensor_map_encoder() {
-    static EncodeTiled encode = [] {
+EncodeTiled tensor_map_encoder(const char* name) {
+    static EncodeTiled encode = [name] {
         void* fn = nullptr;
         cudaDriverEntryPointQueryResult found{};
         cuda_check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found), "finding cuTensorMapEncodeTiled");
-        if (!fn || found != cudaDriverEntryPointSuccess) throw GpuError("this driver has no cuTensorMapEncodeTiled (TMA): fa2_v4_wgmma needs CUDA 12 or later");
+        if (!fn || found != cudaDriverEntryPointSuccess) throw GpuError(std::string("this driver has no cuTensorMapEncodeTiled (TMA): ") + name + " needs CUDA 12 or later");
         return reinterpret_cast<EncodeTiled>(fn);
     }();
     return encode;
@@ -464,16 +464,16 @@ EncodeTiled tensor_map_encoder() {
 
 // Q, K or V of every head, [heads][n][d] of T, as a 3-D tensor read in boxes of 64 columns ×
 // `rows` rows of one head, 128-byte swizzled; rows past n read as zeros.
-CUtensorMap tensor_map(const void* array, DType dtype, int n, int d, long long heads, int rows) {
+CUtensorMap tensor_map(const char* name, const void* array, DType dtype, int n, int d, long long heads, int rows) {
     CUtensorMap map{};
     const cuuint64_t dims[3] = {cuuint64_t(d), cuuint64_t(n), cuuint64_t(heads)};
     const cuuint64_t strides[2] = {cuuint64_t(d) * 2, cuuint64_t(n) * d * 2};  // bytes, of dims 1 and 2
     const cuuint32_t box[3] = {64, cuuint32_t(rows), 1};
     const cuuint32_t element_strides[3] = {1, 1, 1};
-    const CUresult status = tensor_map_encoder()(&map, dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
+    const CUresult status = tensor_map_encoder(name)(&map, dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
                                                  const_cast<void*>(array), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (status != CUDA_SUCCESS) throw GpuError("fa2_v4_wgmma: cuTensorMapEncodeTiled failed (error " + std::to_string(int(status)) + ")");
+    if (status != CUDA_SUCCESS) throw GpuError(std::string(name) + ": cuTensorMapEncodeTiled failed (error " + std::to_string(int(status)) + ")");
     return map;
 }
 
@@ -489,38 +489,30 @@ void require_hopper(const char* name) {
 
 template <bool kCausal>
 void launch_v4(const StageArgs& args, const char* name) {
-    const std::int64_t n64 = args.params[0];
-    if (n64 < 1 || n64 > (1 << 30)) throw GpuError(std::string(name) + " takes 1 ≤ n ≤ 2^30");
-    if (args.dtype == DType::F32) throw GpuError(std::string(name) + " runs on the tensor cores: fp16 or bf16 (--dtype)");
-    if (args.heads < 1 || args.heads > 65535) throw GpuError(std::string(name) + " takes 1 to 65535 heads (the grid's y dimension)");
-    const int n = int(n64), d = int(args.params[1]);
-    auto run = [&](auto tag, auto counting, auto dim) {
+    require_tensor_core_launch(args, name);
+    const int n = int(args.params[0]);
+    with_half_dtype(args.dtype, [&](auto tag) {
         using T = decltype(tag);
-        constexpr bool kCount = decltype(counting)::value;
-        constexpr int kD = decltype(dim)::value;
-        auto* kernel = fa2_v4_kernel<T, kCount, kD, kCausal>;
-        const long long bytes = V4Layout<kD>::bytes;
-        require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, name, "no smaller tile");
-        if (args.plan_only) return;
-        require_hopper(name);
-        const CUtensorMap q = tensor_map(args.arrays[kQ], args.dtype, n, kD, args.heads, kV4Rows);
-        const CUtensorMap k = tensor_map(args.arrays[kK], args.dtype, n, kD, args.heads, kV4Cols);
-        const CUtensorMap v = tensor_map(args.arrays[kV], args.dtype, n, kD, args.heads, kV4Cols);
-        const dim3 grid(unsigned(cdiv(n, kV4Rows)), unsigned(args.heads));
-        note_residency(args, kernel, kV4Threads, bytes);
-        kernel<<<grid, kV4Threads, bytes, args.stream>>>(q, k, v, static_cast<T*>(args.arrays[kO]), static_cast<float*>(args.arrays[kL]), n, args.counts);
-        check_launch(name);
-    };
-    auto with_dim = [&](auto tag, auto counting) {
-        if (d == 64) run(tag, counting, std::integral_constant<int, 64>{});
-        else run(tag, counting, std::integral_constant<int, 128>{});
-    };
-    auto with_count = [&](auto tag) {
-        if (args.counts) with_dim(tag, std::true_type{});
-        else with_dim(tag, std::false_type{});
-    };
-    if (args.dtype == DType::BF16) with_count(__nv_bfloat16{});
-    else with_count(__half{});
+        with_counting(args, [&](auto counting) {
+            constexpr bool kCount = decltype(counting)::value;
+            with_head_dim(int(args.params[1]), [&](auto dim) {
+                constexpr int kD = decltype(dim)::value;
+                auto* kernel = fa2_v4_kernel<T, kCount, kD, kCausal>;
+                const long long bytes = V4Layout<kD>::bytes;
+                require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, name, "no smaller tile");
+                if (args.plan_only) return;
+                require_hopper(name);
+                const CUtensorMap q = tensor_map(name, args.arrays[kQ], args.dtype, n, kD, args.heads, kV4Rows);
+                const CUtensorMap k = tensor_map(name, args.arrays[kK], args.dtype, n, kD, args.heads, kV4Cols);
+                const CUtensorMap v = tensor_map(name, args.arrays[kV], args.dtype, n, kD, args.heads, kV4Cols);
+                const dim3 grid(unsigned(cdiv(n, kV4Rows)), unsigned(args.heads));
+                note_residency(args, kernel, kV4Threads, bytes);
+                kernel<<<grid, kV4Threads, bytes, args.stream>>>(q, k, v, static_cast<T*>(args.arrays[kO]), static_cast<float*>(args.arrays[kL]),
+                                                                 n, args.counts);
+                check_launch(name);
+            });
+        });
+    });
 }
 
 void launch_fa2_v4(int, const StageArgs& args) { launch_v4<false>(args, "fa2_v4_wgmma"); }

@@ -63,19 +63,10 @@ Shape shape_of(const StageArgs& args, const char* kernel, bool square = false) {
     s.d = int(args.params[1]);
     s.Br = int(args.params[2]);
     s.Bc = int(args.params[square ? 2 : 3]);
-    if (args.params[0] < 1 || args.params[0] > (1 << 30)) throw GpuError(std::string(kernel) + " takes 1 ≤ n ≤ 2^30");
-    if (args.dtype == DType::F32) throw GpuError(std::string(kernel) + " runs on the tensor cores: fp16 or bf16 (--dtype)");
-    if (args.heads < 1 || args.heads > 65535) throw GpuError(std::string(kernel) + " takes 1 to 65535 heads (the grid's y dimension)");
+    require_tensor_core_launch(args, kernel);
     s.Tr = int(cdiv(s.n, s.Br));
     s.Tc = int(cdiv(s.n, s.Bc));
     return s;
-}
-
-// Calls f(T{}) for fp16 or bf16 (shape_of refused fp32).
-template <typename F>
-void with_half_dtype(DType t, F&& f) {
-    if (t == DType::BF16) f(__nv_bfloat16{});
-    else f(__half{});
 }
 
 // ---------------------------------------------------------------------------------------
@@ -650,12 +641,6 @@ __global__ void __launch_bounds__(kV3Threads, kD == 64 ? 2 : 1)
 
 // ---------------------------------------------------------------------------------------
 // Launchers.
-
-template <typename F>
-void with_head_dim(int d, F&& f) {
-    if (d == 64) f(std::integral_constant<int, 64>{});
-    else f(std::integral_constant<int, 128>{});
-}
 
 void launch_fa2_v1(int, const StageArgs& args) {
     const Shape sh = shape_of(args, "fa2_v1_wmma");

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <type_traits>
 
 #include "gpu/kernels.h"
@@ -102,6 +103,30 @@ template <typename F>
 void with_counting(const StageArgs& args, F&& f) {
     if (args.counts) f(std::true_type{});
     else f(std::false_type{});
+}
+
+// ---- the tensor-core versions' launches (fp16/bf16, d = 64 or 128) ----
+
+// Throws GpuError naming `kernel` for what no tensor-core version takes: n outside 1..2^30,
+// fp32 storage, or more heads than a grid's y dimension.
+inline void require_tensor_core_launch(const StageArgs& args, const char* kernel) {
+    if (args.params[0] < 1 || args.params[0] > (1 << 30)) throw GpuError(std::string(kernel) + " takes 1 ≤ n ≤ 2^30");
+    if (args.dtype == DType::F32) throw GpuError(std::string(kernel) + " runs on the tensor cores: fp16 or bf16 (--dtype)");
+    if (args.heads < 1 || args.heads > 65535) throw GpuError(std::string(kernel) + " takes 1 to 65535 heads (the grid's y dimension)");
+}
+
+// Calls f(T{}) for fp16 or bf16 (require_tensor_core_launch refused fp32).
+template <typename F>
+void with_half_dtype(DType t, F&& f) {
+    if (t == DType::BF16) f(__nv_bfloat16{});
+    else f(__half{});
+}
+
+// Calls f(std::integral_constant<int, d>{}) for d = 64 or 128 (the catalog refused others).
+template <typename F>
+void with_head_dim(int d, F&& f) {
+    if (d == 64) f(std::integral_constant<int, 64>{});
+    else f(std::integral_constant<int, 128>{});
 }
 
 __host__ __device__ constexpr long long cdiv(long long a, long long b) { return (a + b - 1) / b; }

@@ -82,25 +82,39 @@ double tolerance_for(DType t) {
     return 1e-4;
 }
 
+// The program's array behind each of the kernel's arrays, in the kernel's order.
+std::vector<const ArrayInfo*> kernel_array_info(const Program& p, const KernelSpec& kernel) {
+    std::vector<const ArrayInfo*> info(kernel.arrays.size());
+    for (std::size_t k = 0; k < info.size(); ++k) info[k] = &p.arrays[static_cast<size_t>(p.find_array(kernel.arrays[k].name))];
+    return info;
+}
+
+// The kernel's indices of program arrays (a check's or a fill's arguments), and their shapes.
+std::vector<int> kernel_arrays(const Program& p, const KernelSpec& kernel, const std::vector<int>& program_arrays) {
+    std::vector<int> out;
+    for (int a : program_arrays) out.push_back(kernel.find_array(p.arrays[static_cast<size_t>(a)].name));
+    return out;
+}
+Shapes shapes_of(const std::vector<const ArrayInfo*>& info, const std::vector<int>& arrays) {
+    Shapes s;
+    for (int a : arrays) s.push_back(info[static_cast<size_t>(a)]->dims);
+    return s;
+}
+
 }  // namespace
 
 CheckSampling plan_checks(const Program& p, const KernelSpec& kernel, const GpuRunOptions& options) {
     const std::size_t heads = static_cast<std::size_t>(options.heads);
     const std::size_t narrays = kernel.arrays.size();
-    std::vector<const ArrayInfo*> info(narrays);
-    for (std::size_t k = 0; k < narrays; ++k) info[k] = &p.arrays[static_cast<size_t>(p.find_array(kernel.arrays[k].name))];
+    const std::vector<const ArrayInfo*> info = kernel_array_info(p, kernel);
     auto is_input = [&](int k) { return info[static_cast<size_t>(k)]->role == ast::Role::Input; };
     CheckSampling out;
     std::vector<CheckPlan>& plans = out.checks;
     double work_all = 0, download = 0;
     for (const auto& c : p.checks) {
         if (!c.target_index.empty() || !c.reference_index.empty()) continue;  // element checks: the simulator's business
-        CheckPlan plan{&c, kernel.find_array(p.arrays[static_cast<size_t>(c.target)].name), {}, {}, false, 0};
-        Shapes s;
-        for (int a : c.args) {
-            plan.args.push_back(kernel.find_array(p.arrays[static_cast<size_t>(a)].name));
-            s.push_back(info[static_cast<size_t>(plan.args.back())]->dims);
-        }
+        CheckPlan plan{&c, kernel.find_array(p.arrays[static_cast<size_t>(c.target)].name), kernel_arrays(p, kernel, c.args), {}, false, 0};
+        const Shapes s = shapes_of(info, plan.args);
         plan.row_args = row_arguments(c.function, s);
         plan.by_rows = !plan.row_args.empty();
         for (size_t i = 0; i < plan.args.size(); ++i)
@@ -279,10 +293,9 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     // ---- host arrays, kernel order ----
     const std::size_t heads = static_cast<std::size_t>(options.heads);
     const std::size_t narrays = kernel.arrays.size();
-    std::vector<const ArrayInfo*> info(narrays);
+    const std::vector<const ArrayInfo*> info = kernel_array_info(p, kernel);
     std::vector<HostArray> host(narrays);
     for (std::size_t k = 0; k < narrays; ++k) {
-        info[k] = &p.arrays[static_cast<size_t>(p.find_array(kernel.arrays[k].name))];
         host[k].elements = static_cast<std::size_t>(info[k]->size) * heads;
         // Elements past 2^31 per array would overflow the kernels' int row arithmetic in places;
         // the device's memory says no long before for everything else.
@@ -321,16 +334,6 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
         return Tensor{info[k]->dims, std::vector<double>(host[k].values.begin() + static_cast<std::ptrdiff_t>(h * size),
                                                          host[k].values.begin() + static_cast<std::ptrdiff_t>((h + 1) * size))};
     };
-    auto shapes_of = [&](const std::vector<int>& arrays) {
-        Shapes s;
-        for (int a : arrays) s.push_back(info[static_cast<size_t>(a)]->dims);
-        return s;
-    };
-    auto kernel_arrays = [&](const std::vector<int>& program_arrays) {
-        std::vector<int> out;
-        for (int a : program_arrays) out.push_back(kernel.find_array(p.arrays[static_cast<size_t>(a)].name));
-        return out;
-    };
 
     // Fill in declaration order (a reference fill reads arrays declared above it).
     std::vector<std::size_t> order(narrays);
@@ -346,8 +349,8 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
         const std::size_t size = static_cast<std::size_t>(a.size);
         h.values.resize(h.elements);
         if (a.fill.kind == ast::Fill::Kind::Reference) {
-            std::vector<int> args = kernel_arrays(a.fill_args);
-            double work = reference_work(a.fill.function, shapes_of(args)) * double(heads);
+            std::vector<int> args = kernel_arrays(p, kernel, a.fill_args);
+            double work = reference_work(a.fill.function, shapes_of(info, args)) * double(heads);
             if (work > 10 * options.check_budget)
                 throw ToyError(ErrorKind::Input, a.fill.loc,
                                fmt::format("filling {} = {}(...) for {} heads needs about {:.2g} multiply-adds on the CPU: lower --heads or n",
