@@ -11,7 +11,9 @@
 #include <fmt/format.h>
 
 #include "sim/analysis/cost.h"
+#include "sim/analysis/races.h"
 #include "sim/check/fill.h"
+#include "sim/check/run.h"
 #include "sim/reference/reference.h"
 #include "sim/support/text.h"
 
@@ -255,7 +257,27 @@ double GpuRunResult::gigabytes_per_second() const {
 
 bool runs_generated(const Program& p, std::string_view kernel) { return kernel == "generated" || (kernel.empty() && !p.tree->gpu_kernel); }
 
+void refuse_races(const Program& p, bool force) {
+    if (!p.has_parallel) return;
+    const std::vector<RaceProof> proofs = prove_race_freedom(p);
+    if (std::all_of(proofs.begin(), proofs.end(), [](const RaceProof& proof) { return proof.proven; })) return;
+    RunResult checked;
+    try {
+        refuse_long_runs({&p}, 0, force);
+        checked = run_to_verdict(p);
+    } catch (const ToyError& e) {
+        if (e.kind() != ErrorKind::TooLongToRun && e.kind() != ErrorKind::TooLargeToRun) throw;
+        const RaceProof& unproven = *std::find_if(proofs.begin(), proofs.end(), [](const RaceProof& proof) { return !proof.proven; });
+        throw ToyError(e.kind(), e.loc(),
+                       fmt::format("the parallel loop at line {} is not proven race-free from its subscripts, so the simulator "
+                                   "checks every access before the GPU runs it; {}",
+                                   p.loops[static_cast<size_t>(unproven.loop)].loc.line, e.what()));
+    }
+    if (checked.fault && checked.fault->kind() == ErrorKind::Race) throw *checked.fault;
+}
+
 GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
+    refuse_races(p, options.force);
     GpuRunResult result;
     if (runs_generated(p, options.kernel)) result.generated = generate_cuda(p, options.dtype, options.tensor_cores);
     const KernelSpec& kernel = result.generated ? result.generated->spec : program_kernel(p, options.kernel);

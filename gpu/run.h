@@ -36,6 +36,7 @@ struct GpuRunOptions {
     int warmups = 3;
     int repeats = 20;
     L2State measure = L2State::Off;  // also read each stage's DRAM and L2 traffic (CUPTI)
+    bool force = false;               // check for races on the simulator however long it takes
     // Multiply-adds the CPU reference may spend on checks (and on reference fills): past it,
     // sampled rows of every head are checked (or whole heads, for checks that are not row by row).
     double check_budget = 2e9;
@@ -113,8 +114,18 @@ struct GpuRunResult {
 // Whether gpu_run runs CUDA generated from the program: --kernel generated, or no `gpu` line.
 bool runs_generated(const Program& program, std::string_view kernel);
 
+// Refuses a program whose parallel loops race, before anything reaches a GPU: a race there
+// goes unnoticed (the blocks' order changes from launch to launch, and an output that passes
+// its check today is wrong on another day), so the simulator decides first. Loops proven
+// race-free from their subscripts (prove_race_freedom) need no run; otherwise the program runs
+// on the simulator with every access checked, as `toysim run` runs it, and a race is thrown as
+// that run throws it (ErrorKind::Race, at the access, naming both iterations). A check that
+// would take longer than a run may (refuse_long_runs) is refused unless `force`.
+void refuse_races(const Program& program, bool force = false);
+
 // Compiles nothing: `program` is already bound to its parameters. Throws ToyError for what
-// the program or the settings get wrong, GpuError for what the device cannot do.
+// the program or the settings get wrong (a race included: refuse_races), GpuError for what the
+// device cannot do.
 GpuRunResult gpu_run(const Program& program, const GpuRunOptions& options);
 
 // Rounds a double to what a value stored as `t` holds (round to nearest even), on the host.

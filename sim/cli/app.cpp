@@ -87,6 +87,10 @@ Commands define_commands(CLI::App& app, Options& o) {
         command->add_option("--dtype", o.dtype, "with a cache: the element size it sees, fp32 (4 bytes, the default), fp16 or bf16 (2)")
             ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
     };
+    // The GPU commands check a program that is not proven race-free on the simulator first.
+    auto add_race_force = [&](CLI::App* command) {
+        command->add_flag("--force", o.force, "check the program for races on the simulator first however long that takes (a program not proven race-free from its subscripts runs there before the GPU)");
+    };
     auto add_force = [&](CLI::App* command) {
         command->add_flag("--force", o.force, "run even if the estimated work would take more than a few minutes");
     };
@@ -224,6 +228,7 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.gpu_run->add_option("--exercise", o.exercise, "FILE is a solution of this exercise (a folder or a name, as 'toysim grade' takes it): "
                                                      "its spec's arrays, checks and parameters, run generated");
     c.gpu_run->add_flag("--no-tensor-cores", o.no_tensor_cores, "generated CUDA: every product on the CUDA cores (in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores, in tf32)");
+    add_race_force(c.gpu_run);
     add_format(c.gpu_run);
     c.gpu_run->footer("\nexamples:\n"
                       "  toysim gpu run programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64\n"
@@ -243,6 +248,7 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.gpu_cuda->add_flag("--no-tensor-cores", o.no_tensor_cores, "generated CUDA: every product on the CUDA cores (in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores, in tf32)");
     c.gpu_cuda->add_flag("--prelude", o.prelude, "also print the device prelude the module starts with (the tile loops)");
     c.gpu_cuda->add_flag("--compile", o.compile, "also compile it with NVRTC for sm_90 (no GPU needed) and say so, or print the compiler's errors");
+    add_race_force(c.gpu_cuda);
     c.gpu_cuda->footer("\nexamples:\n"
                        "  toysim gpu cuda programs/attention/fa2.toy\n"
                        "  toysim gpu cuda programs/p2_matmul_inner_3reg.toy --prelude\n"
@@ -264,6 +270,7 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.diff->add_option("--cache", o.cache, "the modeled L2 that predicts DRAM bytes (default: the device's preset, h100 on an H100)");
     c.diff->add_option("--workers", o.workers, "the workers the prediction runs a grid on (default: resident blocks per SM × SMs, as recorded)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+    add_race_force(c.diff);
     add_format(c.diff);
     c.diff->footer("\nexamples:\n"
                    "  toysim diff programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64 --heads 16 --dtype fp16\n"

@@ -43,6 +43,7 @@ int gpu_run_command(const Options& o, Context& ctx) {
     options.warmups = o.warmups;
     options.repeats = o.repeats;
     options.measure = l2_state(o.measure);
+    options.force = o.force;
     gpu::GpuRunResult result;
     try {
         result = gpu::gpu_run(program, options);
@@ -64,6 +65,8 @@ int gpu_cuda_command(const Options& o, Context& ctx) {
     auto generated = gpu::generate_cuda(program, *gpu::parse_dtype(o.dtype), !o.no_tensor_cores);
     if (o.prelude) ctx.out << gpu::device_prelude() << "\n";
     ctx.out << generated->source;
+    // Printed for reading, but a racy program's CUDA is no kernel to run: said as `gpu run` says it.
+    gpu::refuse_races(program, o.force);
     if (!o.compile) return kOk;
     try {
         gpu::NvrtcCompiled compiled = gpu::nvrtc_compile(generated->compile_unit(), generated->program_path + ".cu", 90, gpu::generated_compile_options());
@@ -89,6 +92,7 @@ gpu::GpuRunResult live_run(const Program& program, const Options& o) {
     options.dtype = *gpu::parse_dtype(o.dtype);
     options.tensor_cores = !o.no_tensor_cores;
     options.measure = o.measure == "off" ? gpu::L2State::Cold : l2_state(o.measure);
+    options.force = o.force;
     return gpu::gpu_run(program, options);
 }
 

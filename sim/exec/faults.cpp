@@ -220,7 +220,7 @@ void fail_race(const Program& p, const ParallelState& s, std::int32_t pc, std::i
         }
         return present ? "adds to" : "added to";
     };
-    throw ToyError(operand_loc(p, pc, memory_operand_position(p, pc)),
+    throw ToyError(ErrorKind::Race, operand_loc(p, pc, memory_operand_position(p, pc)),
                    fmt::format("data race on {}: iteration {} of the parallel loop at line {} {} it here, and {} {} it at line {} "
                                "({}); iterations of a parallel loop may share an element only by all reading it or all adding "
                                "to it with STORE_ADD",

@@ -119,7 +119,8 @@ ToyError with_cli_hint(const ToyError& error) {
         case ErrorKind::Setting:
             if (message.rfind("--set ", 0) != 0) message = fmt::format("--set {}: {}", flag_subject(error.subject()), message);
             break;
-        case ErrorKind::Input: break;
+        case ErrorKind::Input:
+        case ErrorKind::Race: break;
     }
     return ToyError(error.kind(), error.loc(), std::move(message), error.subject());
 }

@@ -41,6 +41,7 @@ enum class ErrorKind : std::uint8_t {
     StepLimit,      // the run reached its step limit (the CLI names --max-steps)
     TooLargeToRun,  // the arrays do not fit in a run (the CLI names `toysim cost`)
     TooLongToRun,   // the estimated work is past the limit for a run (the CLI names --force)
+    Race,           // two iterations of a parallel loop met at an element (the run's race check)
 };
 
 // Bad input: a malformed program, a bad command-line value, or a run-time fault of the
