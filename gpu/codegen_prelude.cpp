@@ -204,9 +204,15 @@ __device__ __forceinline__ void tile_rowreduce(float* out, int os, View src, int
             float acc[4];
 #pragma unroll
             for (int u = 0; u < 4; ++u) {
-                const int i = min(i0 + u * warps, rows - 1);
-                acc[u] = src.at(i, lane);
-                for (int j = lane + 32; j < cols; j += 32) acc[u] = f(acc[u], src.at(i, j));
+                // Past the last row the warp still shuffles (every lane must), but reads nothing:
+                // row rows-1 is another warp's, which may be writing it (only a warp barrier
+                // came before).
+                const int i = i0 + u * warps;
+                acc[u] = 0.f;
+                if (i < rows) {
+                    acc[u] = src.at(i, lane);
+                    for (int j = lane + 32; j < cols; j += 32) acc[u] = f(acc[u], src.at(i, j));
+                }
             }
 #pragma unroll
             for (int offset = 16; offset > 0; offset >>= 1)
@@ -330,13 +336,20 @@ __device__ __forceinline__ void tile_product4(Part part, float* out, int os, con
         const bool c_rows = !kBT && c.cs == 1 && c.rs % 4 == 0, out_rows = !kBT && os % 4 == 0;
 #pragma unroll
         for (int r = 0; r < TM; ++r) {
+            // A row or column past the part's end is clamped to its last (ii, jj), which another
+            // thread owns and writes: nothing is read there (its sums are never written).
+            if (!(ti + r * rt < nr)) {
+#pragma unroll
+                for (int q = 0; q < TN; ++q) acc[r][q] = 0.f;
+                continue;
+            }
             if (c_rows && mine && has_c) {
                 const float4 v = *reinterpret_cast<const float4*>(c.p + ii[r] * c.rs + jj[0]);
                 acc[r][0] = v.x, acc[r][1] = v.y, acc[r][2 % TN] = v.z, acc[r][3 % TN] = v.w;
                 continue;
             }
 #pragma unroll
-            for (int q = 0; q < TN; ++q) acc[r][q] = mine && has_c ? c.at(ii[r], jj[q]) : 0.f;
+            for (int q = 0; q < TN; ++q) acc[r][q] = mine && has_c && (!kBT || tj + q * ct < cols) ? c.at(ii[r], jj[q]) : 0.f;
         }
         if (mine) {
 #pragma unroll 4
