@@ -125,7 +125,7 @@ TEST_CASE("view: a long tile run pools each tile write to cell means and a slice
     CHECK(load_k == json{{"array", 1}, {"kind", "read"}, {"row", 0}, {"col", 0}, {"rows", 64}, {"cols", 64}});
 }
 
-TEST_CASE("view: the page holds Chart.js and its data, escaped so no source text can end a script", "[view]") {
+TEST_CASE("view: the page holds Chart.js, its drawing of the machine and its data, escaped so no source text can end a script", "[view]") {
     REQUIRE_FALSE(chart_js().empty());
     Program p = build("registers 1\ninput x[1]\noutput y[1]\n# </script><script>alert(1)</script>\nLOAD x[0], R0\nSTORE R0, y[0]\n");
     ExprArena arena;
@@ -133,8 +133,10 @@ TEST_CASE("view: the page holds Chart.js and its data, escaped so no source text
     CHECK(page.find("alert(1)</script>") == std::string::npos);
     CHECK(page.find("\\u003c/script>\\u003cscript>alert(1)") != std::string::npos);
     CHECK(page.find(std::string(chart_js().substr(0, 200))) != std::string::npos);
+    CHECK(page.find(std::string(machine_js().substr(0, 200))) != std::string::npos);
     CHECK(page.find("/*TOYSIM_DATA*/") == std::string::npos);
     CHECK(page.find("/*TOYSIM_CHART_JS*/") == std::string::npos);
+    CHECK(page.find("/*TOYSIM_MACHINE_JS*/") == std::string::npos);
 }
 
 TEST_CASE("view: a run too long for a page is refused, saying how to shrink it", "[view]") {

@@ -182,6 +182,8 @@ std::string view_html(const json& data) {
         size_t at = page.find(placeholder);
         if (at != std::string::npos) page.replace(at, placeholder.size(), with);
     };
+    // The data last: a program's text could hold a placeholder's words.
+    put("/*TOYSIM_MACHINE_JS*/", machine_js());
     put("/*TOYSIM_CHART_JS*/", chart_js());
     put("/*TOYSIM_DATA*/", escaped);
     return page;
