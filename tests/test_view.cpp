@@ -1,8 +1,11 @@
 // `toysim view`: the page's data says what the trace says, step by step; tiles are pooled to
-// means; a page holds everything it needs; runs too long for a page are refused. (The page
-// itself is tested in a real browser: tests/browser/.)
+// means; a page holds everything it needs; runs too long for a page are refused; a stepping
+// session's machine (what the playground's stepper draws) is the trace's. (The pages
+// themselves are tested in a real browser: tests/browser/ and tests/web/browser.mjs.)
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -125,7 +128,7 @@ TEST_CASE("view: a long tile run pools each tile write to cell means and a slice
     CHECK(load_k == json{{"array", 1}, {"kind", "read"}, {"row", 0}, {"col", 0}, {"rows", 64}, {"cols", 64}});
 }
 
-TEST_CASE("view: the page holds Chart.js and its data, escaped so no source text can end a script", "[view]") {
+TEST_CASE("view: the page holds Chart.js, its drawing of the machine and its data, escaped so no source text can end a script", "[view]") {
     REQUIRE_FALSE(chart_js().empty());
     Program p = build("registers 1\ninput x[1]\noutput y[1]\n# </script><script>alert(1)</script>\nLOAD x[0], R0\nSTORE R0, y[0]\n");
     ExprArena arena;
@@ -133,8 +136,10 @@ TEST_CASE("view: the page holds Chart.js and its data, escaped so no source text
     CHECK(page.find("alert(1)</script>") == std::string::npos);
     CHECK(page.find("\\u003c/script>\\u003cscript>alert(1)") != std::string::npos);
     CHECK(page.find(std::string(chart_js().substr(0, 200))) != std::string::npos);
+    CHECK(page.find(std::string(machine_js().substr(0, 200))) != std::string::npos);
     CHECK(page.find("/*TOYSIM_DATA*/") == std::string::npos);
     CHECK(page.find("/*TOYSIM_CHART_JS*/") == std::string::npos);
+    CHECK(page.find("/*TOYSIM_MACHINE_JS*/") == std::string::npos);
 }
 
 TEST_CASE("view: a run too long for a page is refused, saying how to shrink it", "[view]") {
@@ -170,4 +175,92 @@ TEST_CASE("view: the stepper prints and shows a scalar array as it is written", 
     CHECK(r.out.find("(toysim) print x\nx = x (read 1 time)\n") != std::string::npos);
     CHECK(r.out.find("(toysim) mem x\ninput x\n") != std::string::npos);
     CHECK(r.out.find("(toysim) break x\nbreakpoint 1: break x\n") != std::string::npos);
+}
+
+namespace {
+
+// The machine a session reports (view_state_json) after `step`, as plain JSON.
+template <class Domain>
+json machine_at(OwnedSession<Domain>& owned, std::uint64_t step) {
+    owned.session().go_to(step);
+    return json::parse(view_state_json(owned.session(), owned.style()).dump());
+}
+
+// A value of the trace against the five significant digits a heatmap cell keeps.
+bool near(const json& shown, const json& traced) {
+    if (!traced.is_number()) return shown == traced;
+    double want = traced.get<double>();
+    return std::abs(shown.get<double>() - want) <= 1e-4 * std::max(1.0, std::abs(want));
+}
+
+}  // namespace
+
+TEST_CASE("view: the stepper's machine is the trace's at every step, in the viewer's terms", "[view]") {
+    // P5 stepped symbolically, as the playground steps it: the line, every register, the reads
+    // and stores per element so far and the step's access, at each step of the run.
+    const std::string path = "programs/p5_online_softmax.toy";
+    json trace = trace_json({path});
+    OwnedSession<SymbolicDomain> owned(std::make_shared<const Program>(build_file(path)), SessionLimits{});
+    json start = machine_at(owned, 0);
+    CHECK(start["line"] == trace["steps"][0]["line"]);
+    CHECK(start["next"] == true);
+    CHECK(start["values"] == json::array({"", "", "", ""}));
+    CHECK(start["dram"].empty());
+    std::map<std::string, std::vector<int>> reads, stores;
+    for (const auto& a : {"x", "out"}) reads[a] = stores[a] = std::vector<int>(4);
+    for (const auto& t : trace["steps"]) {
+        std::uint64_t k = t["step"];
+        INFO("step " << k);
+        json m = machine_at(owned, k);
+        CHECK(m["line"] == t["line"]);
+        CHECK(m["next"] == false);
+        REQUIRE(m["registers"] == trace["registers"]);
+        for (size_t i = 0; i < m["registers"].size(); ++i) {
+            std::string name = m["registers"][i];
+            CHECK(m["values"][i] == t["registers"].value(name, ""));
+            bool wrote = !t["writes"].empty() && t["writes"][0].value("register", "") == name;
+            CHECK((m["reg"] == i) == wrote);
+        }
+        for (const auto& a : t["dram"]) (a["access"] == "read" ? reads : stores)[a["array"].get<std::string>()][a["index"][0].get<size_t>()]++;
+        CHECK(m["arrays"][0]["name"] == "x");
+        CHECK(m["cells"][0]["reads"] == json(reads["x"]));
+        CHECK(m["cells"][1]["written"] == json(stores["out"]));
+        CHECK(m["dram"].size() == t["dram"].size());
+        CHECK(m["fault"].is_null());
+    }
+    // The issue's example: step 17 is line 38.
+    CHECK(machine_at(owned, 17)["line"] == 38);
+}
+
+TEST_CASE("view: the stepper's tiles hold their last write, and the block the step overwrote", "[view]") {
+    const std::string path = "programs/attention/seed001_fa2_tiled.toy";
+    json trace = trace_json({path});
+    OwnedSession<NumericDomain> owned(std::make_shared<const Program>(build_file(path)), SessionLimits{});
+    json m = machine_at(owned, 33);
+    const json& write = trace["steps"][32]["writes"][0];
+    REQUIRE(write["tile"] == "o");
+    const json& o = m["tiles"][m["tile"].get<size_t>()];
+    CHECK(o["name"] == "o");
+    CHECK(o["shape"] == write["shape"]);
+    for (const char* key : {"block", "old"}) {
+        const json& traced = write[std::string(key) == "block" ? "new" : "old"];
+        for (size_t i = 0; i < traced.size(); ++i)
+            for (size_t j = 0; j < traced[i].size(); ++j) CHECK(near(o[key][i][j], traced[i][j]));
+    }
+    // A tile not written yet has no shape and no values.
+    json start = machine_at(owned, 0);
+    CHECK(start["tiles"][0]["shape"].is_null());
+    CHECK_FALSE(start["tiles"][0].contains("block"));
+    CHECK(start["tile"].is_null());
+}
+
+TEST_CASE("view: the stepper's machine names the fault the run ends on", "[view]") {
+    Program p = build("registers 2\ninput x[2]\noutput y[1]\nLOAD x[0], R0\nLOAD y[0], R1\nSTORE R1, y[0]\n");
+    OwnedSession<NumericDomain> owned(std::make_shared<const Program>(p), SessionLimits{});
+    CHECK(owned.session().forward(10).reason == Stop::Reason::Fault);
+    json m = json::parse(view_state_json(owned.session(), owned.style()).dump());
+    CHECK(m["line"] == 4);
+    CHECK(m["fault"]["line"] == 5);
+    CHECK(m["fault"]["col"] == 6);
+    CHECK(m["fault"]["message"] == "y[0] is read before anything was stored there (y is an output array)");
 }

@@ -9,7 +9,9 @@ namespace toysim {
 // Chart.js 3 (Debian's libjs-chart.js, chart.min.js); empty when it was not installed when
 // the build was configured.
 std::string_view chart_js();
-// The trace viewer's page, sim/print/viewer/viewer.html, with its two placeholders.
+// The trace viewer's page, sim/print/viewer/viewer.html, with its three placeholders.
 std::string_view viewer_template();
+// Its drawing of the machine, sim/print/viewer/machine.js (the playground loads the file itself).
+std::string_view machine_js();
 
 }  // namespace toysim

@@ -15,19 +15,28 @@
 
 namespace toysim {
 
+template <class Value>
+std::string step_value_text(const Program& p, const Value& v, const StepStyle& style) {
+    if constexpr (std::is_same_v<Value, double>) return p.has_tiles() ? tile_number(v) : number_text(v);
+    else return style.names ? style.names->cell(v) : std::to_string(v);
+}
+template std::string step_value_text(const Program&, const double&, const StepStyle&);
+template std::string step_value_text(const Program&, const std::uint32_t&, const StepStyle&);
+
+template <class Domain>
+std::vector<int> shown_registers(const Session<Domain>& s) {
+    const Program& p = s.program();
+    std::vector<int> out;
+    for (int r = 0; r < p.scalar_registers; ++r)
+        if (p.scalar_registers <= kShownRegisters || s.state().written[static_cast<size_t>(r)]) out.push_back(r);
+    return out;
+}
+
 namespace {
 
 constexpr const char* kChanged = "\x1b[1;32m";  // bold green: what this step changed
 constexpr const char* kReset = "\x1b[0m";
-constexpr int kShownRegisters = 32;               // a larger file shows the registers written so far
 constexpr std::int64_t kMemoryRows = 16, kMemoryCols = 16;
-
-template <class Value>
-std::string value_text(const Program& p, const Value& v, const StepStyle& style) {
-    if constexpr (std::is_same_v<Value, double>) return p.has_tiles() ? tile_number(v) : number_text(v);
-    else return style.names ? style.names->cell(v) : std::to_string(v);
-}
-
 
 // "programs/p5.toy:35" and the source line, as an error shows it.
 std::string source_line(const Program& p, int line) {
@@ -38,15 +47,6 @@ std::string source_line(const Program& p, int line) {
 int line_of(const Program& p, std::int32_t pc) {
     const ast::Instruction* origin = p.origin[static_cast<size_t>(pc)];
     return origin ? origin->loc.line : 0;
-}
-
-template <class Domain>
-std::vector<int> shown_registers(const Session<Domain>& s) {
-    const Program& p = s.program();
-    std::vector<int> out;
-    for (int r = 0; r < p.scalar_registers; ++r)
-        if (p.scalar_registers <= kShownRegisters || s.state().written[static_cast<size_t>(r)]) out.push_back(r);
-    return out;
 }
 
 // The names a symbolic cell uses (s2, m1), with what they stand for: the legend lines that
@@ -77,7 +77,7 @@ std::string scalar_row(const Session<Domain>& s, const Event<typename Domain::Va
     const std::string kPlaceholder(1, '\x1f');
     for (int r : regs) {
         bool written = s.state().written[static_cast<size_t>(r)];
-        std::string text = written ? value_text(p, s.state().regs[static_cast<size_t>(r)], style) : "";
+        std::string text = written ? step_value_text(p, s.state().regs[static_cast<size_t>(r)], style) : "";
         bool is_changed = e.reg == r;
         carets.push_back(is_changed ? std::string(static_cast<size_t>(std::max(1, display_width(text))), '^') : "");
         if (is_changed && style.color) {
@@ -127,7 +127,7 @@ std::string access_text(const Program& p, const MachineState<Value>& state, cons
         if (a.elements() == 1) {
             auto at = static_cast<size_t>(a.address);
             if (read) out += fmt::format(" read {} (read {} so far)", first, plural(state.reads[at], "time"));
-            else out += fmt::format(" {} {} {} {}", wrote, first, a.kind == AccessKind::Accumulate ? "→" : "=", value_text(p, e.dram_new.front(), style));
+            else out += fmt::format(" {} {} {} {}", wrote, first, a.kind == AccessKind::Accumulate ? "→" : "=", step_value_text(p, e.dram_new.front(), style));
         } else {
             std::string last = p.element_ref(a.array, a.at(a.rows - 1, a.cols - 1) - info.base);
             out += fmt::format(" {} {} … {} ({} elements)", read ? "read" : wrote, first, last, a.elements());
@@ -173,22 +173,22 @@ std::string step_text(const Session<Domain>& s, const StepStyle& style) {
             target = p.tiles[static_cast<size_t>(e->tile)].name;
             auto cols = e->cols;
             text = tile_block_text(e->rows, e->cols, e->rows, e->cols,
-                                   [&](std::int64_t i, std::int64_t j) { return value_text(p, e->tile_new[static_cast<size_t>(i * cols + j)], style); });
+                                   [&](std::int64_t i, std::int64_t j) { return step_value_text(p, e->tile_new[static_cast<size_t>(i * cols + j)], style); });
         } else if (e->reg >= 0) {
             target = fmt::format("R{}", e->reg);
-            text = value_text(p, e->reg_new, style);
+            text = step_value_text(p, e->reg_new, style);
         } else if (writes_dram(e->op) && !e->accesses.empty()) {
             const DramAccess& a = e->accesses.front();
             target = "stored";
             text = tile_block_text(a.rows, a.cols, a.rows, a.cols,
-                                   [&](std::int64_t i, std::int64_t j) { return value_text(p, e->dram_new[static_cast<size_t>(i * a.cols + j)], style); });
+                                   [&](std::int64_t i, std::int64_t j) { return step_value_text(p, e->dram_new[static_cast<size_t>(i * a.cols + j)], style); });
         }
         if (!target.empty()) out += fmt::format("  {}{}{} = {}\n", style.color ? kChanged : "", target, style.color ? kReset : "", text);
     } else {
         out += scalar_row(s, *e, style);
         if (e->reg >= 0) {
-            std::string now = value_text(p, e->reg_new, style);
-            std::string before = e->reg_was_written ? value_text(p, e->reg_old, style) : "(unwritten)";
+            std::string now = step_value_text(p, e->reg_new, style);
+            std::string before = e->reg_was_written ? step_value_text(p, e->reg_old, style) : "(unwritten)";
             // A change too small for four digits is shown with enough of them to see it.
             if constexpr (std::is_same_v<typename Domain::Value, double>)
                 if (before == now && e->reg_old != e->reg_new) {
@@ -210,7 +210,7 @@ std::string dram_value(const Program& p, const MachineState<Value>& st, int arra
     if (!st.present[at]) return "—";
     if constexpr (!std::is_same_v<Value, double>)
         if (st.dram[at] == kUnnamedInput) return p.element_symbol(array, offset);
-    return value_text(p, st.dram[at], style);
+    return step_value_text(p, st.dram[at], style);
 }
 
 // "o[1][2]" or "x[3]": a name and whole-number indices.
@@ -238,7 +238,7 @@ std::string tile_text(const Session<Domain>& s, int tile, const StepStyle& style
     if (rows == 0) return fmt::format("{}: never written ({}×{} tile)", t.name, t.rows, t.cols);
     return fmt::format("{}: {}×{} (of {}×{}) = {}", t.name, rows, cols, t.rows, t.cols,
                        tile_block_text(rows, cols, rows, cols, [&](std::int64_t i, std::int64_t j) {
-                           return value_text(p, s.state().tiles[static_cast<size_t>(t.base + i * t.cols + j)], style);
+                           return step_value_text(p, s.state().tiles[static_cast<size_t>(t.base + i * t.cols + j)], style);
                        }));
 }
 
@@ -279,7 +279,7 @@ std::string format_print(const Session<Domain>& s, std::string_view what, const 
         int r = std::stoi(text.substr(1));
         if (r >= p.scalar_registers) throw ToyError(fmt::format("R{} is beyond the register file: {}", r, p.register_file_text()));
         if (!s.state().written[static_cast<size_t>(r)]) return fmt::format("R{} has not been written\n", r);
-        std::string v = value_text(p, s.state().regs[static_cast<size_t>(r)], style);
+        std::string v = step_value_text(p, s.state().regs[static_cast<size_t>(r)], style);
         std::string out = fmt::format("R{} = {}\n", r, v);
         for (const auto& [name, definition] : names_in(v, style)) out += fmt::format("  {} = {}\n", name, definition);
         return out;
@@ -308,7 +308,7 @@ std::string format_print(const Session<Domain>& s, std::string_view what, const 
         std::int64_t i = index.size() == 2 ? index[0] : 0, j = index.back();
         if (index.size() > 2 || i >= rows || j >= cols)
             throw ToyError(fmt::format("{} is outside the tile's current {}×{} shape", quoted_name(text), rows, cols));
-        return fmt::format("{} = {}\n", text, value_text(p, s.state().tiles[static_cast<size_t>(t.base + i * t.cols + j)], style));
+        return fmt::format("{} = {}\n", text, step_value_text(p, s.state().tiles[static_cast<size_t>(t.base + i * t.cols + j)], style));
     }
     int array = p.find_array(name);
     if (array < 0) {
@@ -335,7 +335,7 @@ std::string format_registers(const Session<Domain>& s, const StepStyle& style) {
     const Program& p = s.program();
     Table t{{"register", "value"}, {false, false}, {}};
     for (int r : shown_registers(s))
-        t.rows.push_back({fmt::format("R{}", r), s.state().written[static_cast<size_t>(r)] ? value_text(p, s.state().regs[static_cast<size_t>(r)], style) : "—"});
+        t.rows.push_back({fmt::format("R{}", r), s.state().written[static_cast<size_t>(r)] ? step_value_text(p, s.state().regs[static_cast<size_t>(r)], style) : "—"});
     std::string out = t.rows.empty() ? "" : render_table(t, Format::Table);
     for (size_t k = 0; k < p.tiles.size(); ++k) out += tile_text(s, static_cast<int>(k), style) + "\n";
     return out.empty() ? "no registers have been written\n" : out;
@@ -459,6 +459,7 @@ std::string step_help() {
 
 #define TOYSIM_STEP_REPORTS(D)                                                                              \
     template std::string format_stop(const Session<D>&, const Stop&, const StepStyle&);                     \
+    template std::vector<int> shown_registers(const Session<D>&);                                           \
     template std::string format_print(const Session<D>&, std::string_view, const StepStyle&);               \
     template std::string format_registers(const Session<D>&, const StepStyle&);                             \
     template std::string format_memory(const Session<D>&, std::string_view, std::int64_t, const StepStyle&); \

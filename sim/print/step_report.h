@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/print/expr_format.h"
 #include "sim/step/session.h"
@@ -16,6 +17,16 @@ struct StepStyle {
     const ExprFormatter* names = nullptr;  // a symbolic session's names (the whole trace's)
     bool color = false;                    // ANSI color for what changed (a terminal)
 };
+
+// A register file of up to this many scalar registers is shown whole; a larger one shows the
+// registers written so far (the stepper's `regs` and the viewer's register panel).
+inline constexpr int kShownRegisters = 32;
+template <class Domain>
+std::vector<int> shown_registers(const Session<Domain>& session);
+// A value as the stepper shows it: a number as the trace prints it, a symbolic value by the
+// trace's name for it.
+template <class Value>
+std::string step_value_text(const Program& program, const Value& v, const StepStyle& style);
 
 // After a move: why it stopped, then the step: step and cycle, file:line and the source line,
 // the trace's row (the changed cell marked), old → new, the DRAM it moved and the counters it

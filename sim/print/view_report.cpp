@@ -40,6 +40,9 @@ json array_json(const ArrayInfo& a) {
             {"grid_cols", std::min(g.cols, g.rows == 1 ? kViewRowCells : kViewGridSide)}};
 }
 
+// The grid cell that covers element x of `total` along a side of `cells` cells (the viewer's cellOf).
+std::int64_t cell_of(std::int64_t x, std::int64_t total, std::int64_t cells) { return ((x + 1) * cells - 1) / total; }
+
 // A tile cell for a heatmap: five significant digits are more than a color shows, and keep
 // a page of 60,000 tile writes a few megabytes.
 json cell_json(double v) { return std::isfinite(v) ? json(std::stod(fmt::format("{:.5g}", v))) : json(number_text(v)); }
@@ -68,6 +71,12 @@ json access_json(const Program& p, const DramAccess& a) {
     return out;
 }
 
+// The fault a run ends on, where it is.
+json fault_json(const std::optional<ToyError>& fault) {
+    if (!fault) return nullptr;
+    return {{"message", fault->what()}, {"line", fault->loc().line}, {"col", fault->loc().col}};
+}
+
 template <class Value, class Text, class Cell>
 json build(const Program& p, const Recording<Value>& r, bool symbolic, const Text& text, const Cell& cell,
            const std::vector<std::pair<std::string, std::string>>& legend) {
@@ -87,7 +96,7 @@ json build(const Program& p, const Recording<Value>& r, bool symbolic, const Tex
     std::vector<int> index(static_cast<size_t>(p.scalar_registers), -1);
     j["registers"] = json::array();
     for (int reg = 0; reg < p.scalar_registers; ++reg)
-        if (p.scalar_registers <= 32 || written[static_cast<size_t>(reg)]) {
+        if (p.scalar_registers <= kShownRegisters || written[static_cast<size_t>(reg)]) {
             index[static_cast<size_t>(reg)] = static_cast<int>(j["registers"].size());
             j["registers"].push_back("R" + std::to_string(reg));
         }
@@ -144,9 +153,7 @@ json build(const Program& p, const Recording<Value>& r, bool symbolic, const Tex
     j["steps"] = std::move(steps);
     j["legend"] = json::array();
     for (const auto& [name, definition] : legend) j["legend"].push_back({name, definition});
-    json fault = nullptr;
-    if (r.fault) fault = {{"message", r.fault->what()}, {"line", r.fault->loc().line}, {"col", r.fault->loc().col}};
-    j["end"] = {{"steps", r.steps.size()}, {"cycles", r.steps.empty() ? 0 : r.steps.back().cycle}, {"complete", !r.fault}, {"fault", fault}};
+    j["end"] = {{"steps", r.steps.size()}, {"cycles", r.steps.empty() ? 0 : r.steps.back().cycle}, {"complete", !r.fault}, {"fault", fault_json(r.fault)}};
     return j;
 }
 
@@ -168,6 +175,88 @@ json view_json(const Program& p, const Recording<std::uint32_t>& r, const ExprAr
     return build(p, r, true, text, cell, names.legend());
 }
 
+template <class Domain>
+json view_state_json(const Session<Domain>& session, const StepStyle& style) {
+    const Program& p = session.program();
+    const auto& st = session.state();
+    const auto* e = session.last_event();
+    using Value = typename Domain::Value;
+    auto text = [&](const Value& v) { return step_value_text(p, v, style); };
+    auto cell = [&](const Value& v) {
+        if constexpr (std::is_same_v<Value, double>) return cell_json(v);
+        else return json(text(v));
+    };
+    auto line_at = [&](std::int32_t pc) {
+        const ast::Instruction* origin = static_cast<size_t>(pc) < p.origin.size() ? p.origin[static_cast<size_t>(pc)] : nullptr;
+        return origin ? origin->loc.line : 0;
+    };
+    json j;
+    j["line"] = e ? line_at(e->pc) : st.halted ? 0 : line_at(st.pc);
+    j["next"] = !e;
+    j["registers"] = json::array();
+    j["values"] = json::array();
+    j["reg"] = nullptr;
+    for (int r : shown_registers(session)) {
+        if (e && e->reg == r) j["reg"] = j["registers"].size();
+        j["registers"].push_back(fmt::format("R{}", r));
+        j["values"].push_back(st.written[static_cast<size_t>(r)] ? text(st.regs[static_cast<size_t>(r)]) : "");
+    }
+    auto block_json = [&](const Value* values, std::int64_t stride, std::int64_t rows, std::int64_t cols) {
+        std::int64_t pr = std::min(rows, kMaxPoolSide), pc = std::min(cols, kMaxPoolSide);
+        std::vector<Value> pooled;
+        pool_block(values, stride, rows, cols, pr, pc, pooled);
+        json block = json::array();
+        for (std::int64_t i = 0; i < pr; ++i) {
+            json row = json::array();
+            for (std::int64_t c = 0; c < pc; ++c) row.push_back(cell(pooled[static_cast<size_t>(i * pc + c)]));
+            block.push_back(std::move(row));
+        }
+        return block;
+    };
+    j["tiles"] = json::array();
+    j["tile"] = e && e->tile >= 0 ? json(e->tile) : json(nullptr);
+    for (size_t k = 0; k < p.tiles.size(); ++k) {
+        const Tile& t = p.tiles[k];
+        std::int64_t rows = st.tile_rows[k], cols = st.tile_cols[k];
+        json tile = {{"name", t.name}, {"rows", t.rows}, {"cols", t.cols}, {"shape", nullptr}};
+        if (rows > 0) {
+            tile["shape"] = {rows, cols};
+            tile["block"] = block_json(st.tiles.data() + t.base, t.cols, rows, cols);
+        }
+        // The block before the step, for the heatmap to outline what changed (only where the
+        // whole block held values before, at this shape).
+        if (e && e->tile == static_cast<std::int32_t>(k) && e->old_rows == rows && e->old_cols == cols &&
+            std::all_of(e->tile_was_touched.begin(), e->tile_was_touched.end(), [](std::uint8_t b) { return b != 0; }))
+            tile["old"] = block_json(e->tile_old.data(), cols, rows, cols);
+        j["tiles"].push_back(std::move(tile));
+    }
+    j["arrays"] = json::array();
+    j["cells"] = json::array();
+    for (const auto& a : p.arrays) {
+        json info = array_json(a);
+        Grid g = grid_of(a);
+        std::int64_t gr = info["grid_rows"], gc = info["grid_cols"];
+        std::vector<std::uint64_t> reads(static_cast<size_t>(gr * gc)), written(reads.size());
+        for (std::int64_t x = 0; x < a.size; ++x) {
+            auto at = static_cast<size_t>(a.base + x);
+            auto c = static_cast<size_t>(cell_of(x / g.cols, g.rows, gr) * gc + cell_of(x % g.cols, g.cols, gc));
+            reads[c] += st.reads[at];
+            // An input holds its values from the start: only a store makes an element "written".
+            written[c] += a.role != ast::Role::Input && st.present[at];
+        }
+        j["arrays"].push_back(std::move(info));
+        j["cells"].push_back({{"reads", reads}, {"written", written}});
+    }
+    j["dram"] = json::array();
+    if (e)
+        for (const DramAccess& access : e->accesses)
+            for (auto& rect : access_json(p, access)) j["dram"].push_back(std::move(rect));
+    j["fault"] = fault_json(session.fault());
+    return j;
+}
+template json view_state_json(const Session<NumericDomain>&, const StepStyle&);
+template json view_state_json(const Session<SymbolicDomain>&, const StepStyle&);
+
 std::string view_html(const json& data) {
     std::string page(viewer_template());
     // In a <script> element nothing may read as "</script>": every '<' of the data is escaped.
@@ -182,6 +271,8 @@ std::string view_html(const json& data) {
         size_t at = page.find(placeholder);
         if (at != std::string::npos) page.replace(at, placeholder.size(), with);
     };
+    // The data last: a program's text could hold a placeholder's words.
+    put("/*TOYSIM_MACHINE_JS*/", machine_js());
     put("/*TOYSIM_CHART_JS*/", chart_js());
     put("/*TOYSIM_DATA*/", escaped);
     return page;

@@ -41,26 +41,9 @@ struct Recorder final : EventSink<Value> {
             s.pool_rows = static_cast<std::int32_t>(std::min(e.rows, side));
             s.pool_cols = static_cast<std::int32_t>(std::min(e.cols, side));
             s.first = static_cast<std::uint32_t>(out.pooled.size());
-            pool(e.tile_new, e.rows, e.cols, s.pool_rows, s.pool_cols);
+            pool_block(e.tile_new.data(), e.cols, e.rows, e.cols, s.pool_rows, s.pool_cols, out.pooled);
         }
         out.steps.push_back(s);
-    }
-
-    // Cell (i, j) of a pr × pc pooling covers rows [i·rows/pr, (i+1)·rows/pr) and likewise
-    // columns, the same split the viewer draws.
-    void pool(const std::vector<Value>& values, std::int64_t rows, std::int64_t cols, std::int64_t pr, std::int64_t pc) {
-        for (std::int64_t i = 0; i < pr; ++i)
-            for (std::int64_t j = 0; j < pc; ++j) {
-                std::int64_t r0 = i * rows / pr, r1 = (i + 1) * rows / pr, c0 = j * cols / pc, c1 = (j + 1) * cols / pc;
-                if constexpr (std::is_same_v<Value, double>) {
-                    double sum = 0;
-                    for (std::int64_t r = r0; r < r1; ++r)
-                        for (std::int64_t c = c0; c < c1; ++c) sum += values[static_cast<size_t>(r * cols + c)];
-                    out.pooled.push_back(sum / static_cast<double>((r1 - r0) * (c1 - c0)));
-                } else {
-                    out.pooled.push_back(values[static_cast<size_t>(i * cols + j)]);  // top-left: no mean of expressions
-                }
-            }
     }
 };
 
@@ -82,6 +65,27 @@ void record(Machine<Domain>& m, Recording<typename Domain::Value>& r, std::uint6
 }
 
 }  // namespace
+
+// Cell (i, j) of a pr × pc pooling covers rows [i·rows/pr, (i+1)·rows/pr) and likewise
+// columns, the same split the viewer draws.
+template <class Value>
+void pool_block(const Value* values, std::int64_t stride, std::int64_t rows, std::int64_t cols, std::int64_t pr, std::int64_t pc,
+                std::vector<Value>& out) {
+    for (std::int64_t i = 0; i < pr; ++i)
+        for (std::int64_t j = 0; j < pc; ++j) {
+            std::int64_t r0 = i * rows / pr, r1 = (i + 1) * rows / pr, c0 = j * cols / pc, c1 = (j + 1) * cols / pc;
+            if constexpr (std::is_same_v<Value, double>) {
+                double sum = 0;
+                for (std::int64_t r = r0; r < r1; ++r)
+                    for (std::int64_t c = c0; c < c1; ++c) sum += values[r * stride + c];
+                out.push_back(sum / static_cast<double>((r1 - r0) * (c1 - c0)));
+            } else {
+                out.push_back(values[i * stride + j]);  // top-left: no mean of expressions
+            }
+        }
+}
+template void pool_block(const double*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::vector<double>&);
+template void pool_block(const std::uint32_t*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::vector<std::uint32_t>&);
 
 Recording<double> record_numeric(const Program& p, std::uint64_t expected_steps, std::uint64_t max_steps) {
     Recording<double> r;

@@ -46,6 +46,14 @@ struct Recording {
 inline constexpr std::int64_t kMaxPoolSide = 16;
 inline constexpr std::int64_t kPooledValueBudget = 1'500'000;
 
+// Appends a rows × cols block of `values` (row-major, `stride` values a row) pooled to pr × pc
+// cells: numeric cells the mean of the values they cover, symbolic ones the block's top-left
+// pr × pc values (expressions have no mean). The recording pools each tile write so, and the
+// stepper's picture of a tile (view_state_json) the tile as it stands.
+template <class Value>
+void pool_block(const Value* values, std::int64_t stride, std::int64_t rows, std::int64_t cols, std::int64_t pr, std::int64_t pc,
+                std::vector<Value>& out);
+
 // Runs `program` from the start (inputs filled as `run` fills them) to its end or its first
 // fault, keeping every step. `expected_steps` (estimate_work) sizes the pooling.
 Recording<double> record_numeric(const Program& program, std::uint64_t expected_steps, std::uint64_t max_steps);

@@ -1,9 +1,12 @@
 // The playground page (build-wasm/playground) in headless Chromium, served from a local static
 // server, against the native CLI (BUILD_DIR/toysim): Problem 1's trace and run, a mistake's
-// located error underlined in the editor, the stepper forward 5 and back 2, FA2 at n = 256, a
-// known-wrong P2 solution graded, the step limit's message, Stop during a long run, a shared
-// link; and, as a benchmark only, the load time and P5 at n = 10^6 against the native CLI. No
-// request may leave the origin and no console error may appear.
+// located error underlined and its line marked in the editor, the stepper forward 5 and back 2;
+// P5's stepper forward, back and to a step with the editor's marked line, the register grid,
+// the DRAM cells and the step's outline as the trace says, a tiled program's tiles, and the
+// line of a run's fault; FA2 at n = 256, a known-wrong P2 solution graded, the step limit's
+// message, Stop during a long run, a shared link; and, as a benchmark only, the load time and
+// P5 at n = 10^6 against the native CLI. No request may leave the origin and no console error
+// may appear.
 //   tests/browser/run.sh BUILD_DIR tests/web/browser.mjs build-wasm/playground
 import fs from 'node:fs';
 import http from 'node:http';
@@ -80,6 +83,49 @@ async function press(id) {
   await page.click(`#${id}`);
   await page.waitForFunction(() => !document.querySelector('#run').disabled, null, { timeout: 120000 });
 }
+// The editor's lines (1-based) that carry a background class, as CodeMirror holds them, and
+// whether CodeMirror drew that class on screen.
+const markedLines = (className) => page.evaluate((c) => {
+  const cm = document.querySelector('.CodeMirror').CodeMirror, lines = [];
+  cm.eachLine((h) => { if ((h.bgClass ?? '').split(' ').includes(c)) lines.push(cm.getLineNumber(h) + 1); });
+  return { lines, drawn: document.querySelectorAll(`.CodeMirror-linebackground.${c}`).length };
+}, className);
+// A stepper move (forward, back or go to N) and the step it lands on.
+async function move(button, n, step) {
+  await page.fill('#step-count', String(n));
+  await page.click(`#${button}`);
+  await page.waitForFunction((k) => document.querySelector('#machine').dataset.step === String(k), step);
+}
+// The register grid: name → the value its box shows, and the boxes marked as the step's.
+const registerGrid = () => page.evaluate(() => ({
+  values: Object.fromEntries([...document.querySelectorAll('#regs .reg')].map((b) => [b.querySelector('.rn').textContent, b.querySelector('.rv').textContent])),
+  changed: [...document.querySelectorAll('#regs .reg.changed .rn')].map((n) => n.textContent),
+}));
+// The trace's registers after a step, with those not written yet shown empty, as the grid shows them.
+const traceRegisters = (steps, k, names) => Object.fromEntries(names.map((n) => [n, steps[k - 1]?.registers?.[n] ?? '']));
+// The DRAM grids of 1-D arrays of up to 256 elements (a cell each): per array each cell's
+// [reads, writes], and per outline box the cells it encloses on screen and whether it is a write's.
+const dramShown = () => page.evaluate(() => ({
+  cells: Object.fromEntries([...document.querySelectorAll('#arrays .arr')].map((a) => [a.id.slice(6), [...a.querySelectorAll('.c')].map((c) => [+c.dataset.reads, +c.dataset.writes])])),
+  boxes: [...document.querySelectorAll('#arrays .box')].map((b) => {
+    const box = b.getBoundingClientRect();
+    const inside = [...b.parentElement.querySelectorAll('.c')].filter((c) => {
+      const r = c.getBoundingClientRect(), x = r.x + r.width / 2, y = r.y + r.height / 2;
+      return x > box.left && x < box.right && y > box.top && y < box.bottom;
+    });
+    return { write: b.classList.contains('write'), cells: inside.map((c) => `${c.dataset.array}[${c.dataset.col}]`) };
+  }),
+}));
+// The same from the trace's first k steps: reads and writes per element so far, and step k's accesses.
+function traceDram(trace, arrays, k) {
+  const cells = Object.fromEntries(arrays.map((a) => [a.name, Array.from({ length: a.dims[0] }, () => [0, 0])]));
+  for (const s of trace.steps.slice(0, k)) for (const a of s.dram) {
+    if (a.access !== 'write') cells[a.array][a.index[0]][0]++;
+    if (a.access !== 'read') cells[a.array][a.index[0]][1]++;
+  }
+  const boxes = (trace.steps[k - 1]?.dram ?? []).map((a) => ({ write: a.access !== 'read', cells: [`${a.array}[${a.index[0]}]`] }));
+  return { cells, boxes };
+}
 
 try {
   // ---- load: interactive once the engine says ready ----
@@ -127,23 +173,101 @@ try {
   });
   check(markedLine[0] === Number(line) && markedLine[1] === Number(col), `the underline is at line ${line}, column ${col}`,
         `got ${markedLine}`);
+  const errorLine = await markedLines('toy-error-line');
+  check(JSON.stringify(errorLine.lines) === `[${line}]` && errorLine.drawn === 1, `the error's line ${line} is marked in the editor`,
+        JSON.stringify(errorLine));
 
   // ---- the stepper: forward 5, back 2: the registers at step 3 ----
   await choose('program:programs/p1_c00.toy');
   await press('step');
-  await page.fill('#step-count', '5');
-  await page.click('#step-forward');
-  await page.waitForFunction(() => document.querySelector('#registers').dataset.step === '5');
-  await page.fill('#step-count', '2');
-  await page.click('#step-back');
-  await page.waitForFunction(() => document.querySelector('#registers').dataset.step === '3');
-  const registers = await page.evaluate(() => {
-    const [head, row] = document.querySelector('#registers').rows;
-    return Object.fromEntries([...head.cells].map((c, i) => [c.textContent, row.cells[i].textContent]));
-  });
-  const stepThree = JSON.parse(toysim(build, ['trace', 'programs/p1_c00.toy', '--format', 'json']).stdout).steps[2].registers;
+  check((await markedLines('toy-error-line')).lines.length === 0, 'a fresh Step leaves no error line marked');
+  await move('step-forward', 5, 5);
+  await move('step-back', 2, 3);
+  const p1Trace = JSON.parse(toysim(build, ['trace', 'programs/p1_c00.toy', '--format', 'json']).stdout);
+  const stepThree = p1Trace.steps[2].registers;
+  const registers = Object.fromEntries(Object.entries((await registerGrid()).values).filter(([, v]) => v !== ''));
   check(JSON.stringify(registers) === JSON.stringify(stepThree), 'after forward 5 and back 2, the registers are the trace\'s at step 3',
         `page ${JSON.stringify(registers)}, trace ${JSON.stringify(stepThree)}`);
+
+  // ---- P5's stepper: the editor marks the step's line; the grid shows the trace's registers ----
+  // The issue's case: step 17 of P5 is line 38. Each position is checked against the trace.
+  const p5Path = 'programs/p5_online_softmax.toy';
+  const p5Trace = JSON.parse(toysim(build, ['trace', p5Path, '--format', 'json']).stdout);
+  const p5Names = p5Trace.registers;
+  await choose(`program:${p5Path}`);
+  await press('step');
+  let marked = await markedLines('toy-next');
+  check(JSON.stringify(marked.lines) === `[${p5Trace.steps[0].line}]` && marked.drawn === 1,
+        `at step 0 the editor marks line ${p5Trace.steps[0].line}, the first instruction's, as next`, JSON.stringify(marked));
+  // P5's arrays, x[n] and out[n], as the engine describes them (one element a cell at n = 4).
+  const p5Arrays = [{ name: 'x', dims: [4] }, { name: 'out', dims: [4] }];
+  for (const [button, n, step] of [['step-forward', 17, 17], ['step-back', 5, 12], ['step-goto', 42, 42], ['step-forward', 1, 43], ['step-forward', 100, 52]]) {
+    await move(button, n, step);
+    const want = p5Trace.steps[step - 1];
+    marked = await markedLines('toy-step');
+    check(JSON.stringify(marked.lines) === `[${want.line}]` && marked.drawn === 1 && (await markedLines('toy-next')).lines.length === 0,
+          `${button.slice(5)} ${n} to step ${step}: the editor marks line ${want.line} and no other`, JSON.stringify(marked));
+    check((await text('#output')).includes(`${p5Path}:${want.line}\n`), `step ${step}: the text pane names ${p5Path}:${want.line}`);
+    const grid = await registerGrid();
+    check(JSON.stringify(grid.values) === JSON.stringify(traceRegisters(p5Trace.steps, step, p5Names)),
+          `step ${step}: the register grid shows the trace's registers`,
+          `page ${JSON.stringify(grid.values)}, trace ${JSON.stringify(want.registers)}`);
+    const wrote = (want.writes ?? []).filter((w) => w.register).map((w) => w.register);
+    check(JSON.stringify(grid.changed) === JSON.stringify(wrote), `step ${step}: the box of ${wrote.join(', ') || 'no register'} is marked as written`,
+          JSON.stringify(grid.changed));
+    const dram = await dramShown(), expected = traceDram(p5Trace, p5Arrays, step);
+    check(JSON.stringify(dram.cells) === JSON.stringify(expected.cells), `step ${step}: x's and out's cells hold the trace's reads and writes so far`,
+          `page ${JSON.stringify(dram.cells)}, trace ${JSON.stringify(expected.cells)}`);
+    check(JSON.stringify(dram.boxes) === JSON.stringify(expected.boxes),
+          `step ${step}: the step's access is outlined on its cell (${expected.boxes.map((b) => b.cells).join(', ') || 'none'})`, JSON.stringify(dram.boxes));
+  }
+  check(p5Trace.steps[16].line === 38, 'P5\'s step 17 is line 38, as the issue says');
+  check((await text('#step-at')) === 'step 52 of 52', 'forward 100 from step 43 stops at the end, step 52');
+  // Back to the start: the next instruction's line again, no register written.
+  await move('step-goto', 0, 0);
+  marked = await markedLines('toy-next');
+  check(JSON.stringify(marked.lines) === `[${p5Trace.steps[0].line}]` && (await markedLines('toy-step')).lines.length === 0,
+        'go to 0: the first instruction\'s line is marked as next again', JSON.stringify(marked));
+  check(Object.values((await registerGrid()).values).every((v) => v === ''), 'go to 0: no register written');
+
+  // ---- a tiled program's tiles: each heatmap holds the trace's values of the tile's last write ----
+  const tiled = 'programs/attention/seed001_fa2_tiled.toy';
+  const tiledTrace = JSON.parse(toysim(build, ['trace', tiled, '--format', 'json']).stdout);
+  const tileStep = tiledTrace.steps.filter((s) => s.instruction.startsWith('MAC '))[1].step;
+  await choose(`program:${tiled}`);
+  await press('step');
+  await move('step-goto', tileStep, tileStep);
+  marked = await markedLines('toy-step');
+  check(JSON.stringify(marked.lines) === `[${tiledTrace.steps[tileStep - 1].line}]`, `${tiled} step ${tileStep}: the editor marks line ${tiledTrace.steps[tileStep - 1].line}`);
+  const lastTile = {};
+  for (const s of tiledTrace.steps.slice(0, tileStep)) for (const w of s.writes ?? []) if (w.tile) lastTile[w.tile] = w;
+  const heatmaps = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#tiles .tile')].map((t) => [t.id.slice(5),
+    { shape: t.querySelector('.shape').textContent, values: [...t.querySelectorAll('.hm .t')].map((c) => c.title.split(' = ')[1]) }])));
+  // A number within the five significant digits the page keeps; inf, -inf and nan as words.
+  const near = (shown, want) => (typeof want === 'number' ? Math.abs(Number(shown) - want) <= 1e-4 * Math.max(1, Math.abs(want)) : shown === want);
+  let tileValues = 0;
+  for (const [name, w] of Object.entries(lastTile)) {
+    const shown = heatmaps[name], want = w.new.flat();
+    const same = shown && shown.shape.startsWith(`${w.shape[0]}×${w.shape[1]}`) && shown.values.length === want.length &&
+                 shown.values.every((v, i) => near(v, want[i]));
+    check(same, `step ${tileStep}: tile ${name} shows its last write, ${w.shape.join('×')}, with the trace's values`, JSON.stringify(shown));
+    tileValues += want.length;
+  }
+  check(tileValues > 0 && (await page.locator('#tiles .tile.changed').count()) === 1, `step ${tileStep}: ${tileValues} tile values, and the tile the step wrote marked`);
+  await page.screenshot({ path: path.join(out, 'playground_step.png') });
+
+  // ---- a run that faults: at its end the faulting line is marked as an error's ----
+  const faulty = 'registers 2\ninput x[2]\noutput y[1]\nLOAD x[0], R0\nLOAD y[0], R1\nSTORE R1, y[0]\n';
+  const faultyFile = path.join(out, 'faulty.toy');
+  fs.writeFileSync(faultyFile, faulty);
+  const [, faultLine] = toysim(build, ['run', faultyFile], { allowFail: true }).stderr.match(/:(\d+):\d+: error/);
+  await choose('program:programs/p1_c00.toy');
+  await setEditor(faulty);
+  await press('step');
+  await move('step-forward', 10, 1);
+  const faultMarks = [await markedLines('toy-error-line'), await markedLines('toy-step')].map((m) => JSON.stringify(m.lines));
+  check(faultLine === '5' && faultMarks[0] === '[5]' && faultMarks[1] === '[4]',
+        'a run that faults at line 5 ends at step 1 (line 4), with line 5 marked as the error\'s', faultMarks.join(' '));
 
   // ---- FA2 at n = 256: the counters equal the CLI's ----
   await choose('program:programs/attention/fa2.toy');

@@ -10,6 +10,7 @@
 #include "sim/analysis/cost.h"
 #include "sim/print/report.h"
 #include "sim/print/step_report.h"
+#include "sim/print/view_report.h"
 #include "sim/support/text.h"
 #include "web/engine/api.h"
 
@@ -62,6 +63,8 @@ public:
         return state();
     }
 
+    // Where the session stands: the numbers, the stepper's texts, and in "machine" the
+    // picture the playground draws with the viewer's code (view_state_json).
     Json state() const override {
         Json out;
         out["step"] = session_.position();
@@ -80,6 +83,7 @@ public:
         out["where"] = format_stop(session_, Stop{}, style_);
         out["regs_text"] = format_registers(session_, style_);
         out["counters_text"] = format_session_counters(session_);
+        out["machine"] = view_state_json(session_, style_);
         return out;
     }
 

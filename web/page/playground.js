@@ -1,11 +1,12 @@
 // The playground page: the editor, the parameter panel, the buttons, the stepper and the
 // viewer, over the engine in a Web Worker (worker.js). What each button shows is what the
-// matching `toysim` command prints, from the same engine code (web/engine/api.cpp).
-/* global CodeMirror, defineToyMode */
+// matching `toysim` command prints, from the same engine code (web/engine/api.cpp); the
+// stepper's picture of the machine is drawn by the viewer's own code (machine.js).
+/* global CodeMirror, defineToyMode, ToysimMachine */
 'use strict';
 
 const $ = (id) => document.getElementById(id);
-const state = { programs: null, exercise: null, path: 'playground.toy', session: false, marks: [] };
+const state = { programs: null, exercise: null, path: 'playground.toy', session: false, marks: [], lines: {}, machine: null };
 
 // ---- the engine ----
 
@@ -44,8 +45,7 @@ function stop() {
   worker.terminate();
   for (const resolve of pending.values()) resolve.reject(new Error('stopped'));
   pending.clear();
-  state.session = false;
-  $('stepper').hidden = true;
+  closeStepper();
   startWorker();
   setStatus('stopped: the engine was restarted');
 }
@@ -77,19 +77,33 @@ async function busy(label, body) {
 
 const editor = CodeMirror($('editor'), { mode: 'toy', lineNumbers: true, indentUnit: 4 });
 
+// Marks a whole line (1-based; 0: none) with a background class, in place of the line `what`
+// marked before: the stepper's step and an error each mark one line at a time. A line handle
+// follows its line as the student edits around it.
+function markLine(what, line, className) {
+  const old = state.lines[what];
+  if (old) editor.removeLineClass(old.handle, 'background', old.className);
+  delete state.lines[what];
+  if (!line || line > editor.lineCount()) return;
+  state.lines[what] = { handle: editor.addLineClass(line - 1, 'background', className), className };
+  editor.scrollIntoView({ line: line - 1, ch: 0 }, 60);
+}
+
 function clearErrors() {
   state.marks.forEach((m) => m.clear());
   state.marks = [];
+  markLine('error', 0);
   $('error').hidden = true;
   $('error').textContent = '';
 }
 
-// The reply's stderr, and its location underlined in the editor.
+// The reply's stderr, its line marked and its location underlined in the editor.
 function showError(reply) {
   if (!reply.err) return;
   $('error').hidden = false;
   $('error').textContent = reply.err;
   if (!reply.loc) return;
+  markLine('error', reply.loc.line, 'toy-error-line');
   const line = reply.loc.line - 1, ch = reply.loc.col - 1;
   const mark = editor.markText({ line, ch }, { line, ch: ch + Math.max(1, reply.loc.len) },
                                { className: 'toy-error', attributes: { title: reply.err.split('\n')[0] } });
@@ -142,6 +156,7 @@ function note(text) {
 }
 
 function show(reply) {
+  closeStepper();
   clearErrors();
   note('');
   $('output').textContent = reply.out;
@@ -175,17 +190,65 @@ async function gradeButton() {
 
 // ---- the stepper ----
 
+function closeStepper() {
+  state.session = false;
+  state.machine = null;
+  $('stepper').hidden = true;
+  $('machine').hidden = true;
+  markLine('step', 0);
+}
+
+// The panels of the machine, drawn once per session (and again if the registers shown
+// change: a file of more than 32 shows those written so far).
+function machinePanels(m) {
+  const key = JSON.stringify([m.registers, m.tiles.map((t) => t.name), m.arrays.map((a) => a.name)]);
+  if (state.machine?.key === key) return state.machine;
+  const cells = ToysimMachine.geometry(m.arrays);
+  state.machine = {
+    key, cells,
+    registers: ToysimMachine.registers($('regs'), m.registers),
+    tiles: ToysimMachine.tiles($('tiles'), m.tiles),
+    dram: ToysimMachine.dram($('arrays'), $('dram-legend'), m.arrays, cells),
+    // What each cell shows, so that a step repaints only the cells it changed.
+    top: -1, shownReads: new Float64Array(cells.totalCells), shownWritten: new Float64Array(cells.totalCells),
+  };
+  $('machine-registers').hidden = !m.registers.length && !m.tiles.length;
+  $('machine-dram').hidden = !m.arrays.length;
+  return state.machine;
+}
+
+// The machine as the session reports it (view_state_json), drawn as the viewer draws a step.
+// The color scale's top is the most reads per element so far: unlike the viewer, the stepper
+// does not know the rest of the run.
+function drawMachine(m) {
+  const panels = machinePanels(m), { cells, registers, tiles, dram, shownReads, shownWritten } = panels;
+  m.values.forEach((value, i) => registers.set(i, value, i === m.reg));
+  m.tiles.forEach((t, i) => tiles.show(i, t.shape ? t : null, t.old ?? null, i === m.tile));
+  let top = 0;
+  m.cells.forEach((c, ai) => c.reads.forEach((reads, i) => { top = Math.max(top, reads / cells.cellElems[cells.cellBase[ai] + i]); }));
+  const rescaled = top !== panels.top;
+  if (rescaled) dram.setTop(top, false);
+  panels.top = top;
+  m.cells.forEach((c, ai) => c.reads.forEach((reads, i) => {
+    const x = cells.cellBase[ai] + i;
+    if (!rescaled && shownReads[x] === reads && shownWritten[x] === c.written[i]) return;
+    dram.paint(x, reads, c.written[i]);
+    shownReads[x] = reads;
+    shownWritten[x] = c.written[i];
+  }));
+  dram.clearOutlines();
+  m.dram.forEach((rect) => dram.outline(rect));
+  $('machine').hidden = false;
+}
+
 function showStep(s) {
   $('output').textContent = s.text ?? s.where;
-  const table = $('registers');
-  table.textContent = '';
-  const head = table.insertRow();
-  const row = table.insertRow();
-  for (const [name, value] of Object.entries(s.registers)) {
-    head.insertCell().outerHTML = `<th>${name}</th>`;
-    row.insertCell().textContent = value;
-  }
-  table.dataset.step = s.step;
+  drawMachine(s.machine);
+  markLine('step', s.machine.line, s.machine.next ? 'toy-next' : 'toy-step');
+  // At the end of a run that faults, the instruction that faults is the error's line.
+  const fault = s.machine.fault;
+  if (fault && s.step === s.end) markLine('error', fault.line, 'toy-error-line');
+  $('machine').dataset.step = s.step;
   $('step-at').textContent = `step ${s.step}${s.end != null ? ` of ${s.end}` : ''}`;
 }
 
@@ -235,8 +298,7 @@ async function share() {
 function load(text, path, exercise) {
   state.path = path;
   state.exercise = exercise;
-  state.session = false;
-  $('stepper').hidden = true;
+  closeStepper();
   $('viewer').hidden = true;
   $('grade').disabled = !exercise;
   $('param-fields').textContent = '';
