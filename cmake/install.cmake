@@ -1,5 +1,6 @@
 # What `cmake --install` puts where, and the Debian package (`cpack -G DEB` in the build folder):
 #   bin/toysim
+#   lib/<arch>/toysim/libtoysim_cuda.so   the CUDA kernels (a build with a CUDA toolkit), opened by toysim
 #   share/toysim/programs/...            the course's programs, exercises/ with every exercise's
 #                                         spec (hidden tests included), starter and reference solution
 #   share/man/man1/toysim.1.gz, toysim-COMMAND.1.gz   generated from the built toysim's --help
@@ -35,6 +36,9 @@ add_dependencies(toysim_cli toysim_commit)
 file(RELATIVE_PATH toysim_installed_exercises ${CMAKE_INSTALL_FULL_BINDIR}
      ${CMAKE_INSTALL_FULL_DATADIR}/toysim/programs/exercises)
 target_compile_definitions(toysim_cli PRIVATE TOYSIM_INSTALLED_EXERCISES_DIR="${toysim_installed_exercises}")
+# And its CUDA kernels' library (gpu/device_loader.cpp), the same way.
+file(RELATIVE_PATH toysim_installed_cuda_library ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR}/toysim/libtoysim_cuda.so)
+target_compile_definitions(toysim_gpu PRIVATE TOYSIM_INSTALLED_CUDA_LIBRARY="${toysim_installed_cuda_library}")
 
 # ---- man pages and bash completion, from the built toysim's own --help ----
 
@@ -59,6 +63,9 @@ add_custom_target(toysim_docs ALL DEPENDS ${TOYSIM_MAN_DIR}/pages.stamp)
 # ---- install ----
 
 install(TARGETS toysim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET toysim_cuda)
+  install(TARGETS toysim_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/toysim)
+endif()
 # Everything `toysim grade` and `toysim exercise` read: exercise.toy (the spec with its hidden
 # tests), starter.toy (what `exercise start` copies); the reference solutions too, as the course's
 # README grades them in its examples.

@@ -109,6 +109,17 @@ std::string device_prelude();
 
 // The pc's fault code (a generated kernel stops with it) as the located message the host throws.
 enum class DeviceFault : int { None = 0, SliceOutside = 1, Shape = 2, TileOverflow = 3, TileUnwritten = 4, RegisterOutside = 5 };
-std::string device_fault_text(DeviceFault fault);
+// Inline: the CUDA kernels' library (libtoysim_cuda.so) words a fault as toysim does.
+inline std::string device_fault_text(DeviceFault fault) {
+    switch (fault) {
+        case DeviceFault::None: return "";
+        case DeviceFault::SliceOutside: return "a slice or an element outside its array (or an empty slice)";
+        case DeviceFault::Shape: return "operand shapes that do not fit together";
+        case DeviceFault::TileOverflow: return "a result larger than its tile";
+        case DeviceFault::TileUnwritten: return "a tile read before it was written";
+        case DeviceFault::RegisterOutside: return "an indexed register outside the register file";
+    }
+    return "an unknown fault";
+}
 
 }  // namespace toysim::gpu

@@ -646,16 +646,4 @@ std::string device_prelude() {
     return text.substr(0, at) + warps + text.substr(at) + primitives();
 }
 
-std::string device_fault_text(DeviceFault fault) {
-    switch (fault) {
-        case DeviceFault::None: return "";
-        case DeviceFault::SliceOutside: return "a slice or an element outside its array (or an empty slice)";
-        case DeviceFault::Shape: return "operand shapes that do not fit together";
-        case DeviceFault::TileOverflow: return "a result larger than its tile";
-        case DeviceFault::TileUnwritten: return "a tile read before it was written";
-        case DeviceFault::RegisterOutside: return "an indexed register outside the register file";
-    }
-    return "an unknown fault";
-}
-
 }  // namespace toysim::gpu
