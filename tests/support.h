@@ -26,6 +26,21 @@
     } while (false)
 #endif
 
+// Whether this test binary runs under AddressSanitizer (the sanitize preset): tests whose
+// expensive part is outside our code (NVRTC's compiles) do that part in Release only.
+#if defined(__SANITIZE_ADDRESS__)
+#define TOYSIM_TESTS_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TOYSIM_TESTS_SANITIZED 1
+#endif
+#endif
+#ifdef TOYSIM_TESTS_SANITIZED
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 namespace toysim::testing {
 
 // An environment variable set (or unset, with nullopt) for one scope, then put back.
