@@ -58,9 +58,14 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
     const std::size_t stages = gpu.launch.stages.size();
     pr.per_launch = stages == 1 || top_loops == stages;
     walk.cold_launches = stages > 1 && top_loops == stages;
-    walk.max_instructions = 20'000'000'000ULL;
     const auto start = std::chrono::steady_clock::now();
-    CachedCount counted = count_through_cache(q, walk);
+    CachedCount counted;
+    try {
+        counted = count_through_cache(q, walk);
+    } catch (const WalkTooLong& e) {
+        out.why_no_prediction = e.what();
+        return;
+    }
     pr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     pr.instructions = counted.instructions;
     pr.read_bytes = double(counted.counts.total.dram_read_bytes);

@@ -26,16 +26,17 @@
     } while (false)
 #endif
 
-// Whether this test binary runs under AddressSanitizer (the sanitize preset): tests whose
-// expensive part is outside our code (NVRTC's compiles) do that part in Release only.
+// TOYSIM_TEST_ASAN: built with AddressSanitizer (the sanitize preset), where some limits
+// cannot be tested and a test whose point is not what the sanitizers check may do less (NVRTC's
+// compiles, say: the same work in both builds, run in Release only). kSanitized says the same.
 #if defined(__SANITIZE_ADDRESS__)
-#define TOYSIM_TESTS_SANITIZED 1
+#define TOYSIM_TEST_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define TOYSIM_TESTS_SANITIZED 1
+#define TOYSIM_TEST_ASAN 1
 #endif
 #endif
-#ifdef TOYSIM_TESTS_SANITIZED
+#ifdef TOYSIM_TEST_ASAN
 inline constexpr bool kSanitized = true;
 #else
 inline constexpr bool kSanitized = false;

@@ -96,20 +96,12 @@ gpu::GpuRunResult live_run(const Program& program, const Options& o) {
     return gpu::gpu_run(program, options);
 }
 
-// --cache and --workers; a walk of more than kMaxPredictInstructions (several minutes) is not
-// made, and the diff says so.
-gpu::PredictOptions predict_options(const Options& o, const Program& program, const gpu::GpuRunResult& result) {
-    constexpr std::uint64_t kMaxPredictInstructions = 4'000'000'000ULL;
+// --cache and --workers. A walk past its limit (kMaxWalkWork) stops, and the diff says so in
+// place of the prediction.
+gpu::PredictOptions predict_options(const Options& o) {
     gpu::PredictOptions p;
     p.cache = o.cache;
     p.workers = o.workers;
-    const WorkEstimate work = estimate_work(program);
-    const double instructions = double(work.instructions) * double(result.heads);
-    if (instructions > double(kMaxPredictInstructions)) {
-        p.predict = false;
-        p.why_not = fmt::format("the walk through the cache would execute {} instructions, more than {} (several minutes)",
-                                grouped(instructions), grouped(double(kMaxPredictInstructions)));
-    }
     return p;
 }
 
@@ -125,7 +117,7 @@ int diff_sweep(const Options& o, Context& ctx) {
         settings.emplace_back(name, v);
         Program program = load_program(o.file, settings, ctx);
         gpu::GpuRunResult result = live_run(program, o);
-        gpu::GpuDiff d = gpu::diff(program, result, predict_options(o, program, result));
+        gpu::GpuDiff d = gpu::diff(program, result, predict_options(o));
         points.push_back({v, std::move(result), std::move(d)});
     }
     ctx.out << format_diff_sweep(o.file, name, points, parse_format(o.format));
@@ -197,7 +189,7 @@ int diff_command(const Options& o, Context& ctx) {
             throw ToyError(fmt::format("--kernel {}: the GPU results in {} are of kernel {}", o.kernel, o.gpu_source, result.kernel->name));
         program = load_program(o.file, saved_run_settings(o, result), ctx);
     }
-    gpu::GpuDiff d = gpu::diff(program, result, predict_options(o, program, result));
+    gpu::GpuDiff d = gpu::diff(program, result, predict_options(o));
     ctx.out << format_diff(o.file, result, d, o.gpu_source, parse_format(o.format));
     return kOk;
 }

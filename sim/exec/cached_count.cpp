@@ -10,6 +10,7 @@
 #include "sim/exec/dram_cache.h"
 #include "sim/exec/faults.h"
 #include "sim/exec/interleave.h"
+#include "sim/support/text.h"
 
 namespace toysim {
 
@@ -23,19 +24,55 @@ struct Walker {
     std::uint64_t clock = 0;
     std::int64_t head = 0;
     std::int32_t released = -1;  // the launch boundary (a pc) it has passed last
+    std::uint64_t iteration_turn = 0;  // the turn (Walk::turns_) in which its innermost loop's iteration began
 };
 
-// What a walker did when asked for one instruction.
+// What a walker did when asked for one instruction (or a run of iterations: Instruction too).
 enum class Moved { Instruction, Halted, AtGrid, IterationDone, AtLaunch };
+
+// What one iteration of a loop executes: its instructions, their cycles, and the cycles from
+// its start to its last access.
+struct IterationCost {
+    std::uint64_t instructions = 0, cycles = 0, last_access = 0;
+};
+
+// A loop whose iterations may be counted in runs: no grid's (a grid's iterations go to workers
+// one by one), its body scalar instructions and inner loops without accesses or loops of their
+// own whose bounds do not depend on this loop's variable (matmul_outer's row of MACs). Every
+// iteration executes the same instructions, each one unit of work, so the same cycles.
+struct LoopPlan {
+    bool runs = false;
+    IterationCost own;                   // its own instructions' (its inner loops aside)
+    std::vector<std::int32_t> accesses;  // its LOADs' and STOREs' pcs, in order
+    struct Inner {
+        std::size_t loop;
+        bool before_last_access;
+    };
+    std::vector<Inner> inner;
+};
+
+// One access of a loop's iteration, at the iteration a run starts after.
+struct Stream {
+    int array = 0;
+    AccessKind kind = AccessKind::Read;
+    std::int64_t element = 0, element_step = 0;  // its element, and how far the next iteration's is (modulo 2^64)
+    std::uint64_t first = 0, last = 0;           // its first and last byte
+    std::uint64_t step = 0;                      // bytes to the next iteration's (modulo 2^64)
+    bool steady = false;                         // in the same sectors for the whole run
+};
 
 class Walk {
 public:
-    Walk(const Program& p, const CachedCountOptions& o) : p_(p), o_(o), workers_(o.workers ? o.workers : p.workers) {
+    Walk(const Program& p, const CachedCountOptions& o)
+        : p_(p), o_(o), workers_(o.workers ? o.workers : p.workers), config_(p.cache.value().config), sets_(config_.sets()) {
         cache_.emplace(p, o.heads, o.element_bytes);
         launch_at_.assign(p.code.size(), false);
         if (o.cold_launches)
             for (size_t pc = 0; pc < p.code.size(); ++pc)
                 if (p.code[pc].code == Code::LoopBegin && p.loops[static_cast<size_t>(p.code[pc].loop)].slot == 0) launch_at_[pc] = true;
+        plans_.resize(p.loops.size());
+        if (!o.element_walk)  // inner loops first: a plan reads its inner loops'
+            for (size_t l = p.loops.size(); l-- > 0;) plans_[l] = plan_loop(p.loops[l]);
     }
 
     CachedCount run() {
@@ -59,6 +96,7 @@ public:
             if (stopped == Moved::AtLaunch) {  // a new launch, from a cold cache
                 if (serial[0].released >= 0) {  // the first launch also has the code before its loop
                     out.launches.push_back(cache_->counts());
+                    retired_lookups_ += cache_->lookups();
                     cache_.emplace(p_, o_.heads, o_.element_bytes);
                 }
                 for (Walker& w : serial) w.released = w.pc;
@@ -74,6 +112,7 @@ public:
             out.counts = cache_->counts();
         }
         out.instructions = instructions_;
+        out.work = work();
         for (const Walker& w : serial) out.cycles = std::max(out.cycles, w.clock);
         return out;
     }
@@ -84,8 +123,23 @@ private:
     std::optional<DramCache> cache_;  // a new one for each launch (cold_launches)
     std::vector<bool> launch_at_;     // per pc: a launch begins at this loop
     std::int64_t workers_;
+    std::vector<LoopPlan> plans_;  // per loop; none in an element walk
     std::uint64_t instructions_ = 0;
-    std::uint64_t steps_ = 0;  // instructions and loop steps, against max_instructions
+    std::uint64_t steps_ = 0;            // instructions, loop steps and runs walked: with lookups, against max_work
+    std::uint64_t retired_lookups_ = 0;  // cache lines looked up in launches before this one
+    // While a walker steps in an interleave: the walker due next (its clock and index; none
+    // while it runs alone), and the stepping walker's index.
+    std::optional<std::pair<std::uint64_t, std::size_t>> due_next_;
+    std::size_t stepping_ = 0;
+    std::uint64_t turns_ = 0;  // walkers taken from the interleave's queue so far: a new number, another's accesses may have come
+    std::vector<Stream> streams_;  // count_run's, kept to reuse their memory
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> pinned_;
+    const CacheConfig& config_;
+    const std::uint64_t sets_;
+
+    std::uint64_t set_of(std::uint64_t line) const { return config_.index_key(line, sets_) % sets_; }
+
+    std::uint64_t work() const { return steps_ + retired_lookups_ + cache_->lookups(); }
 
     // Runs the walkers, each instruction by the one whose clock is earliest (the lowest index
     // among equals), until none is left. After a walker halts, reaches a grid or ends its
@@ -99,7 +153,11 @@ private:
         while (!ready.empty()) {
             const std::size_t k = ready.top().second;
             ready.pop();
+            ++turns_;
             Walker& w = walkers[k];
+            stepping_ = k;
+            if (ready.empty()) due_next_.reset();
+            else due_next_ = ready.top();
             for (;;) {
                 Moved m = step(w);
                 while (m != Moved::Instruction) {
@@ -165,11 +223,12 @@ private:
         }
     }
 
-    // One more step (an instruction, or a loop going round): past max_instructions, an error.
+    // One more step (an instruction, a loop going round, a run of iterations): past max_work, WalkTooLong.
     void spend() {
-        if (o_.max_instructions && steps_ == o_.max_instructions)
-            throw ToyError(fmt::format("the walk through the cache stopped after {} instructions and loop steps, its limit",
-                                       o_.max_instructions));
+        if (o_.max_work && work() >= o_.max_work)
+            throw WalkTooLong(fmt::format("the walk through the cache reached its limit, {} units of work (instructions and runs of loop "
+                                          "iterations walked, cache lines looked up: minutes of walking): lower the parameters or the heads",
+                                          grouped(double(o_.max_work))));
         ++steps_;
     }
 
@@ -187,7 +246,17 @@ private:
                         fail_loop_bound(p_, w.pc, w.vars.data());
                     const bool enters = w.vars[static_cast<size_t>(l.slot)] < w.limit[static_cast<size_t>(l.slot)];
                     if (l.grid_outer && enters) return Moved::AtGrid;
+                    const LoopPlan& plan = plans_[static_cast<size_t>(in.loop)];
+                    if (enters && plan.runs && plan.accesses.empty())  // no access: only its time and instructions count
+                        if (const auto cost = iteration_cost(w, plan)) {
+                            spend();
+                            count_iterations(w, *cost, iterations_left(w, l));
+                            w.vars[static_cast<size_t>(l.slot)] = w.limit[static_cast<size_t>(l.slot)];
+                            w.pc = in.jump + 1;
+                            return Moved::Instruction;
+                        }
                     w.pc = enters ? w.pc + 1 : in.jump + 1;
+                    w.iteration_turn = turns_;
                     continue;
                 }
                 case Code::LoopEnd: {
@@ -195,7 +264,11 @@ private:
                     if (l.grid_inner) return Moved::IterationDone;
                     spend();  // a loop of no instructions still takes steps: bounded like them
                     const bool again = ++w.vars[static_cast<size_t>(l.slot)] < w.limit[static_cast<size_t>(l.slot)];
+                    const LoopPlan& plan = plans_[static_cast<size_t>(in.loop)];
+                    // A run counted: the heap decides who goes next, as after an instruction.
+                    if (again && plan.runs && count_run(w, l, plan)) return Moved::Instruction;
                     w.pc = again ? in.jump + 1 : w.pc + 1;
+                    w.iteration_turn = turns_;
                     continue;
                 }
                 case Code::Halt: return Moved::Halted;
@@ -208,6 +281,203 @@ private:
             ++w.pc;
             return Moved::Instruction;
         }
+    }
+
+    LoopPlan plan_loop(const LoopInfo& l) const {
+        LoopPlan plan;
+        if (l.parallel || l.grid_outer || l.grid_inner) return plan;
+        auto uses_this_loop = [&](const Affine& bound) {
+            for (int t = 0; t < bound.terms; ++t)
+                if (bound.var[static_cast<size_t>(t)] >= l.slot && bound.coef[static_cast<size_t>(t)] != 0) return true;
+            return false;
+        };
+        for (std::int32_t pc = l.body.first; pc < l.body.second; ++pc) {
+            const Inst& in = p_.code[static_cast<size_t>(pc)];
+            if (in.code == Code::LoopBegin) {
+                const auto k = static_cast<std::size_t>(in.loop);
+                const LoopPlan& inner = plans_[k];
+                if (!inner.runs || !inner.accesses.empty() || !inner.inner.empty() || uses_this_loop(p_.loops[k].lo) ||
+                    uses_this_loop(p_.loops[k].hi))
+                    return plan;
+                plan.inner.push_back({k, false});
+                pc = in.jump;  // on after its LoopEnd
+                continue;
+            }
+            if (!is_instruction(in.code) || in.code == Code::Tile) return plan;  // a tile's shapes change its cycles
+            if (in.code == Code::LOAD || in.code == Code::STORE || in.code == Code::STORE_ADD) {
+                plan.accesses.push_back(pc);
+                plan.own.last_access = plan.own.cycles;
+                for (LoopPlan::Inner& inner : plan.inner) inner.before_last_access = true;
+            }
+            plan.own.cycles += static_cast<std::uint64_t>(p_.cycles[static_cast<size_t>(p_.op_at(pc))]);
+            ++plan.own.instructions;
+        }
+        plan.runs = true;
+        return plan;
+    }
+
+    // An iteration of a loop that runs, with its inner loops' trips as their bounds are now;
+    // the inner loops' variables and ends are left as an iteration leaves them. None when an
+    // inner loop's bound overflows (walking it reports that).
+    std::optional<IterationCost> iteration_cost(Walker& w, const LoopPlan& plan) {
+        IterationCost cost = plan.own;
+        for (const LoopPlan::Inner& inner : plan.inner) {
+            const LoopInfo& l = p_.loops[inner.loop];
+            const auto slot = static_cast<size_t>(l.slot);
+            std::int64_t lo = 0, hi = 0;
+            if (!l.lo.eval_checked(w.vars.data(), lo) || !l.hi.eval_checked(w.vars.data(), hi)) return std::nullopt;
+            const std::uint64_t trips = lo < hi ? static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) : 0;
+            const IterationCost& each = plans_[inner.loop].own;
+            cost.instructions += trips * each.instructions;
+            cost.cycles += trips * each.cycles;
+            if (inner.before_last_access) cost.last_access += trips * each.cycles;
+            w.vars[slot] = std::max(lo, hi);
+            w.limit[slot] = hi;
+        }
+        return cost;
+    }
+
+    // `count` iterations, as walking them would count them but for their accesses (the
+    // caller's); modulo 2^64, as the clock adds up one instruction at a time.
+    void count_iterations(Walker& w, const IterationCost& cost, std::uint64_t count) {
+        w.clock += count * cost.cycles;
+        instructions_ += count * cost.instructions;
+    }
+
+    // From the loop variable to the loop's end (which it is below), without overflow.
+    static std::uint64_t iterations_left(const Walker& w, const LoopInfo& l) {
+        const auto slot = static_cast<size_t>(l.slot);
+        return static_cast<std::uint64_t>(w.limit[slot]) - static_cast<std::uint64_t>(w.vars[slot]);
+    }
+
+    // How many iterations from the walker's next one may be counted before another walker is
+    // due: the last access of each must come before the earliest other walker's next
+    // instruction in the machine's order (clock, then index). Accesses are all the cache sees,
+    // so an instruction without one may pass it.
+    std::uint64_t alone_for(const Walker& w, const IterationCost& cost) const {
+        if (!due_next_) return std::numeric_limits<std::uint64_t>::max();
+        const auto [clock, index] = *due_next_;
+        if (clock == 0 && index < stepping_) return 0;
+        const std::uint64_t latest = stepping_ < index ? clock : clock - 1;  // the last clock still this walker's turn
+        if (w.clock > latest || latest - w.clock < cost.last_access) return 0;
+        if (cost.cycles == 0) return std::numeric_limits<std::uint64_t>::max();
+        return (latest - w.clock - cost.last_access) / cost.cycles + 1;
+    }
+
+    // After an iteration walked instruction by instruction, or the last of a run (w.vars holds
+    // the next one), the iterations that follow it while some of its accesses stay in the same
+    // sectors, counted at once: true when there were some. The walker is then at the loop's
+    // end after the last of them, where the next run may start.
+    //
+    // Why that is exact. Call those accesses steady, their lines pinned, and the sets holding
+    // a pinned line pinned sets; require that no set holds more pinned lines than it has ways,
+    // and that the other accesses (moving) touch no pinned set, in the iteration just walked
+    // and in each counted one. The LRU choice in a set depends only on the order of its lines'
+    // last uses. In the walked iteration a pinned set saw only pinned lines, at most `ways`
+    // of them, so none was evicted after its access (that takes `ways` lines used after it in
+    // the set, and one more coming in): every steady access's sectors are present, dirty where
+    // written, and the pinned lines are the newest of their sets, in the iteration's order.
+    // Each later iteration of the run uses them again in that same order and brings nothing
+    // into a pinned set, so its steady accesses are hits that leave that state exactly as it
+    // was: they are counted as hits and not sent. Moving accesses touch other sets only, which
+    // see the same accesses in the same order either way: they are sent as they come. The state
+    // after a run is then the one walking it gives, so a run may start after a run.
+    bool count_run(Walker& w, const LoopInfo& l, const LoopPlan& plan) {
+        const auto slot = static_cast<size_t>(l.slot);
+        const std::int64_t next = w.vars[slot];
+        std::uint64_t run = iterations_left(w, l);
+        // The walked iteration's accesses must have come with no other walker's among them.
+        if (w.iteration_turn != turns_) return false;
+        const auto cost = iteration_cost(w, plan);
+        if (!cost) return false;
+        run = std::min(run, alone_for(w, *cost));
+        if (run == 0) return false;
+        const std::uint64_t sector = config_.sector_bytes, line = config_.line_bytes;
+        streams_.clear();
+        for (std::int32_t pc : plan.accesses) {
+            const MemRef& m = p_.mems[static_cast<size_t>(p_.code[static_cast<size_t>(pc)].mem)];
+            Stream s;
+            s.array = m.array;
+            s.kind = access_kind(static_cast<Op>(p_.code[static_cast<size_t>(pc)].code));
+            w.vars[slot] = next - 1;
+            s.element = m.address.eval(w.vars.data());
+            w.vars[slot] = next;
+            s.element_step = static_cast<std::int64_t>(static_cast<std::uint64_t>(m.address.eval(w.vars.data())) - static_cast<std::uint64_t>(s.element));
+            const std::uint64_t bytes = cache_->element_bytes(s.array);
+            s.first = cache_->byte_address(s.array, s.element, w.head);
+            s.last = s.first + bytes - 1;
+            // An empty element, or one that wraps around the addresses: not worth proving anything about.
+            if (bytes == 0 || s.last < s.first || s.last > std::numeric_limits<std::uint64_t>::max() - sector) return false;
+            s.step = cache_->byte_address(s.array, m.address.eval(w.vars.data()), w.head) - s.first;
+            // The iterations after this one whose first and last bytes stay in the same sectors.
+            std::uint64_t same = std::numeric_limits<std::uint64_t>::max();
+            if (s.step != 0) {
+                const bool up = static_cast<std::int64_t>(s.step) > 0;
+                const std::uint64_t room = up ? std::min(sector - 1 - s.first % sector, sector - 1 - s.last % sector)
+                                              : std::min(s.first % sector, s.last % sector);
+                same = room / (up ? s.step : 0 - s.step);
+            }
+            s.steady = same > 0;
+            // A moving access that may stay in its next sector: one iteration, so that the
+            // next run finds it steady.
+            const bool settles = s.step != 0 && (static_cast<std::int64_t>(s.step) > 0 ? s.step : 0 - s.step) < sector;
+            run = std::min(run, s.steady ? same : settles ? 1 : run);
+            streams_.push_back(s);
+        }
+        // The pinned lines' sets, each with no more pinned lines than ways.
+        std::vector<std::pair<std::uint64_t, std::uint64_t>>& pinned = pinned_;  // (set, line)
+        pinned.clear();
+        for (const Stream& s : streams_)
+            if (s.steady)
+                for (std::uint64_t k = s.first / line; k <= s.last / line; ++k) pinned.emplace_back(set_of(k), k);
+        std::sort(pinned.begin(), pinned.end());
+        pinned.erase(std::unique(pinned.begin(), pinned.end()), pinned.end());
+        for (size_t k = 0, same_set = 0; k < pinned.size(); ++k) {
+            same_set = k > 0 && pinned[k].first == pinned[k - 1].first ? same_set + 1 : 1;
+            if (same_set > config_.ways) return false;
+        }
+        auto in_pinned_set = [&](std::uint64_t first, std::uint64_t last) {
+            if (pinned.empty()) return false;
+            for (std::uint64_t k = first / line; k <= last / line; ++k) {
+                const std::uint64_t set = set_of(k);
+                for (const auto& pin : pinned)
+                    if (pin.first == set) return true;
+            }
+            return false;
+        };
+        auto moving_touch_pinned = [&](std::uint64_t iteration) {  // iteration: after the walked one
+            for (const Stream& s : streams_)
+                if (!s.steady && in_pinned_set(s.first + iteration * s.step, s.last + iteration * s.step)) return true;
+            return false;
+        };
+        if (moving_touch_pinned(0)) return false;
+        bool moving = false;
+        for (const Stream& s : streams_) moving = moving || !s.steady;
+        if (moving)
+            for (std::uint64_t k = 1; k <= run; ++k) {
+                if (moving_touch_pinned(k)) {  // this iteration is walked
+                    run = k - 1;
+                    break;
+                }
+                spend();  // each iteration whose accesses are sent is work
+                for (const Stream& s : streams_)
+                    if (!s.steady) {
+                        const auto element = static_cast<std::int64_t>(static_cast<std::uint64_t>(s.element) + k * static_cast<std::uint64_t>(s.element_step));
+                        cache_->access({s.array, s.kind, element}, w.head);
+                    }
+            }
+        if (run == 0) return false;
+        spend();
+        for (const Stream& s : streams_)
+            if (s.steady) {
+                const std::uint64_t sectors = run * (s.last / sector - s.first / sector + 1);
+                cache_->add_hits(s.array, reads_dram(s.kind) ? sectors : 0, writes_dram(s.kind) ? sectors : 0);
+            }
+        count_iterations(w, *cost, run);
+        w.vars[slot] = static_cast<std::int64_t>(static_cast<std::uint64_t>(next) + run - 1);  // the last counted: the next run starts after it
+        w.pc = l.body.second;
+        w.iteration_turn = turns_;
+        return true;
     }
 
     // An instruction's accesses and its units of work, from the tiles' shapes as the machine

@@ -19,6 +19,17 @@
 // once, interleaved like workers, and a grid's iterations are handed out head after head
 // (head 0's first, as a GPU's blockIdx.y): the copies share the cache as the GPU's blocks share
 // its L2.
+//
+// Runs of iterations: a scalar loop does the same instructions every iteration, and its
+// accesses are affine in the loop variable, so the walk need not take its iterations one by
+// one. An innermost loop of scalar instructions that touches no memory is counted whole (only
+// its cycles and instructions matter). After an iteration of one that does, walked
+// instruction by instruction, the iterations that follow while some of its accesses stay in
+// the same sectors are counted at once: those accesses are hits that change nothing in the
+// cache (their lines were just touched in the same order, as the proof in cached_count.cpp
+// says), and the others are sent to the cache as they come. Where that proof does not hold (a
+// set too full, another worker's access due in between), the walk takes iterations one at a
+// time; element_walk takes every iteration so, and a test checks both give the same counts.
 #pragma once
 
 #include <cstdint>
@@ -26,15 +37,33 @@
 
 #include "sim/exec/counters.h"
 #include "sim/lower/program.h"
+#include "sim/support/diag.h"
 
 namespace toysim {
+
+// The walk's one limit, in its units of work: an instruction or a loop step walked on its own,
+// a run of iterations counted at once, a cache line looked up (a tile's row is one or more).
+// A unit took 4 to 30 ns on a 2-core machine of this project's kind (matmul_outer walked
+// element by element 4 ns, in runs 12 ns; tile programs 16 to 28 ns), so 10^10 of them is one
+// to five minutes. A walk that reaches it stops with WalkTooLong (cost --cache fails with it,
+// diff says it in place of its prediction) rather than run for hours at sizes nobody meant;
+// it is counted in work and not in instructions because runs make instructions cheap.
+inline constexpr std::uint64_t kMaxWalkWork = 10'000'000'000ULL;
+
+// The walk reached CachedCountOptions::max_work.
+struct WalkTooLong : ToyError {
+    using ToyError::ToyError;
+};
 
 struct CachedCountOptions {
     std::int64_t heads = 1;
     std::int64_t workers = 0;        // a grid's workers; 0: the program's (`workers P`)
     std::vector<int> element_bytes;  // per array; empty: the cache's element size for every array
-    // Instructions and loop steps (all heads) before it stops with an error; 0: no limit.
-    std::uint64_t max_instructions = 0;
+    // Units of work (kMaxWalkWork's, all heads) before it stops with WalkTooLong; 0: no limit.
+    std::uint64_t max_work = kMaxWalkWork;
+    // Every iteration walked instruction by instruction, none counted in a run: the reference
+    // that runs of iterations must equal (tests), and a way to time what they save.
+    bool element_walk = false;
     // Each top-level loop is a launch of its own, measured from a cold L2 as `toysim gpu run
     // --measure cold` measures each launch: every head reaches the loop, the cache is emptied
     // (what is dirty is written back uncounted, as the flush before a launch writes it), and
@@ -47,13 +76,14 @@ struct CachedCount {
     std::vector<CacheCounts> launches;  // with cold_launches: one per top-level loop
     std::uint64_t instructions = 0;  // executed, all heads
     std::uint64_t cycles = 0;        // the makespan on the workers (with one head: the run's cycles)
+    std::uint64_t work = 0;          // the walk's units of work (max_work's)
 };
 
 // `more`'s counts added to `sum`'s (launch after launch).
 void add(CacheCounts& sum, const CacheCounts& more);
 
-// The program must have a cache. Throws ToyError for a slice outside its array, a bound that
-// overflows, or more than max_instructions.
+// The program must have a cache. Throws ToyError for a slice outside its array or a bound that
+// overflows, WalkTooLong past max_work.
 CachedCount count_through_cache(const Program& program, const CachedCountOptions& options = {});
 
 }  // namespace toysim

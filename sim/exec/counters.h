@@ -24,6 +24,7 @@ struct CacheCounts {
     CacheStats total;
     std::vector<CacheStats> arrays;  // parallel to Program::arrays
     std::uint64_t dirty_bytes = 0;   // left dirty at the end: not written to DRAM
+    bool operator==(const CacheCounts&) const = default;
 };
 
 // A counter's value: a count, or for a ratio (arithmetic intensity) a real number.

@@ -29,11 +29,25 @@ public:
     void access(const DramAccess& access, std::int64_t head = 0);
     CacheCounts counts() const;
 
+    // For a walk that counts runs of accesses at once (cached_count.cpp): where one element
+    // of head `head`'s copy of `array` is in bytes (its first byte; element_bytes(array) of
+    // them), the cache's shape, and hits the caller proved without the cache seeing them
+    // (counted in the array's stats as the cache's own are).
+    std::uint64_t byte_address(int array, std::int64_t element, std::int64_t head) const;
+    std::uint64_t element_bytes(int array) const { return layout_.element_bytes[static_cast<size_t>(array)]; }
+    const CacheConfig& config() const { return cache_.config(); }
+    void add_hits(int array, std::uint64_t read_sectors, std::uint64_t write_sectors);
+    // About the lines looked up in the cache so far (within one per access): the cache's part of
+    // the work a walk's limit counts.
+    std::uint64_t lookups() const { return lookups_; }
+
 private:
-    void move(int array, std::uint64_t head_base, std::int64_t first_element, std::int64_t elements, bool write);
+    void move(int array, std::uint64_t address, std::int64_t elements, bool write);
     const Program* program_;
     Cache cache_;
     CacheLayout layout_;
+    std::vector<CacheStats> proved_;  // add_hits, per array
+    std::uint64_t lookups_ = 0;
 };
 
 // Feeds every event's accesses to a DramCache, then passes the event on (to a trace's

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "sim/analysis/cost.h"
 #include "sim/support/text.h"
 
 namespace toysim {
@@ -63,14 +62,6 @@ CachedCountOptions cache_walk(const Program& p, std::int64_t heads, std::int64_t
     walk.heads = heads;
     walk.workers = workers;
     walk.cold_launches = cold_launches;
-    if (!p.cache) return walk;  // no walk: nothing to bound
-    constexpr std::uint64_t kMaxWalk = 4'000'000'000ULL;
-    const double instructions = double(estimate_work(p).instructions) * double(heads);
-    if (instructions > double(kMaxWalk))
-        throw ToyError(fmt::format("the walk through the cache would execute {} instructions, more than {} (minutes): lower the "
-                                   "parameters or --heads",
-                                   grouped(instructions), grouped(double(kMaxWalk))));
-    walk.max_instructions = 2 * kMaxWalk;
     return walk;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -106,9 +107,18 @@ inline std::string one_input(std::string_view input) {
             CachedCountOptions walk;
             walk.heads = 2;
             walk.cold_launches = true;
-            walk.max_instructions = kRunSteps;
+            walk.max_work = kRunSteps;
             CachedCount counted = count_through_cache(program, walk);
             for (Format f : formats) printed += format_cached_count(program, counted, walk, f);
+            // With one head a walker runs alone, so loops are counted in runs of iterations:
+            // exactly what walking them one instruction at a time counts.
+            walk.heads = 1;
+            const CachedCount runs = count_through_cache(program, walk);
+            walk.element_walk = true;
+            const CachedCount element = count_through_cache(program, walk);
+            if (runs.counts != element.counts || runs.launches != element.launches || runs.instructions != element.instructions ||
+                runs.cycles != element.cycles)
+                throw std::logic_error("the walk through the cache counted runs of iterations differently from the element walk");
         });
     RunOptions run_options, trace_options;
     run_options.max_steps = kRunSteps;
