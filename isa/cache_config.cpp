@@ -20,6 +20,8 @@ std::string CacheConfig::problem() const {
     if (fill_bytes != 0 && (fill_bytes % sector_bytes != 0 || fill_bytes > line_bytes || line_bytes % fill_bytes != 0))
         return fmt::format("a fill of {} bytes is not a whole number of {}-byte sectors dividing the {}-byte line", fill_bytes, sector_bytes,
                            line_bytes);
+    if (dirty_limit_bytes != 0 && dirty_limit_bytes < line_bytes)
+        return fmt::format("a dirty limit of {} bytes is less than one {}-byte line (0: no limit)", dirty_limit_bytes, line_bytes);
     const std::uint64_t set_bytes = static_cast<std::uint64_t>(line_bytes) * ways;
     if (set_bytes > size_bytes || size_bytes % set_bytes != 0)
         return fmt::format("a cache of {} bytes is not a whole number of sets of {} ways × {}-byte lines ({} bytes each)", size_bytes, ways,
@@ -114,7 +116,7 @@ ParsedCache parse_cache(std::string_view text) {
             continue;
         }
         const std::string_view key = word.substr(0, eq), value = word.substr(eq + 1);
-        static const std::vector<std::string_view> keys = {"size", "line", "sector", "ways", "fill", "index"};
+        static const std::vector<std::string_view> keys = {"size", "line", "sector", "ways", "fill", "index", "dirty", "dirty_ways"};
         if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
             out.error = fmt::format("unknown cache setting {}{}", quoted_name(key), did_you_mean(key, keys));
             about(key);
@@ -129,14 +131,17 @@ ParsedCache parse_cache(std::string_view text) {
             out.config.hashed_index = value == "hash";
             continue;
         }
-        auto bytes = key == "ways" ? parse_whole_number(value) : parse_bytes(value);
-        if (!bytes || (key != "size" && *bytes > 0xffffffffu)) {
+        const bool count = key == "ways" || key == "dirty_ways";
+        auto bytes = count ? parse_whole_number(value) : parse_bytes(value);
+        if (!bytes || (key != "size" && key != "dirty" && *bytes > 0xffffffffu)) {
             out.error = fmt::format("cache {} {} is not a {}", key, quoted_name(value),
-                                    key == "ways" ? "whole number" : "byte count (a whole number, optionally with B, KiB, MiB or GiB)");
+                                    count ? "whole number" : "byte count (a whole number, optionally with B, KiB, MiB or GiB)");
             about(value);
             return out;
         }
         if (key == "size") out.config.size_bytes = *bytes, sized = true;
+        if (key == "dirty") out.config.dirty_limit_bytes = *bytes;
+        if (key == "dirty_ways") out.config.dirty_ways = static_cast<std::uint32_t>(*bytes);
         if (key == "line") out.config.line_bytes = static_cast<std::uint32_t>(*bytes);
         if (key == "sector") out.config.sector_bytes = static_cast<std::uint32_t>(*bytes);
         if (key == "ways") out.config.ways = static_cast<std::uint32_t>(*bytes);
