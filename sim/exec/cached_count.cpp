@@ -60,6 +60,7 @@ public:
                 if (serial[0].released >= 0) {  // the first launch also has the code before its loop
                     out.launches.push_back(cache_->counts());
                     cache_.emplace(p_, o_.heads, o_.element_bytes);
+                    ++launch_;
                 }
                 for (Walker& w : serial) w.released = w.pc;
                 continue;
@@ -84,6 +85,7 @@ private:
     std::optional<DramCache> cache_;  // a new one for each launch (cold_launches)
     std::vector<bool> launch_at_;     // per pc: a launch begins at this loop
     std::int64_t workers_;
+    std::size_t launch_ = 0;  // with cold_launches: which launch the walk is in
     std::uint64_t instructions_ = 0;
     std::uint64_t steps_ = 0;  // instructions and loop steps, against max_instructions
 
@@ -146,7 +148,8 @@ private:
         };
         // Every worker starts from the tiles as the loop found them.
         std::vector<Walker> workers;
-        for (std::int64_t k = 0; k < workers_; ++k) {
+        const std::int64_t count = launch_ < o_.launch_workers.size() && o_.launch_workers[launch_] > 0 ? o_.launch_workers[launch_] : workers_;
+        for (std::int64_t k = 0; k < count; ++k) {
             Walker w = first;
             w.clock = start;
             if (!hand_out(w)) break;
