@@ -46,11 +46,24 @@ std::uint64_t CacheConfig::index_key(std::uint64_t line, std::uint64_t sets) con
     return line + run;
 }
 
+// What the H100's L2 does with dirty lines during a launch (gpu/README.md, "Writes"), each from
+// a committed measurement:
+// - it keeps at most kH100DirtyBytes dirty: a launch that only writes 64 MiB, after toysim's
+//   flush, makes DRAM write 42,405,888 bytes while it runs (gpu/results/l2_probe_h100.txt, row
+//   "write 64 MiB"), so 24,702,976 bytes (23.6 MiB) stay dirty, even with 26 MiB of L2 to spare;
+// - a dirty line's data goes to DRAM once 12 of the 16 lines of its set were used after it (the
+//   line stays, clean): 37.5 MiB, where a stream spread over every SM finds half of what it
+//   read before gone (gpu/results/l2_capacity_h100.txt, rows "37 dense" 0.456 missed and
+//   "38 dense" 0.605). Reads keep the whole 50 MiB, least recently used first, as before.
+constexpr std::uint64_t kH100DirtyBytes = (std::uint64_t{64} << 20) - 42405888;
+constexpr std::uint32_t kH100DirtyWays = 12;
+
 const std::vector<CachePreset>& cache_presets() {
     static const std::vector<CachePreset> presets = {
-        {"h100", CacheConfig{50u << 20, 128, 32, 16, 64, true},
-         "NVIDIA H100 (SXM/PCIe): 50 MiB L2, 128-byte lines of 32-byte sectors, 64-byte fills, a hashed set index (measured, "
-         "gpu/README.md); 16 ways and LRU assumed"},
+        {"h100", CacheConfig{50u << 20, 128, 32, 16, 64, true, kH100DirtyBytes, kH100DirtyWays},
+         "NVIDIA H100 (SXM/PCIe): 50 MiB L2, 128-byte lines of 32-byte sectors, 64-byte fills, a hashed set index, at most 23.6 MiB "
+         "dirty (measured, gpu/README.md); a dirty line written back once 12 of its set's 16 ways were used after it (from the "
+         "measured capacity); 16 ways and LRU assumed"},
         {"a100", CacheConfig{40u << 20, 128, 32, 16, 32, true},
          "NVIDIA A100: 40 MiB L2, 128-byte lines of 32-byte sectors; ways, fills, the hashed index and LRU assumed, not measured"},
     };

@@ -26,6 +26,15 @@
     } while (false)
 #endif
 
+// Defined in a build with AddressSanitizer (the sanitize preset), for the tests that differ there.
+#if defined(__SANITIZE_ADDRESS__)
+#define TOYSIM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TOYSIM_TEST_ASAN 1
+#endif
+#endif
+
 namespace toysim::testing {
 
 // An environment variable set (or unset, with nullopt) for one scope, then put back.

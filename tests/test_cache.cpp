@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <list>
 #include <map>
 #include <random>
@@ -187,6 +188,22 @@ TEST_CASE("cache: with dirty_ways a dirty line is written back once it leaves it
     CHECK(c.stats().dram_write_bytes == 64);
 }
 
+TEST_CASE("cache: the h100 preset's writes, as the H100 measured them", "[cache]") {
+    // gpu/results/l2_probe_h100.txt: a launch that writes 64 MiB (after the flush) makes DRAM
+    // write 42,405,888 bytes while it runs, one that writes 16 MiB 40,960 (nothing of its own),
+    // 32 MiB 8,347,136. The preset keeps what the 64 MiB row leaves dirty.
+    const CacheConfig h100 = parse_cache("h100").config;
+    for (const auto& [mib, measured] : {std::pair<std::uint64_t, double>{16, 40960}, {32, 8347136}, {64, 42405888}}) {
+        Cache c(h100);
+        for (std::uint64_t a = 0; a < mib << 20; a += 4096) c.write(a, 4096);
+        const double written = double(c.stats().dram_write_bytes);
+        INFO(mib << " MiB: " << written << " bytes written back, the H100 " << measured);
+        if (mib == 16) CHECK(written == 0);
+        else CHECK(std::abs(written - measured) <= 0.07 * measured);
+        CHECK(c.dirty_bytes() == std::min<std::uint64_t>(mib << 20, h100.dirty_limit_bytes / 128 * 128));
+    }
+}
+
 TEST_CASE("cache: a read miss fetches its fill group, as the H100 fetches 64 bytes", "[cache]") {
     Cache c(CacheConfig{1024, 128, 32, 2, 64});
     c.read(0, 1);  // sector 0 misses: sectors 0 and 1 come in, 64 bytes
@@ -306,6 +323,8 @@ TEST_CASE("cache: presets and settings as the user writes them", "[cache]") {
     CHECK(parse_cache("mi300").error == "unknown cache preset 'mi300' (presets: h100, a100)");
     CHECK(parse_cache("h100 sise=4MiB").error == "unknown cache setting 'sise'; did you mean 'size'?");
     CHECK(h100.config.hashed_index);
+    CHECK(h100.config.dirty_limit_bytes == 24702976);  // gpu/results/l2_probe_h100.txt: 64 MiB written, 42,405,888 B of it reached DRAM
+    CHECK(h100.config.dirty_ways == 12);
     const CacheConfig plain = parse_cache("h100 dirty=0 dirty_ways=0").config;
     CHECK(plain.dirty_limit_bytes == 0);
     CHECK(plain.dirty_ways == 0);

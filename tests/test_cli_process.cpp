@@ -15,14 +15,6 @@
 
 #include "support.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TOYSIM_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TOYSIM_TEST_ASAN 1
-#endif
-#endif
-
 namespace {
 
 namespace fs = std::filesystem;
