@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -58,6 +59,22 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
     const std::size_t stages = gpu.launch.stages.size();
     pr.per_launch = stages == 1 || top_loops == stages;
     walk.cold_launches = stages > 1 && top_loops == stages;
+    // Each launch on the blocks its own kernel keeps resident: the GPU runs standard attention's
+    // pv in waves of 3 blocks an SM where its softmax holds 8, and which blocks have finished
+    // (and written) before the others read on decides what is still dirty at the end.
+    if (walk.cold_launches && o.workers == 0)
+        for (const auto& stage : gpu.launch.stages) {
+            walk.launch_workers.push_back(std::int64_t{stage.resident_blocks_per_sm} * gpu.device.sm_count);
+            pr.launch_workers.push_back(stage.resident_blocks_per_sm > 0 ? walk.launch_workers.back() : pr.workers);
+        }
+    if (std::adjacent_find(pr.launch_workers.begin(), pr.launch_workers.end(), std::not_equal_to<>()) != pr.launch_workers.end()) {
+        std::vector<std::string> each;
+        for (std::size_t k = 0; k < stages; ++k)
+            each.push_back(fmt::format("{} ({})", pr.launch_workers[k] / gpu.device.sm_count, gpu.launch.stages[k].name));
+        pr.workers_from = fmt::format("{} resident blocks per SM × {} SMs", list(each), gpu.device.sm_count);
+    } else {
+        pr.launch_workers.clear();
+    }
     const auto start = std::chrono::steady_clock::now();
     CachedCount counted;
     try {
@@ -80,6 +97,7 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
             const CacheCounts& c = walk.cold_launches ? counted.launches.at(k) : counted.counts;
             out.stages[k].predicted_read_bytes = double(c.total.dram_read_bytes);
             out.stages[k].predicted_write_bytes = double(c.total.dram_write_bytes);
+            out.stages[k].predicted_workers = k < pr.launch_workers.size() ? pr.launch_workers[k] : pr.workers;
         }
     out.prediction = pr;
 }

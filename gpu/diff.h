@@ -34,6 +34,7 @@ struct StageDiff {
     std::vector<std::string> reads, writes;  // the arrays it reads and writes
     MeasuredTraffic measured;
     std::optional<double> predicted_read_bytes, predicted_write_bytes;  // where the program's launches are known
+    std::int64_t predicted_workers = 0;  // the workers its prediction ran on
 };
 
 // The modeled L2's prediction (sim/exec/cached_count.h): the program walked through the
@@ -41,8 +42,9 @@ struct StageDiff {
 // the cache.
 struct Prediction {
     std::string cache;           // as --cache takes it: "h100"
-    std::int64_t workers = 0;
+    std::int64_t workers = 0;    // the most any launch ran on
     std::string workers_from;    // how that number was found
+    std::vector<std::int64_t> launch_workers;  // per launch, where they differ by launch (else empty)
     bool per_launch = false;     // each launch from a cold cache, as measured
     double read_bytes = 0, write_bytes = 0;
     std::uint64_t instructions = 0;

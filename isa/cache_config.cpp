@@ -20,6 +20,8 @@ std::string CacheConfig::problem() const {
     if (fill_bytes != 0 && (fill_bytes % sector_bytes != 0 || fill_bytes > line_bytes || line_bytes % fill_bytes != 0))
         return fmt::format("a fill of {} bytes is not a whole number of {}-byte sectors dividing the {}-byte line", fill_bytes, sector_bytes,
                            line_bytes);
+    if (dirty_limit_bytes != 0 && dirty_limit_bytes < line_bytes)
+        return fmt::format("a dirty limit of {} bytes is less than one {}-byte line (0: no limit)", dirty_limit_bytes, line_bytes);
     const std::uint64_t set_bytes = static_cast<std::uint64_t>(line_bytes) * ways;
     if (set_bytes > size_bytes || size_bytes % set_bytes != 0)
         return fmt::format("a cache of {} bytes is not a whole number of sets of {} ways × {}-byte lines ({} bytes each)", size_bytes, ways,
@@ -44,11 +46,24 @@ std::uint64_t CacheConfig::index_key(std::uint64_t line, std::uint64_t sets) con
     return line + run;
 }
 
+// What the H100's L2 does with dirty lines during a launch (gpu/README.md, "Writes"), each from
+// a committed measurement:
+// - it keeps at most kH100DirtyBytes dirty: a launch that only writes 64 MiB, after toysim's
+//   flush, makes DRAM write 42,405,888 bytes while it runs (gpu/results/l2_probe_h100.txt, row
+//   "write 64 MiB"), so 24,702,976 bytes (23.6 MiB) stay dirty, even with 26 MiB of L2 to spare;
+// - a dirty line's data goes to DRAM once 12 of the 16 lines of its set were used after it (the
+//   line stays, clean): 37.5 MiB, where a stream spread over every SM finds half of what it
+//   read before gone (gpu/results/l2_capacity_h100.txt, rows "37 dense" 0.456 missed and
+//   "38 dense" 0.605). Reads keep the whole 50 MiB, least recently used first, as before.
+constexpr std::uint64_t kH100DirtyBytes = (std::uint64_t{64} << 20) - 42405888;
+constexpr std::uint32_t kH100DirtyWays = 12;
+
 const std::vector<CachePreset>& cache_presets() {
     static const std::vector<CachePreset> presets = {
-        {"h100", CacheConfig{50u << 20, 128, 32, 16, 64, true},
-         "NVIDIA H100 (SXM/PCIe): 50 MiB L2, 128-byte lines of 32-byte sectors, 64-byte fills, a hashed set index (measured, "
-         "gpu/README.md); 16 ways and LRU assumed"},
+        {"h100", CacheConfig{50u << 20, 128, 32, 16, 64, true, kH100DirtyBytes, kH100DirtyWays},
+         "NVIDIA H100 (SXM/PCIe): 50 MiB L2, 128-byte lines of 32-byte sectors, 64-byte fills, a hashed set index, at most 23.6 MiB "
+         "dirty (measured, gpu/README.md); a dirty line written back once 12 of its set's 16 ways were used after it (from the "
+         "measured capacity); 16 ways and LRU assumed"},
         {"a100", CacheConfig{40u << 20, 128, 32, 16, 32, true},
          "NVIDIA A100: 40 MiB L2, 128-byte lines of 32-byte sectors; ways, fills, the hashed index and LRU assumed, not measured"},
     };
@@ -114,7 +129,7 @@ ParsedCache parse_cache(std::string_view text) {
             continue;
         }
         const std::string_view key = word.substr(0, eq), value = word.substr(eq + 1);
-        static const std::vector<std::string_view> keys = {"size", "line", "sector", "ways", "fill", "index"};
+        static const std::vector<std::string_view> keys = {"size", "line", "sector", "ways", "fill", "index", "dirty", "dirty_ways"};
         if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
             out.error = fmt::format("unknown cache setting {}{}", quoted_name(key), did_you_mean(key, keys));
             about(key);
@@ -129,14 +144,17 @@ ParsedCache parse_cache(std::string_view text) {
             out.config.hashed_index = value == "hash";
             continue;
         }
-        auto bytes = key == "ways" ? parse_whole_number(value) : parse_bytes(value);
-        if (!bytes || (key != "size" && *bytes > 0xffffffffu)) {
+        const bool count = key == "ways" || key == "dirty_ways";
+        auto bytes = count ? parse_whole_number(value) : parse_bytes(value);
+        if (!bytes || (key != "size" && key != "dirty" && *bytes > 0xffffffffu)) {
             out.error = fmt::format("cache {} {} is not a {}", key, quoted_name(value),
-                                    key == "ways" ? "whole number" : "byte count (a whole number, optionally with B, KiB, MiB or GiB)");
+                                    count ? "whole number" : "byte count (a whole number, optionally with B, KiB, MiB or GiB)");
             about(value);
             return out;
         }
         if (key == "size") out.config.size_bytes = *bytes, sized = true;
+        if (key == "dirty") out.config.dirty_limit_bytes = *bytes;
+        if (key == "dirty_ways") out.config.dirty_ways = static_cast<std::uint32_t>(*bytes);
         if (key == "line") out.config.line_bytes = static_cast<std::uint32_t>(*bytes);
         if (key == "sector") out.config.sector_bytes = static_cast<std::uint32_t>(*bytes);
         if (key == "ways") out.config.ways = static_cast<std::uint32_t>(*bytes);

@@ -19,6 +19,13 @@ struct CacheConfig {
     std::uint32_t ways = 16;
     std::uint32_t fill_bytes = 0;  // what a read miss fetches; 0: one sector
     bool hashed_index = false;     // a line's set: a hash of its number (else the number) modulo the sets
+    // At most this many bytes of lines dirty (whole lines: a line with one dirty sector counts
+    // its line_bytes); past it, the least recently used dirty line is written back and stays.
+    // 0: no limit, dirty lines leave only when evicted.
+    std::uint64_t dirty_limit_bytes = 0;
+    // A dirty line is written back (and stays, clean) once it is no longer among the dirty_ways
+    // most recently used lines of its set. 0: off.
+    std::uint32_t dirty_ways = 0;
 
     // What is wrong with it, or "" when it describes a cache: every size positive, the sector
     // dividing the line into at most 32 sectors, the fill a whole number of sectors dividing
@@ -41,9 +48,9 @@ struct CachePreset {
 const std::vector<CachePreset>& cache_presets();
 
 // A cache as the user writes it: a preset, settings, or a preset then settings that change
-// it: "h100", "size=50MiB line=128 sector=32 ways=16 fill=64 index=hash", "h100 ways=8". Sizes
-// take B, KiB, MiB or GiB; index is mod or hash. Either the configuration (with no problem()) or
-// what is wrong, as a message.
+// it: "h100", "size=50MiB line=128 sector=32 ways=16 fill=64 index=hash", "h100 ways=8",
+// "h100 dirty=0 dirty_ways=0". Sizes (and dirty) take B, KiB, MiB or GiB; index is mod or
+// hash. Either the configuration (with no problem()) or what is wrong, as a message.
 struct ParsedCache {
     CacheConfig config;
     std::string error;                  // "" when config is good

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "gpu/diff.h"
@@ -49,7 +50,7 @@ TEST_CASE("every committed GPU run still counts what the simulator counts", "[gp
             CHECK(d.dram_bytes > 0);
             ++runs;
         }
-    CHECK(runs == 30);  // 15 runs (gpu/record_results.sh), cold and warm
+    CHECK(runs == 32);  // 15 runs (gpu/record_results.sh) and matmul_outer at n = 1536 (issue 34), cold and warm
 }
 
 TEST_CASE("the committed runs of the tensor-core versions are fa2.toy's, at their own tiles", "[gpu]") {
@@ -103,8 +104,8 @@ TEST_CASE("the committed sweeps still count what the simulator counts at every n
 }
 
 TEST_CASE("the modeled L2 predicts the committed runs' DRAM bytes as it did when they were recorded", "[gpu][cache]") {
-    // The prediction (the program walked through the h100 preset on the recorded resident
-    // blocks × 132 SMs, heads sharing it, each launch from a cold cache) for the committed cold
+    // The prediction (the program walked through the h100 preset on each launch's recorded
+    // resident blocks × 132 SMs, heads sharing it, each launch from a cold cache) for the committed cold
     // runs whose walk takes a second or less; a change in the cache model, the walk or the
     // layout shows here. The error against the H100 is in traces/gpu/prediction.md.
     struct Pinned {
@@ -113,8 +114,8 @@ TEST_CASE("the modeled L2 predicts the committed runs' DRAM bytes as it did when
         std::int64_t workers;
     };
     const Pinned pinned[] = {
-        {"standard_tiled.n4096.fp16", 1098907648, 995797248, 1056},
-        {"fa1.n4096.fp32", 67633152, 0, 396},
+        {"standard_tiled.n4096.fp16", 1099956224, 1034031104, 1056},  // each launch on its own workers (396, 1056, 396)
+        {"fa1.n4096.fp32", 67633152, 2902016, 396},
         {"fa2.n4096.fp16", 25165824, 0, 396},
         {"fa2_v3_mma.n4096.fp16", 25165824, 0, 264},
         {"fa2_backward.n1024.fp16", 4227072, 0, 660},
@@ -137,4 +138,55 @@ TEST_CASE("the modeled L2 predicts the committed runs' DRAM bytes as it did when
         for (const auto& s : d.stages) measured += s.measured.dram_read_bytes;
         CHECK(std::abs(d.prediction->read_bytes - measured) <= 0.15 * measured);
     }
+}
+
+TEST_CASE("the modeled L2 predicts the DRAM writes of every committed cold run that writes 5 MB or more within 15%", "[gpu][cache]") {
+    // Every traces/gpu/*.cold.json whose launches wrote at least 5 MB to DRAM while they ran
+    // (below that, the 0.1–0.3 MB the flush leaves dirty is much of what is measured): the
+    // prediction of the run, and of each such launch, within ±15% of the measured, as
+    // traces/gpu/prediction.md shows them. Two runs are outside, for reasons the L2 model cannot
+    // see; they stay listed only while they are still outside.
+#ifdef TOYSIM_TEST_ASAN
+    SKIP("a check of the model's numbers, a minute of walks here and ten under the sanitizers; tests/test_cache.cpp runs its code there");
+#endif
+    const std::map<std::string, std::string> outside = {
+        // fa1.toy's loops run K/V tiles outside and every head's Q tiles inside, so O stays in
+        // use to the end; the CUDA kernel's blocks each hold one K/V tile of one head, and a
+        // head's O is done long before the launch ends. Walked in the kernel's order, the
+        // model writes 6.3 MB (README, "Predicted DRAM").
+        {"fa1.n4096.fp32", "fa1.toy's loop order is not the kernel's"},
+        // The fp32 kernel spills registers (ptxas: 72 bytes a thread) and its L2 sees 102 MB of
+        // writes where the program writes 17 MB: the dirty lines the program does not have.
+        {"fa2.n4096.fp32", "the kernel spills registers"},
+    };
+    int judged = 0, runs = 0;
+    for (const auto& path : results(".cold.json")) {
+        const std::string name = path.filename().string().substr(0, path.filename().string().size() - std::string(".cold.json").size());
+        INFO(name);
+        const std::string text = read_text(path);
+        gpu::GpuRunResult r = parse_gpu_run(text, path.string());
+        double measured = 0;
+        for (const auto& stage : r.launch.stages) measured += stage.measured.dram_write_bytes;
+        ++runs;
+        if (measured < 5e6) continue;
+        const std::string program = nlohmann::json::parse(text).at("program").get<std::string>();
+        ParamSettings settings(r.params.begin(), r.params.end());
+        gpu::GpuDiff d = gpu::diff(build_file(program, settings), r);
+        REQUIRE(d.prediction);
+        const double error = (d.prediction->write_bytes - measured) / measured;
+        INFO("predicted " << d.prediction->write_bytes << " bytes written, measured " << measured << ": " << 100 * error << "%");
+        if (outside.count(name)) {
+            CHECK(std::abs(error) > 0.15);  // once inside, take it off the list
+            continue;
+        }
+        CHECK(std::abs(error) <= 0.15);
+        for (const auto& s : d.stages) {
+            if (s.measured.dram_write_bytes < 5e6) continue;
+            INFO(s.stage << ": predicted " << *s.predicted_write_bytes << ", measured " << s.measured.dram_write_bytes);
+            CHECK(std::abs(*s.predicted_write_bytes - s.measured.dram_write_bytes) <= 0.15 * s.measured.dram_write_bytes);
+        }
+        ++judged;
+    }
+    CHECK(runs == 16);  // matmul_outer at n = 1536 among them: 1.1 MB written, not judged
+    CHECK(judged == 4);  // softmax_3pass, softmax_online, standard_tiled at fp16 and fp32
 }

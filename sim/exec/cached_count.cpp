@@ -98,6 +98,7 @@ public:
                     out.launches.push_back(cache_->counts());
                     retired_lookups_ += cache_->lookups();
                     cache_.emplace(p_, o_.heads, o_.element_bytes);
+                    ++launch_;
                 }
                 for (Walker& w : serial) w.released = w.pc;
                 continue;
@@ -124,6 +125,7 @@ private:
     std::vector<bool> launch_at_;     // per pc: a launch begins at this loop
     std::int64_t workers_;
     std::vector<LoopPlan> plans_;  // per loop; none in an element walk
+    std::size_t launch_ = 0;  // with cold_launches: which launch the walk is in
     std::uint64_t instructions_ = 0;
     std::uint64_t steps_ = 0;            // instructions, loop steps and runs walked: with lookups, against max_work
     std::uint64_t retired_lookups_ = 0;  // cache lines looked up in launches before this one
@@ -204,7 +206,8 @@ private:
         };
         // Every worker starts from the tiles as the loop found them.
         std::vector<Walker> workers;
-        for (std::int64_t k = 0; k < workers_; ++k) {
+        const std::int64_t count = launch_ < o_.launch_workers.size() && o_.launch_workers[launch_] > 0 ? o_.launch_workers[launch_] : workers_;
+        for (std::int64_t k = 0; k < count; ++k) {
             Walker w = first;
             w.clock = start;
             if (!hand_out(w)) break;

@@ -58,6 +58,10 @@ struct WalkTooLong : ToyError {
 struct CachedCountOptions {
     std::int64_t heads = 1;
     std::int64_t workers = 0;        // a grid's workers; 0: the program's (`workers P`)
+    // With cold_launches: launch k's grids on launch_workers[k] workers where that is given
+    // and positive (a GPU holds as many blocks of each kernel as its occupancy allows), else on
+    // `workers`.
+    std::vector<std::int64_t> launch_workers;
     std::vector<int> element_bytes;  // per array; empty: the cache's element size for every array
     // Units of work (kMaxWalkWork's, all heads) before it stops with WalkTooLong; 0: no limit.
     std::uint64_t max_work = kMaxWalkWork;

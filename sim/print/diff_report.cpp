@@ -55,6 +55,7 @@ json diff_json(const std::string& path, const gpu::GpuRunResult& g, const gpu::G
         if (s.predicted_read_bytes) {
             j["predicted_dram_read_bytes"] = *s.predicted_read_bytes;
             j["predicted_dram_write_bytes"] = *s.predicted_write_bytes;
+            j["predicted_workers"] = s.predicted_workers;
         }
         stages.push_back(j);
     }
@@ -151,7 +152,10 @@ std::string format_diff(const std::string& path, const gpu::GpuRunResult& g, con
             }
             row("all launches", pr.read_bytes, pr.write_bytes, &all);
         }
-        out += fmt::format("\npredicted by the modeled L2 (cache {}, {} workers: {}{}), against the measured DRAM\n", pr.cache, pr.workers,
+        const std::string workers = pr.launch_workers.empty() ? fmt::format("{} workers", pr.workers)
+                                                              : fmt::format("{} to {} workers", *std::min_element(pr.launch_workers.begin(), pr.launch_workers.end()),
+                                                                            pr.workers);
+        out += fmt::format("\npredicted by the modeled L2 (cache {}, {}: {}{}), against the measured DRAM\n", pr.cache, workers,
                            pr.workers_from, pr.per_launch ? (d.stages.size() > 1 ? "; each launch from a cold cache" : "") : "; one run of the whole program");
         out += render_table(predicted, format);
     } else if (!d.why_no_prediction.empty()) {

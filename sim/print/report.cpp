@@ -30,7 +30,8 @@ nlohmann::ordered_json cache_json(const ProgramCache& cache) {
     const CacheConfig& c = cache.config;
     return {{"text", cache.text},          {"size_bytes", c.size_bytes}, {"line_bytes", c.line_bytes},
             {"sector_bytes", c.sector_bytes}, {"ways", c.ways},         {"fill_bytes", c.fill_bytes ? c.fill_bytes : c.sector_bytes},
-            {"index", c.hashed_index ? "hash" : "mod"}, {"element_bytes", cache.element_bytes},
+            {"index", c.hashed_index ? "hash" : "mod"}, {"dirty_limit_bytes", c.dirty_limit_bytes}, {"dirty_ways", c.dirty_ways},
+            {"element_bytes", cache.element_bytes},
             {"array_alignment_bytes", kCacheArrayAlignment}};
 }
 
@@ -88,9 +89,12 @@ std::string format_cached_count(const Program& p, const CachedCount& c, const Ca
 
 std::string cache_summary(const ProgramCache& cache) {
     const CacheConfig& c = cache.config;
-    return fmt::format("{}: {} B, {}-byte lines of {}-byte sectors, {} way{}, {} sets ({} index), {}-byte fills; {} bytes an element",
+    std::string dirty;
+    if (c.dirty_limit_bytes) dirty += fmt::format(", at most {} B of lines dirty", c.dirty_limit_bytes);
+    if (c.dirty_ways && c.dirty_ways < c.ways) dirty += fmt::format(", dirty lines written back past the {} newest of a set", c.dirty_ways);
+    return fmt::format("{}: {} B, {}-byte lines of {}-byte sectors, {} way{}, {} sets ({} index), {}-byte fills{}; {} bytes an element",
                        cache.text, c.size_bytes, c.line_bytes, c.sector_bytes, c.ways, c.ways == 1 ? "" : "s", c.sets(),
-                       c.hashed_index ? "hashed" : "line number mod sets", c.fill_bytes ? c.fill_bytes : c.sector_bytes,
+                       c.hashed_index ? "hashed" : "line number mod sets", c.fill_bytes ? c.fill_bytes : c.sector_bytes, dirty,
                        cache.element_bytes);
 }
 
