@@ -66,8 +66,8 @@ Plugin open_plugin() {
                                        TOYSIM_BUILD_DIR));
         return {symbol<ToysimCudaQueryFn>(library, "toysim_cuda_query_device", path), symbol<ToysimCudaLaunchFn>(library, "toysim_cuda_launch", path)};
     }
-    throw GpuError(fmt::format("the CUDA kernels are not built yet: `cmake --build {} --target toysim_cuda` builds them (about a minute "
-                               "and a half on 2 cores; the quick start's `--target toysim` leaves them out)",
+    throw GpuError(fmt::format("the CUDA kernels are not built yet: `cmake --build {} --target toysim_cuda` builds them (51 s on a 2-core "
+                               "machine; the quick start's `--target toysim` leaves them out)",
                                TOYSIM_BUILD_DIR));
 }
 
