@@ -3,8 +3,10 @@
 //
 //   catalog.cpp    the table of kernels: what a program's `gpu NAME` line may name, with the
 //                  parameters and arrays each kernel takes (always built)
-//   runtime.cu     device query, buffers, the checked launch, counting and timing (CUDA builds)
-//   no_cuda.cpp    the same functions in a build without CUDA: "no GPU support" (exit 2)
+//   runtime.cu     device query, buffers, the checked launch, counting and timing (CUDA builds,
+//                  in the kernels' own library libtoysim_cuda.so: gpu/cuda_plugin.h)
+//   device_loader.cpp  the same functions as toysim calls them: forwarded to that library,
+//                  or "no GPU support" / "not built yet" (exit 2)
 //   matmul.cu, softmax.cu, attention_forward.cu, attention_backward.cu,
 //   attention_tensor_core.cu: the kernels
 #pragma once
@@ -75,7 +77,7 @@ struct GpuError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// ---- the device side: runtime.cu, or no_cuda.cpp ----
+// ---- the device side: runtime.cu in libtoysim_cuda.so, reached through device_loader.cpp ----
 
 bool built_with_cuda();
 
