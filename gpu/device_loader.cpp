@@ -36,7 +36,7 @@ std::vector<fs::path> plugin_candidates() {
     if (dladdr(reinterpret_cast<void*>(&plugin_candidates), &self) && self.dli_fname) {
         std::error_code ec;
         fs::path binary = fs::canonical(fs::path(self.dli_fname), ec);
-        if (ec) binary = fs::path("/proc/self/exe");
+        if (ec) binary = fs::path(self.dli_fname);  // as the loader named it
         paths.push_back(binary.parent_path() / kCudaPluginFile);
         paths.push_back(binary.parent_path() / TOYSIM_INSTALLED_CUDA_LIBRARY);
     }

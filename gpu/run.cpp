@@ -264,7 +264,9 @@ void refuse_races(const Program& p, bool force) {
     RunResult checked;
     try {
         refuse_long_runs({&p}, 0, force);
-        checked = run_to_verdict(p);
+        RunOptions execute_only;
+        execute_only.grade = false;
+        checked = run_to_verdict(p, execute_only);
     } catch (const ToyError& e) {
         if (e.kind() != ErrorKind::TooLongToRun && e.kind() != ErrorKind::TooLargeToRun) throw;
         const RaceProof& unproven = *std::find_if(proofs.begin(), proofs.end(), [](const RaceProof& proof) { return !proof.proven; });

@@ -28,18 +28,13 @@
 
 // TOYSIM_TEST_ASAN: built with AddressSanitizer (the sanitize preset), where some limits
 // cannot be tested and a test whose point is not what the sanitizers check may do less (NVRTC's
-// compiles, say: the same work in both builds, run in Release only). kSanitized says the same.
+// compiles, say: the same work in both builds, run in Release only).
 #if defined(__SANITIZE_ADDRESS__)
 #define TOYSIM_TEST_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define TOYSIM_TEST_ASAN 1
 #endif
-#endif
-#ifdef TOYSIM_TEST_ASAN
-inline constexpr bool kSanitized = true;
-#else
-inline constexpr bool kSanitized = false;
 #endif
 
 namespace toysim::testing {

@@ -44,7 +44,7 @@ RunResult run_numeric(const Program& p, const RunOptions& options, bool keep_fau
     r.counters = m.counters();
     if (cache) r.counters.cache = cache->counts();
     r.fault = fault;
-    if (fault) return r;  // counters up to the fault; nothing to grade
+    if (fault || !options.grade) return r;  // counters up to the fault; nothing to grade
     for (const auto& spec : p.checks) r.checks.push_back(evaluate_check(p, m.state(), spec));
     for (const auto& e : p.expects) r.expects.push_back(evaluate_expect(r.counters, e));
     r.dram = std::move(m.state().dram);
