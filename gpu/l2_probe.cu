@@ -8,6 +8,10 @@
 //
 //   toysim_l2_probe [victim MiB]   (default 32)
 //
+// Then the other way round: what the L2 writes back while a launch runs (launches that only
+// write, lines partly written), and how far later reads push dirty lines out
+// (results/l2_writeback_h100.txt; gpu/README.md, "How far reads push dirty lines out").
+//
 // Not part of the suite: a tool for the measurement's method (gpu/README.md, "Cold L2").
 #include <cuda_runtime.h>
 
@@ -72,6 +76,22 @@ __global__ void shared_read(const uint4* p, std::size_t n, uint4* out, std::size
         x ^= v.x ^ v.y ^ v.z ^ v.w;
     }
     for (std::size_t i = threadIdx.x; i < out_per_block; i += blockDim.x) out[blockIdx.x * out_per_block + i] = make_uint4(x, x, x, x);
+}
+
+// FA2's stream without its reuse: each 16 KiB chunk of `out` is written after its three chunks
+// of `in` (three times as large) were read, by blocks that take chunks in turn. Reads and writes
+// interleave through the launch as Q, K, V and O do.
+__global__ void read3_write1(const uint4* in, uint4* out, std::size_t out_n, unsigned* sink) {
+    constexpr std::size_t kChunk = 1024;  // 16-byte words: 16 KiB
+    unsigned x = 0;
+    for (std::size_t c = blockIdx.x; c * kChunk < out_n; c += gridDim.x) {
+        for (std::size_t i = threadIdx.x; i < 3 * kChunk; i += blockDim.x) {
+            uint4 v = in[3 * c * kChunk + i];
+            x ^= v.x ^ v.y ^ v.z ^ v.w;
+        }
+        for (std::size_t i = threadIdx.x; i < kChunk; i += blockDim.x) out[c * kChunk + i] = make_uint4(x, x, x, x);
+    }
+    if (x == 0x9e3779b9u) *sink = x;
 }
 
 struct Buffer {
@@ -228,6 +248,44 @@ int main(int argc, char** argv) {
             });
             print_launch(pat.name, m);
         }
+    }
+    // How long a dirty line outlives the reads after it (issue 34: the model's write-back depth).
+    // 16 MiB written (after toysim's flush, not measured), then a measured launch that reads R
+    // MiB it had not touched, spread over every SM: its DRAM writes are the dirty lines those
+    // reads pushed out. Then the same with every block reading the same R MiB (K and V shared by
+    // FA2's blocks), and a launch that does both at once: W MiB written as 3W MiB are read.
+    std::printf("\n%-58s %14s %14s %14s\n", "16 MiB written, then a measured launch", "DRAM read B", "DRAM write B", "L2 write B");
+    {
+        Buffer dirty(std::size_t{16} << 20), fresh(std::size_t{64} << 20);
+        check(cudaMemset(fresh.ptr, 8, fresh.bytes), "filling");
+        for (std::size_t mib : {0, 4, 8, 12, 16, 20, 24, 28, 32, 40, 48, 64}) {
+            auto m = profiler.measure(
+                [&] {
+                    after_flush();
+                    write_through<<<grid, 512>>>(dirty.u4(), dirty.n4(), 13);
+                    check(cudaDeviceSynchronize(), "writing 16 MiB");
+                },
+                [&] { read_through<<<grid, 512>>>(fresh.u4(), (mib << 20) / 16, static_cast<unsigned*>(sink.ptr)); });
+            print_launch("reads " + std::to_string(mib) + " MiB, each line by one thread", m);
+        }
+        const unsigned blocks = static_cast<unsigned>(prop.multiProcessorCount) * 2;
+        for (std::size_t mib : {4, 8, 16, 24, 32}) {
+            auto m = profiler.measure(
+                [&] {
+                    after_flush();
+                    write_through<<<grid, 512>>>(dirty.u4(), dirty.n4(), 13);
+                    check(cudaDeviceSynchronize(), "writing 16 MiB");
+                },
+                [&] { shared_read<<<blocks, 512>>>(fresh.u4(), (mib << 20) / 16, dirty.u4(), 0); });
+            print_launch("reads " + std::to_string(mib) + " MiB, each line by all " + std::to_string(blocks) + " blocks", m);
+        }
+    }
+    std::printf("\n%-58s %14s %14s %14s\n", "measured launch, after toysim's flush", "DRAM read B", "DRAM write B", "L2 write B");
+    for (std::size_t mib : {4, 8, 12, 16, 20, 24, 32}) {
+        Buffer in(3 * (mib << 20)), out(mib << 20);
+        check(cudaMemset(in.ptr, 9, in.bytes), "filling");
+        auto m = profiler.measure(after_flush, [&] { read3_write1<<<grid, 256>>>(in.u4(), out.u4(), out.n4(), static_cast<unsigned*>(sink.ptr)); });
+        print_launch("reads " + std::to_string(3 * mib) + " MiB, writes " + std::to_string(mib) + " MiB among them", m);
     }
     return 0;
 }

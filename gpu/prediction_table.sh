@@ -27,7 +27,7 @@ WRITES_JUDGED = 5e6
 def run(args):
     return json.loads(subprocess.run([toysim] + args, check=True, capture_output=True, text=True).stdout)
 
-runs = ["matmul_inner", "matmul_outer", "softmax_3pass", "softmax_online",
+runs = ["matmul_inner", "matmul_outer", "matmul_outer.n1536", "matmul_outer.n1536.t16", "softmax_3pass", "softmax_online",
         "standard_tiled.n4096.fp16", "standard_tiled.n4096.fp32", "fa1.n4096.fp16", "fa1.n4096.fp32",
         "fa2.n4096.fp16", "fa2.n4096.fp32", "fa2_v1_wmma.n4096.fp16", "fa2_v2_mma.n4096.fp16", "fa2_v3_mma.n4096.fp16",
         "fa2_backward.n1024.fp16", "fa2_backward_no_d_trick.n1024.fp16"]

@@ -29,6 +29,7 @@ if [[ $what != sweeps ]]; then
 record matmul_inner programs/matmul_inner.toy --set n=1024
 record matmul_outer programs/matmul_outer.toy --set n=1024 --set t=32
 record matmul_outer.n1536 programs/matmul_outer.toy --set n=1536 --set t=32  # the walk of a long scalar program (issue 34)
+record matmul_outer.n1536.t16 programs/matmul_outer.toy --set n=1536 --set t=16  # the shape the walk once refused (issue 34)
 record softmax_3pass programs/p4_softmax_3pass.toy --set n=1000000 --heads 16
 record softmax_online programs/p5_online_softmax.toy --set n=1000000 --heads 16
 for dtype in fp16 fp32; do

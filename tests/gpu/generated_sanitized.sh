@@ -14,6 +14,8 @@
 # Runs JOBS (default: the cores) sanitizer processes at a time on the one GPU; racecheck of the
 # backward programs at n = 1000 takes the longest (minutes each).
 # Usage: generated_sanitized.sh path/to/toysim [REGEX]   (REGEX: the program paths to run)
+# DONE=FILE resumes a sweep cut short: FILE holds the ok lines of an earlier run's output, and
+# the runs they name are not run again (the whole sweep takes over half an hour on one GPU).
 # Exits 77 (ctest: skipped) without a GPU, NVRTC or compute-sanitizer.
 set -uo pipefail
 toysim=$(realpath "$1")
@@ -96,6 +98,11 @@ echo "$(wc -l <"$jobs_file") runs, $jobs at a time"
 # The small shapes first: a run cut short by its time limit has checked the most settings.
 awk '{ match($0, /--set n=[0-9]+/); print substr($0, RSTART + 8, RLENGTH - 8) "\t" $0 }' "$jobs_file" | sort -s -n -k1,1 | cut -f2- >"$jobs_file.sorted"
 mv "$jobs_file.sorted" "$jobs_file"
+if [ -n "${DONE:-}" ]; then
+  sed -E '/^ok [0-9]+s /!d; s/^ok [0-9]+s //; s/ \(outside the dtype.*$//' "$DONE" | grep -vxFf - "$jobs_file" >"$jobs_file.left"
+  echo "$(($(wc -l <"$jobs_file") - $(wc -l <"$jobs_file.left"))) runs done before ($DONE)"
+  mv "$jobs_file.left" "$jobs_file"
+fi
 # shellcheck disable=SC2016
 xargs -P "$jobs" -L 1 bash -c 'run_job "$@"' _ <"$jobs_file"
 
