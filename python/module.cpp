@@ -16,6 +16,8 @@
 #include <utility>
 
 #include "python/module.h"
+#include "sim/app/cost.h"
+#include "sim/app/view.h"
 #include "sim/analysis/cost.h"
 #include "sim/analysis/races.h"
 #include "sim/check/run.h"
@@ -52,12 +54,6 @@ LocatedError::LocatedError(const std::string& text) : std::runtime_error(without
 
 void check_signals() {
     if (PyErr_CheckSignals() != 0) throw Interrupted{};
-}
-
-ParamSettings settings_from(const std::vector<std::string>& sets) {
-    ParamSettings out;
-    for (const auto& s : sets) out.push_back(parse_setting(s));
-    return out;
 }
 
 std::shared_ptr<const Program> compile_at(const LoadedProgram& loaded, const std::vector<std::string>& sets) {
@@ -197,7 +193,7 @@ std::pair<std::string, std::string> cost_json_text(const LoadedProgram& lp, std:
             TimeFormulas time = derive_time(p);
             return json_text(cost_json(p, formulas, counted, prove_race_freedom(p), &time));
         };
-        const CachedCountOptions walk = cache_walk(p, heads, workers, cold_launches);
+        const CachedCountOptions walk = app::walk_options(p, {heads, workers, cold_launches}, kSpelling);
         if (p.cache) {  // the count-only walk through the cache, as the CLI's
             std::string formulas = formulas_json();
             py::gil_scoped_release release;
@@ -325,29 +321,11 @@ GradeTexts grade(const std::string& exercise, const std::optional<std::string>& 
 
 // ---- view ----
 
-// The page `toysim view` writes (sim/cli/view_command.cpp).
+// The page `toysim view` writes (sim/app/view.h).
 std::string view(const LoadedProgram& lp, const std::string& values, std::optional<std::uint64_t> max_steps) {
-    constexpr std::uint64_t kViewSteps = 100'000;  // as the CLI: past this, a page no longer opens in seconds
     return reported(&lp.source, [&] {
-        if (chart_js().empty())
-            throw ToyError("this toysim was built without Chart.js (Debian's libjs-chart.js), which the viewer's charts need: install it "
-                           "(scripts/install-deps.sh) and rebuild");
-        const Program& p = *lp.program;
-        check_fits_in_run(p);
-        std::uint64_t limit = max_steps ? *max_steps : kViewSteps;
-        WorkEstimate work = estimate_work(p);
-        if (work.instructions > limit)
-            throw ToyError(fmt::format("this run has {} steps, more than a page can show ({}): make it smaller with --set (for example a "
-                                       "smaller n), or raise the limit with --max-steps",
-                                       grouped(static_cast<double>(work.instructions)), grouped(static_cast<double>(limit))));
-        bool symbolic = shows_symbols(values, p);
         py::gil_scoped_release release;
-        if (symbolic) {
-            ExprArena arena;
-            auto recording = record_symbolic(p, arena, work.instructions, limit);
-            return view_html(view_json(p, recording, arena));
-        }
-        return view_html(view_json(p, record_numeric(p, work.instructions, limit)));
+        return app::view(*lp.program, {values, max_steps.value_or(0)}, kSpelling).html;
     });
 }
 

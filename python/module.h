@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/app/spelling.h"
 #include "sim/exec/counters.h"
 #include "sim/lower/program.h"
 #include "sim/support/diag.h"
@@ -24,6 +25,12 @@
 namespace toysim::python {
 
 namespace py = pybind11;
+
+// How the module's API spells what the command layer's messages ask to change
+// (toysim/__init__.py: Program.with_params, max_steps=, values="numeric").
+inline const app::Spelling kSpelling{"with_params()",     "max_steps=",        "values=\"numeric\"",
+                                     "cost(heads=...)", "cost(workers=...)", "cost(cold_launches=...)",
+                                     "a `cache h100` line in the program"};
 
 // Raised to Python as toysim.ToyError; what() is the whole message as the CLI prints it on
 // stderr, without its final newline (a traceback adds one).
@@ -70,8 +77,7 @@ struct LoadedProgram {
     std::shared_ptr<const Program> program;
 };
 
-// --set's settings ("n=4"), parsed as the CLI parses them.
-ParamSettings settings_from(const std::vector<std::string>& sets);
+// --set's settings ("n=4") are parsed by toysim::settings_from (sim/lower/program.h), as the CLI's.
 // The program compiled at `sets`: a malformed setting is a LocatedError at once, a setting the
 // program rejects a ToyError.
 std::shared_ptr<const Program> compile_at(const LoadedProgram& loaded, const std::vector<std::string>& sets);

@@ -8,6 +8,7 @@
 
 #include "python/module.h"
 #include "sim/analysis/cost.h"
+#include "sim/app/session.h"
 #include "sim/print/report.h"
 #include "sim/print/step_report.h"
 #include "sim/support/text.h"
@@ -52,45 +53,45 @@ public:
 };
 
 template <class Domain>
-class SessionOf final : public SessionBase {
+class SessionOf final : public SessionBase, app::HeldSession<Domain> {
 public:
-    // Set up as `toysim step` sets a session up (OwnedSession).
-    SessionOf(std::shared_ptr<const Program> program, SessionLimits limits) : owned_(std::move(program), limits) {
+    // Set up as `toysim step` sets a session up (app::OwnedSession).
+    SessionOf(std::shared_ptr<const Program> program, SessionLimits limits) : app::HeldSession<Domain>(std::move(program), limits) {
         // Ctrl-C stops a long move (continue over millions of steps) as it does at a terminal.
-        session_.interrupted = [] { return PyErr_CheckSignals() != 0; };
+        this->session_.interrupted = [] { return PyErr_CheckSignals() != 0; };
     }
 
     py::dict move(const std::string& how, std::uint64_t n) override {
         Stop stop = in_session([&] {
-            if (how == "forward") return session_.forward(n);
-            if (how == "backward") return session_.backward(n);
-            if (how == "goto") return session_.go_to(n);
-            if (how == "continue") return session_.run_forward();
-            return session_.run_backward();
+            if (how == "forward") return this->session_.forward(n);
+            if (how == "backward") return this->session_.backward(n);
+            if (how == "goto") return this->session_.go_to(n);
+            if (how == "continue") return this->session_.run_forward();
+            return this->session_.run_backward();
         });
         if (stop.reason == Stop::Reason::Interrupted && PyErr_Occurred()) throw py::error_already_set();
         py::dict out;
         out["reason"] = stop_reason_name(stop.reason);
         out["breakpoint"] = stop.reason == Stop::Reason::Breakpoint
-                                ? py::object(py::int_(session_.breakpoints()[static_cast<size_t>(stop.breakpoint)].number))
+                                ? py::object(py::int_(this->session_.breakpoints()[static_cast<size_t>(stop.breakpoint)].number))
                                 : py::object(py::none());
-        out["step"] = session_.position();
-        out["text"] = format_stop(session_, stop, style_);
+        out["step"] = this->session_.position();
+        out["text"] = format_stop(this->session_, stop, this->style_);
         return out;
     }
 
     int add_breakpoint(const std::string& text, bool watch) override {
-        return in_session([&] { return session_.add_breakpoint(parse_breakpoint(owned_.program(), text, watch)); });
+        return in_session([&] { return this->session_.add_breakpoint(parse_breakpoint(this->owned_.program(), text, watch)); });
     }
 
     void delete_breakpoint(std::optional<int> number) override {
-        if (!number) return session_.breakpoints().clear();
-        if (!session_.delete_breakpoint(*number)) throw LocatedError(fmt::format("error: no breakpoint {}", *number));
+        if (!number) return this->session_.breakpoints().clear();
+        if (!this->session_.delete_breakpoint(*number)) throw LocatedError(fmt::format("error: no breakpoint {}", *number));
     }
 
     py::list breakpoints() const override {
         py::list out;
-        for (const auto& bp : session_.breakpoints()) {
+        for (const auto& bp : this->session_.breakpoints()) {
             py::dict d;
             d["number"] = bp.number;
             d["text"] = bp.text;
@@ -100,12 +101,12 @@ public:
         return out;
     }
 
-    std::uint64_t position() const override { return session_.position(); }
-    std::uint64_t cycle() const override { return session_.cycle(); }
-    std::optional<std::uint64_t> end() const override { return session_.end(); }
+    std::uint64_t position() const override { return this->session_.position(); }
+    std::uint64_t cycle() const override { return this->session_.cycle(); }
+    std::optional<std::uint64_t> end() const override { return this->session_.end(); }
     std::optional<std::string> fault() const override {
-        if (!session_.fault()) return std::nullopt;
-        std::string text = format_error(*session_.fault(), owned_.program().source.get(), "toysim");
+        if (!this->session_.fault()) return std::nullopt;
+        std::string text = format_error(*this->session_.fault(), this->owned_.program().source.get(), "toysim");
         if (!text.empty() && text.back() == '\n') text.pop_back();
         return text;
     }
@@ -114,8 +115,8 @@ public:
     // The scalar registers written so far: R3 -> its value (a number, or the trace's name for it).
     py::dict registers() const override {
         py::dict out;
-        const auto& st = session_.state();
-        for (int r = 0; r < owned_.program().scalar_registers; ++r)
+        const auto& st = this->session_.state();
+        for (int r = 0; r < this->owned_.program().scalar_registers; ++r)
             if (st.written[static_cast<size_t>(r)]) out[py::str(fmt::format("R{}", r))] = value(st.regs[static_cast<size_t>(r)]);
         return out;
     }
@@ -123,9 +124,9 @@ public:
     // Each tile written so far, at its current shape: a NumPy array (numeric) or rows of names.
     py::dict tiles() const override {
         py::dict out;
-        const auto& st = session_.state();
-        for (size_t k = 0; k < owned_.program().tiles.size(); ++k) {
-            const Tile& t = owned_.program().tiles[k];
+        const auto& st = this->session_.state();
+        for (size_t k = 0; k < this->owned_.program().tiles.size(); ++k) {
+            const Tile& t = this->owned_.program().tiles[k];
             std::int64_t rows = st.tile_rows[k], cols = st.tile_cols[k];
             if (rows == 0) continue;
             auto at = [&](std::int64_t i, std::int64_t j) { return st.tiles[static_cast<size_t>(t.base + i * t.cols + j)]; };
@@ -149,46 +150,31 @@ public:
     }
 
     std::string counters() const override {
-        Counters c = session_.counters();
-        return flat_counters(owned_.program(), c, counters_json(owned_.program(), c)).dump();
+        Counters c = this->session_.counters();
+        return flat_counters(this->owned_.program(), c, counters_json(this->owned_.program(), c)).dump();
     }
 
-    std::string where() const override { return format_stop(session_, Stop{}, style_); }
-    std::string print(const std::string& what) const override { return in_session([&] { return format_print(session_, what, style_); }); }
-    std::string regs_text() const override { return format_registers(session_, style_); }
+    std::string where() const override { return format_stop(this->session_, Stop{}, this->style_); }
+    std::string print(const std::string& what) const override { return in_session([&] { return format_print(this->session_, what, this->style_); }); }
+    std::string regs_text() const override { return format_registers(this->session_, this->style_); }
     std::string mem_text(const std::string& array, std::int64_t first_row) const override {
-        return in_session([&] { return format_memory(session_, array, first_row, style_); });
+        return in_session([&] { return format_memory(this->session_, array, first_row, this->style_); });
     }
-    std::string counters_text() const override { return format_session_counters(session_); }
-    std::string list_text(std::optional<int> line) const override { return format_listing(session_, line); }
+    std::string counters_text() const override { return format_session_counters(this->session_); }
+    std::string list_text(std::optional<int> line) const override { return format_listing(this->session_, line); }
 
 private:
-    OwnedSession<Domain> owned_;
-    Session<Domain>& session_ = owned_.session();
-    const StepStyle& style_ = owned_.style();
-
     py::object value(const typename Domain::Value& v) const {
         if constexpr (std::is_same_v<Domain, NumericDomain>) return py::float_(v);
-        else return py::str(owned_.name(v));
+        else return py::str(this->owned_.name(v));
     }
 };
 
-// As `toysim step` starts (step_command): the run must fit; values symbolic for scalar
-// programs of up to kSymbolicSessionSteps steps unless asked otherwise.
+// As `toysim step` starts (app::plan_session).
 std::unique_ptr<SessionBase> open_session(const LoadedProgram& lp, const std::string& values, std::optional<std::uint64_t> max_steps) {
-    return reported(&lp.source, [&]() -> std::unique_ptr<SessionBase> {
-        const Program& p = *lp.program;
-        check_fits_in_run(p);
-        WorkEstimate work = estimate_work(p);
-        SessionLimits limits;
-        if (max_steps) limits.max_steps = *max_steps;
-        bool symbolic = shows_symbols(values, p, work.instructions <= kSymbolicSessionSteps);
-        if (!symbolic) return std::make_unique<SessionOf<NumericDomain>>(lp.program, limits);
-        if (work.instructions > kSymbolicSessionSteps)
-            throw ToyError(fmt::format("symbolic stepping names every value of the run, which is for runs of up to {} steps; this one "
-                                       "has {}: use --values numeric, or smaller parameters",
-                                       grouped(static_cast<double>(kSymbolicSessionSteps)), grouped(static_cast<double>(work.instructions))));
-        return std::make_unique<SessionOf<SymbolicDomain>>(lp.program, limits);
+    return reported(&lp.source, [&] {
+        const app::SessionPlan plan = app::plan_session(*lp.program, {values, max_steps.value_or(0)}, kSpelling);
+        return app::open_session<SessionOf, SessionBase>(lp.program, plan);
     });
 }
 

@@ -28,7 +28,8 @@ const std::map<std::string, std::set<std::string>>& allowed() {
         {"step", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis"}},
         {"grade", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis"}},
         {"print", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis", "gpu", "step", "grade"}},
-        {"cli", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis", "gpu", "step", "grade", "print"}},
+        {"app", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis", "gpu", "step", "grade", "print"}},
+        {"cli", {"support", "isa", "front", "reference", "lower", "exec", "check", "analysis", "gpu", "step", "grade", "print", "app"}},
     };
     return rules;
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "sim/app/session.h"
 #include "sim/print/assets.h"
 #include "sim/print/view_report.h"
 #include "support.h"
@@ -181,7 +182,7 @@ namespace {
 
 // The machine a session reports (view_state_json) after `step`, as plain JSON.
 template <class Domain>
-json machine_at(OwnedSession<Domain>& owned, std::uint64_t step) {
+json machine_at(app::OwnedSession<Domain>& owned, std::uint64_t step) {
     owned.session().go_to(step);
     return json::parse(view_state_json(owned.session(), owned.style()).dump());
 }
@@ -200,7 +201,7 @@ TEST_CASE("view: the stepper's machine is the trace's at every step, in the view
     // and stores per element so far and the step's access, at each step of the run.
     const std::string path = "programs/p5_online_softmax.toy";
     json trace = trace_json({path});
-    OwnedSession<SymbolicDomain> owned(std::make_shared<const Program>(build_file(path)), SessionLimits{});
+    app::OwnedSession<SymbolicDomain> owned(std::make_shared<const Program>(build_file(path)), SessionLimits{});
     json start = machine_at(owned, 0);
     CHECK(start["line"] == trace["steps"][0]["line"]);
     CHECK(start["next"] == true);
@@ -235,7 +236,7 @@ TEST_CASE("view: the stepper's machine is the trace's at every step, in the view
 TEST_CASE("view: the stepper's tiles hold their last write, and the block the step overwrote", "[view]") {
     const std::string path = "programs/attention/seed001_fa2_tiled.toy";
     json trace = trace_json({path});
-    OwnedSession<NumericDomain> owned(std::make_shared<const Program>(build_file(path)), SessionLimits{});
+    app::OwnedSession<NumericDomain> owned(std::make_shared<const Program>(build_file(path)), SessionLimits{});
     json m = machine_at(owned, 33);
     const json& write = trace["steps"][32]["writes"][0];
     REQUIRE(write["tile"] == "o");
@@ -256,7 +257,7 @@ TEST_CASE("view: the stepper's tiles hold their last write, and the block the st
 
 TEST_CASE("view: the stepper's machine names the fault the run ends on", "[view]") {
     Program p = build("registers 2\ninput x[2]\noutput y[1]\nLOAD x[0], R0\nLOAD y[0], R1\nSTORE R1, y[0]\n");
-    OwnedSession<NumericDomain> owned(std::make_shared<const Program>(p), SessionLimits{});
+    app::OwnedSession<NumericDomain> owned(std::make_shared<const Program>(p), SessionLimits{});
     CHECK(owned.session().forward(10).reason == Stop::Reason::Fault);
     json m = json::parse(view_state_json(owned.session(), owned.style()).dump());
     CHECK(m["line"] == 4);

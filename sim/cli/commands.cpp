@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "sim/analysis/cost.h"
+#include "sim/app/cost.h"
 #include "sim/cli/common.h"
 #include "sim/exec/cached_count.h"
 #include "sim/print/cost_report.h"
@@ -9,12 +10,6 @@
 #include "sim/support/text.h"
 
 namespace toysim::cli {
-
-namespace {
-
-bool table_format(const std::string& format) { return format == "table" || format == "markdown"; }
-
-}  // namespace
 
 int run_command(const Options& o, Context& ctx) {
     check_show_format(o.shown_arrays, parse_format(o.format), o.format);
@@ -57,21 +52,7 @@ int trace_command(const Options& o, Context& ctx) {
 int cost_command(const Options& o, Context& ctx) {
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     apply_cache_options(program, o);
-    const CachedCountOptions walk = cache_walk(program, o.heads, o.workers, o.cold_launches);
-    if (program.cache) {  // the count-only walk through the cache: what reaches DRAM
-        CachedCount counted = count_through_cache(program, walk);
-        // In a table, the formulas first (element counts), then what reaches DRAM past the cache.
-        if (table_format(o.format))
-            ctx.out << format_cost(program, derive_formulas(program), count_traffic(program), parse_format(o.format),
-                                   prove_race_freedom(program), nullptr) << "\n";
-        ctx.out << format_cached_count(program, counted, walk, parse_format(o.format));
-        return kOk;
-    }
-    // The counts first: an overflow is reported as the count's, whichever compiler built this.
-    std::vector<ArrayTraffic> counted = count_traffic(program);
-    std::vector<ArrayFormulas> formulas = derive_formulas(program);
-    TimeFormulas time = derive_time(program);
-    ctx.out << format_cost(program, formulas, counted, parse_format(o.format), prove_race_freedom(program), &time);
+    ctx.out << app::cost(program, {o.heads, o.workers, o.cold_launches}, parse_format(o.format), app::Spelling::cli());
     return kOk;
 }
 

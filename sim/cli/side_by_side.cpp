@@ -10,6 +10,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "sim/app/side_by_side.h"
 #include "sim/cli/common.h"
 #include "sim/cli/output.h"
 #include "sim/front/parser.h"
@@ -157,23 +158,14 @@ int compare_command(const Options& o, Context& ctx) {
                 throw ToyError(fmt::format("--sweep {}: --set gives {} too: give it one way", flag_subject(swept), quoted_name(swept)));
     }
     std::set<std::string> used;
-    std::vector<std::string> known;  // every program's parameters, for "did you mean"
     std::vector<Parsed> parsed;
     std::vector<ParamSettings> own;  // each program's part of --set
     std::vector<std::string> names;
     for (const auto& f : o.files) {
         parsed.push_back(parse_program(f, ctx));
-        ParamSettings mine;
+        own.push_back(app::settings_declared(*parsed.back().tree, settings, used));
         std::vector<std::string_view> its;
-        for (const auto& p : parsed.back().tree->params) {
-            known.push_back(p.name);
-            its.push_back(p.name);
-            for (const auto& s : settings)
-                if (p.name == s.first) {
-                    mine.push_back(s);
-                    used.insert(s.first);
-                }
-        }
+        for (const auto& p : parsed.back().tree->params) its.push_back(p.name);
         if (!swept.empty() && std::find(its.begin(), its.end(), swept) == its.end()) {
             ctx.source.reset();
             std::string hint = did_you_mean(swept, its), list;
@@ -181,15 +173,12 @@ int compare_command(const Options& o, Context& ctx) {
             if (hint.empty()) hint = its.empty() ? " (it has none)" : " (its parameters: " + list + ")";
             throw ToyError(fmt::format("--sweep {}: {} has no parameter {}{}", flag_subject(swept), f, quoted_name(swept), hint));
         }
-        own.push_back(std::move(mine));
         names.push_back(short_program_name(f));
     }
     ctx.source.reset();
-    std::vector<std::string_view> candidates(known.begin(), known.end());
-    for (const auto& s : settings)
-        if (!used.count(s.first))
-            throw ToyError(fmt::format("--set {}: no program here has a parameter {}{}", flag_subject(s.first), quoted_name(s.first),
-                                       did_you_mean(s.first, candidates)));
+    std::vector<const ast::Program*> trees;
+    for (const Parsed& p : parsed) trees.push_back(p.tree.get());
+    app::refuse_undeclared(settings, used, trees, app::Spelling::cli());
 
     // Every program at each value, in that order: value-major, so each value's runs are together.
     std::vector<Program> programs;

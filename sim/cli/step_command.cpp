@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "sim/analysis/cost.h"
+#include "sim/app/session.h"
 #include "sim/cli/common.h"
 #include "sim/cli/line_reader.h"
 #include "sim/cli/step_commands.h"
@@ -257,35 +258,28 @@ int step_command(const Options& o, Context& ctx) {
         ctx.err << fmt::format("note: the stepper does not run the program's cache (line {}): it shows DRAM traffic in elements; `toysim run` "
                                "counts the cache\n",
                                p.cache->loc.line);
-    check_fits_in_run(p);
-    WorkEstimate work = estimate_work(p);
-    SessionLimits limits;
-    if (o.max_steps) limits.max_steps = o.max_steps;
-    StepStyle style;
-    style.color = o.color == "always" || (o.color == "auto" && ctx.out_is_terminal);
+    const app::SessionPlan plan = app::plan_session(p, {o.values, o.max_steps}, app::Spelling::cli());
+    const bool color = o.color == "always" || (o.color == "auto" && ctx.out_is_terminal);
+    auto program = std::make_shared<const Program>(std::move(p));
 
     // The count-only pass counts instructions exactly (a fault would end the run sooner).
-    std::string length = fmt::format("the run has {} steps", grouped(static_cast<double>(work.instructions)));
+    std::string length = fmt::format("the run has {} steps", grouped(static_cast<double>(plan.steps)));
     auto banner = [&](std::string_view values, std::string_view note) {
-        return fmt::format("toysim step: {} ({}); {}; values {}{}; {}.\nType 'help' for the commands.\n", p.source ? p.source->path : o.file,
-                           format_params(p), p.register_file_text(), values, note, length);
+        return fmt::format("toysim step: {} ({}); {}; values {}{}; {}.\nType 'help' for the commands.\n",
+                           program->source ? program->source->path : o.file, format_params(*program), program->register_file_text(), values,
+                           note, length);
     };
-
-    bool symbolic = shows_symbols(o.values, p, work.instructions <= kSymbolicSessionSteps);
-    if (symbolic) {
-        if (work.instructions > kSymbolicSessionSteps && o.values == "symbolic")
-            throw ToyError(fmt::format("symbolic stepping names every value of the run, which is for runs of up to {} steps; this one "
-                                       "has {}: use --values numeric, or smaller parameters",
-                                       grouped(static_cast<double>(kSymbolicSessionSteps)), grouped(static_cast<double>(work.instructions))));
-        ExprArena arena;
-        Session<SymbolicDomain> session(p, SymbolicDomain{&arena, &p}, &arena, limits);
-        auto names = name_session_values(session, arena);
-        style.names = names.get();
-        return run_session(session, style, ctx, banner("symbolic", ""));
+    if (plan.symbolic) {
+        app::OwnedSession<SymbolicDomain> owned(program, plan.limits);
+        owned.style().color = color;
+        return run_session(owned.session(), owned.style(), ctx, banner("symbolic", ""));
     }
-    Session<NumericDomain> session(p, NumericDomain{}, nullptr, limits);
-    std::string note = o.values == "auto" && !p.has_tiles() ? fmt::format(" (symbolic is for runs of up to {} steps)", grouped(static_cast<double>(kSymbolicSessionSteps))) : "";
-    return run_session(session, style, ctx, banner("numeric", note));
+    app::OwnedSession<NumericDomain> owned(program, plan.limits);
+    owned.style().color = color;
+    std::string note = o.values == "auto" && !program->has_tiles()
+                           ? fmt::format(" (symbolic is for runs of up to {} steps)", grouped(static_cast<double>(kSymbolicSessionSteps)))
+                           : "";
+    return run_session(owned.session(), owned.style(), ctx, banner("numeric", note));
 }
 
 }  // namespace toysim::cli

@@ -55,17 +55,6 @@ nlohmann::ordered_json cache_counters_json(const Program& p, const CacheCounts& 
     return k["l2"];
 }
 
-CachedCountOptions cache_walk(const Program& p, std::int64_t heads, std::int64_t workers, bool cold_launches) {
-    if ((heads != 1 || workers != 0 || cold_launches) && !p.cache)
-        throw ToyError(fmt::format("--{}: heads, workers and launches say how the accesses reach a cache; give a cache too (--cache h100)",
-                                   heads != 1 ? "heads" : workers != 0 ? "workers" : "cold-launches"));
-    CachedCountOptions walk;
-    walk.heads = heads;
-    walk.workers = workers;
-    walk.cold_launches = cold_launches;
-    return walk;
-}
-
 std::string format_cached_count(const Program& p, const CachedCount& c, const CachedCountOptions& o, Format format) {
     const std::int64_t workers = o.workers ? o.workers : p.workers;
     if (format == Format::Json) {

@@ -31,10 +31,6 @@ std::string cache_summary(const ProgramCache& cache);
 std::string format_cache_counts(const Program& program, const CacheCounts& counts, Format format);
 // The cache's counters as JSON (what goes under "counters"/"l2"), with the cache's description.
 nlohmann::ordered_json cache_counters_json(const Program& program, const CacheCounts& counts);
-// `toysim cost`'s walk through the program's cache for `heads` heads (`workers`, cold launches):
-// its options (a program without a cache: nothing walked), or a ToyError when the program has no
-// cache and these ask for one. The walk bounds itself (kMaxWalkWork).
-CachedCountOptions cache_walk(const Program& program, std::int64_t heads, std::int64_t workers, bool cold_launches);
 // `toysim cost --cache`: the count-only walk's counts (cached_count.h), in any format.
 std::string format_cached_count(const Program& program, const CachedCount& counted, const CachedCountOptions& options, Format format);
 // A cache's description as JSON: its text, geometry, element size and the arrays' alignment.

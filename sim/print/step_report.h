@@ -61,41 +61,6 @@ std::unique_ptr<ExprFormatter> name_session_values(Session<SymbolicDomain>& sess
 // Why a move stopped, as one word: moved, breakpoint, start, end, fault or interrupted.
 std::string_view stop_reason_name(Stop::Reason reason);
 
-// A session that owns its program, set up as `toysim step` sets one up: numeric, the
-// machine's own values; symbolic, its arena and every value named once (name_session_values),
-// in the style the displays above take. The Python module's toysim.Session and the browser's
-// engine each hold one.
-template <class Domain>
-class OwnedSession {
-public:
-    OwnedSession(std::shared_ptr<const Program> program, SessionLimits limits)
-        : program_(std::move(program)), arena_(std::make_unique<ExprArena>()), session_(*program_, domain(), arena(), limits) {
-        if constexpr (std::is_same_v<Domain, SymbolicDomain>) {
-            names_ = name_session_values(session_, *arena_);
-            style_.names = names_.get();
-        }
-    }
-    Session<Domain>& session() { return session_; }
-    const Session<Domain>& session() const { return session_; }
-    const Program& program() const { return *program_; }
-    const StepStyle& style() const { return style_; }
-    // A symbolic value as the trace names it (symbolic sessions only).
-    std::string name(const typename Domain::Value& v) const { return names_->cell(v); }
-
-private:
-    std::shared_ptr<const Program> program_;
-    std::unique_ptr<ExprArena> arena_;  // the symbolic values (unused by a numeric session)
-    Session<Domain> session_;
-    std::unique_ptr<ExprFormatter> names_;
-    StepStyle style_;
-
-    Domain domain() {
-        if constexpr (std::is_same_v<Domain, SymbolicDomain>) return SymbolicDomain{arena_.get(), program_.get()};
-        else return NumericDomain{};
-    }
-    ExprArena* arena() { return std::is_same_v<Domain, SymbolicDomain> ? arena_.get() : nullptr; }
-};
-
 // `help`.
 std::string step_help();
 

@@ -144,3 +144,29 @@ def test_a_setting_out_of_range_is_said_as_the_cli_says_it():
         toysim.load("programs/p5_online_softmax.toy").with_params(n=big)
     assert str(caught.value) + "\n" == done.stderr
     assert toysim.load("programs/p5_online_softmax.toy").with_params(n=6).params["n"] == 6
+
+
+def test_a_message_that_asks_for_a_change_names_it_as_the_module_spells_it():
+    """The command layer's messages name what to change in the front end's words: the CLI's
+    flags there, this module's arguments here; the rest of the message is the CLI's."""
+    long_run = ("programs/p5_online_softmax.toy", "n=1000000")
+    done = cli("view", long_run[0], "--set", long_run[1], "-o", "/dev/null")
+    assert done.returncode == 2 and "--set" in done.stderr and "--max-steps" in done.stderr
+    with pytest.raises(toysim.ToyError) as caught:
+        toysim.load(long_run[0], n=1000000).view()
+    assert str(caught.value) + "\n" == done.stderr.replace("--set", "with_params()").replace("--max-steps", "max_steps=")
+
+    done = cli("step", long_run[0], "--set", long_run[1], "--values", "symbolic")
+    assert done.returncode == 2 and "use --values numeric" in done.stderr
+    with pytest.raises(toysim.ToyError) as caught:
+        toysim.load(long_run[0], n=1000000).session(values="symbolic")
+    assert str(caught.value) + "\n" == done.stderr.replace("--values numeric", 'values="numeric"')
+
+    done = cli("cost", "programs/p1_c00.toy", "--heads", "4")
+    assert done.returncode == 2
+    assert done.stderr == ("programs/p1_c00.toy: error: --heads: heads, workers and launches say how the accesses reach a cache; "
+                           "give a cache too (--cache h100)\n")
+    with pytest.raises(toysim.ToyError) as caught:
+        toysim.load("programs/p1_c00.toy").cost(heads=4)
+    assert str(caught.value) == ("programs/p1_c00.toy: error: cost(heads=...): heads, workers and launches say how the accesses reach "
+                                 "a cache; give a cache too (a `cache h100` line in the program)")

@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "sim/analysis/cost.h"
+#include "sim/app/cost.h"
+#include "sim/app/view.h"
 #include "sim/check/run.h"
 #include "sim/exec/cached_count.h"
 #include "sim/front/parser.h"
@@ -173,20 +175,7 @@ int trace_request(const Json& request, Reply& reply, Where& where) {
 
 int cost_request(const Json& request, Reply& reply, Where& where) {
     Program program = load(request, where);
-    const Format format = format_of(request);
-    const CachedCountOptions walk = cache_walk(program, 1, 0, false);
-    if (program.cache) {
-        CachedCount counted = count_through_cache(program, walk);
-        if (format == Format::Table || format == Format::Markdown)
-            reply.out += format_cost(program, derive_formulas(program), count_traffic(program), format, prove_race_freedom(program), nullptr) +
-                         "\n";
-        reply.out += format_cached_count(program, counted, walk, format);
-        return kOk;
-    }
-    std::vector<ArrayTraffic> counted = count_traffic(program);  // first: an overflow is the count's
-    std::vector<ArrayFormulas> formulas = derive_formulas(program);
-    TimeFormulas time = derive_time(program);
-    reply.out += format_cost(program, formulas, counted, format, prove_race_freedom(program), &time);
+    reply.out += app::cost(program, {}, format_of(request), app::Spelling::cli());
     return kOk;
 }
 
@@ -212,22 +201,8 @@ int grade_request(const Json& request, Reply& reply, Where& where) {
 // ---- view (sim/cli/view_command.cpp): the viewer's page for the run ----
 
 int view_request(const Json& request, Reply& reply, Where& where) {
-    constexpr std::uint64_t kViewSteps = 100'000;  // as the CLI's: past this a page no longer opens in seconds
     Program program = load(request, where);
-    check_fits_in_run(program);
-    const std::uint64_t limit = count_field(request, "max_steps") ? count_field(request, "max_steps") : kViewSteps;
-    WorkEstimate work = estimate_work(program);
-    if (work.instructions > limit)
-        throw ToyError(fmt::format("this run has {} steps, more than a page can show ({}): make it smaller with --set (for example a "
-                                   "smaller n), or raise the limit with --max-steps",
-                                   grouped(static_cast<double>(work.instructions)), grouped(static_cast<double>(limit))));
-    if (symbolic_values(request, program)) {
-        ExprArena arena;
-        auto recording = record_symbolic(program, arena, work.instructions, limit);
-        reply.out += view_html(view_json(program, recording, arena));
-    } else {
-        reply.out += view_html(view_json(program, record_numeric(program, work.instructions, limit)));
-    }
+    reply.out += app::view(program, {text_field(request, "values", "auto"), count_field(request, "max_steps")}, app::Spelling::cli()).html;
     return kOk;
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "sim/analysis/cost.h"
+#include "sim/app/session.h"
 #include "sim/print/report.h"
 #include "sim/print/step_report.h"
 #include "sim/print/view_report.h"
@@ -30,35 +31,34 @@ public:
 };
 
 template <class Domain>
-class SteppingOf final : public Stepping {
+class SteppingOf final : public Stepping, app::HeldSession<Domain> {
 public:
-    // Set up as `toysim step` sets a session up (OwnedSession).
-    SteppingOf(std::shared_ptr<const Program> program, SessionLimits limits) : owned_(std::move(program), limits) {}
+    using app::HeldSession<Domain>::HeldSession;  // set up as `toysim step` sets a session up
 
     // how: forward, backward, goto, continue or reverse (continue backward).
     Json move(const std::string& how, std::uint64_t n) override {
-        Stop stop = how == "forward"    ? session_.forward(n)
-                    : how == "backward" ? session_.backward(n)
-                    : how == "goto"     ? session_.go_to(n)
-                    : how == "continue" ? session_.run_forward()
-                    : how == "reverse"  ? session_.run_backward()
+        Stop stop = how == "forward"    ? this->session_.forward(n)
+                    : how == "backward" ? this->session_.backward(n)
+                    : how == "goto"     ? this->session_.go_to(n)
+                    : how == "continue" ? this->session_.run_forward()
+                    : how == "reverse"  ? this->session_.run_backward()
                                         : throw ToyError(fmt::format("no move {}: forward, backward, goto, continue or reverse", quoted_name(how)));
         Json out = state();
         out["reason"] = stop_reason_name(stop.reason);
-        out["breakpoint"] = stop.reason == Stop::Reason::Breakpoint ? Json(session_.breakpoints()[static_cast<size_t>(stop.breakpoint)].number)
+        out["breakpoint"] = stop.reason == Stop::Reason::Breakpoint ? Json(this->session_.breakpoints()[static_cast<size_t>(stop.breakpoint)].number)
                                                                     : Json(nullptr);
-        out["text"] = format_stop(session_, stop, style_);
+        out["text"] = format_stop(this->session_, stop, this->style_);
         return out;
     }
 
     // {"add": "LINE or a condition", "watch": false}, or {"delete": N} (0: all).
     Json breakpoint(const Json& request) override {
         if (request.contains("add")) {
-            session_.add_breakpoint(parse_breakpoint(owned_.program(), request.at("add").get<std::string>(), request.value("watch", false)));
+            this->session_.add_breakpoint(parse_breakpoint(this->owned_.program(), request.at("add").get<std::string>(), request.value("watch", false)));
         } else {
             const int number = request.value("delete", 0);
-            if (number == 0) session_.breakpoints().clear();
-            else if (!session_.delete_breakpoint(number)) throw ToyError(fmt::format("no breakpoint {}", number));
+            if (number == 0) this->session_.breakpoints().clear();
+            else if (!this->session_.delete_breakpoint(number)) throw ToyError(fmt::format("no breakpoint {}", number));
         }
         return state();
     }
@@ -67,34 +67,30 @@ public:
     // picture the playground draws with the viewer's code (view_state_json).
     Json state() const override {
         Json out;
-        out["step"] = session_.position();
-        out["cycle"] = session_.cycle();
-        out["end"] = session_.end() ? Json(*session_.end()) : Json(nullptr);
-        out["fault"] = session_.fault() ? Json(format_error(*session_.fault(), owned_.program().source.get(), "toysim")) : Json(nullptr);
+        out["step"] = this->session_.position();
+        out["cycle"] = this->session_.cycle();
+        out["end"] = this->session_.end() ? Json(*this->session_.end()) : Json(nullptr);
+        out["fault"] = this->session_.fault() ? Json(format_error(*this->session_.fault(), this->owned_.program().source.get(), "toysim")) : Json(nullptr);
         out["symbolic"] = std::is_same_v<Domain, SymbolicDomain>;
         Json regs = Json::object();
-        const auto& st = session_.state();
-        for (int r = 0; r < owned_.program().scalar_registers; ++r)
+        const auto& st = this->session_.state();
+        for (int r = 0; r < this->owned_.program().scalar_registers; ++r)
             if (st.written[static_cast<size_t>(r)]) regs[fmt::format("R{}", r)] = value(st.regs[static_cast<size_t>(r)]);
         out["registers"] = regs;
         Json bps = Json::array();
-        for (const auto& bp : session_.breakpoints()) bps.push_back({{"number", bp.number}, {"text", bp.text}, {"hits", bp.hits}});
+        for (const auto& bp : this->session_.breakpoints()) bps.push_back({{"number", bp.number}, {"text", bp.text}, {"hits", bp.hits}});
         out["breakpoints"] = bps;
-        out["where"] = format_stop(session_, Stop{}, style_);
-        out["regs_text"] = format_registers(session_, style_);
-        out["counters_text"] = format_session_counters(session_);
-        out["machine"] = view_state_json(session_, style_);
+        out["where"] = format_stop(this->session_, Stop{}, this->style_);
+        out["regs_text"] = format_registers(this->session_, this->style_);
+        out["counters_text"] = format_session_counters(this->session_);
+        out["machine"] = view_state_json(this->session_, this->style_);
         return out;
     }
 
 private:
-    OwnedSession<Domain> owned_;
-    Session<Domain>& session_ = owned_.session();
-    const StepStyle& style_ = owned_.style();
-
     Json value(const typename Domain::Value& v) const {
         if constexpr (std::is_same_v<Domain, NumericDomain>) return v;
-        else return owned_.name(v);
+        else return this->owned_.name(v);
     }
 };
 
@@ -105,20 +101,9 @@ std::unique_ptr<Stepping> current;
 int open_request(const Json& request, Reply& reply, Where& where) {
     current.reset();
     auto program = std::make_shared<const Program>(load(request, where));
-    check_fits_in_run(*program);
-    WorkEstimate work = estimate_work(*program);
-    SessionLimits limits;
-    if (request.value("max_steps", std::uint64_t{0})) limits.max_steps = request.at("max_steps").get<std::uint64_t>();
-    const std::string values = request.value("values", std::string("auto"));
-    const bool fits = work.instructions <= kSymbolicSessionSteps;
-    if (values == "symbolic" && !fits)
-        throw ToyError(fmt::format("symbolic stepping names every value of the run, which is for runs of up to {} steps; this one "
-                                   "has {}: use --values numeric, or smaller parameters",
-                                   grouped(static_cast<double>(kSymbolicSessionSteps)), grouped(static_cast<double>(work.instructions))));
-    if (shows_symbols(values, *program, fits))
-        current = std::make_unique<SteppingOf<SymbolicDomain>>(std::move(program), limits);
-    else
-        current = std::make_unique<SteppingOf<NumericDomain>>(std::move(program), limits);
+    const app::SessionPlan plan = app::plan_session(*program, {request.value("values", std::string("auto")), request.value("max_steps", std::uint64_t{0})},
+                                                    app::Spelling::cli());
+    current = app::open_session<SteppingOf, Stepping>(std::move(program), plan);
     reply.out += current->state().dump();
     return 0;
 }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "sim/analysis/cost.h"
+#include "sim/app/side_by_side.h"
 #include "sim/check/run.h"
 #include "sim/front/parser.h"
 #include "sim/print/report.h"
@@ -60,29 +61,19 @@ int compare_request(const Json& request, Reply& reply, Where& where) {
     ParamSettings settings;
     for (const auto& s : sets_of(request)) settings.push_back(parse_setting(s));
     std::set<std::string> used;
-    std::vector<std::string> known, names;
+    std::vector<std::string> names;
+    std::vector<std::shared_ptr<const ast::Program>> trees;
     std::vector<Program> programs;
     for (const auto& given : request.at("programs")) {
         where = std::make_shared<const SourceFile>(given.value("path", std::string("<playground>")), given.value("text", std::string()));
-        auto tree = std::make_shared<const ast::Program>(parse(where));
-        ParamSettings mine;
-        for (const auto& p : tree->params) {
-            known.push_back(p.name);
-            for (const auto& s : settings)
-                if (p.name == s.first) {
-                    mine.push_back(s);
-                    used.insert(s.first);
-                }
-        }
-        programs.push_back(compile(tree, mine));
+        trees.push_back(std::make_shared<const ast::Program>(parse(where)));
+        programs.push_back(compile(trees.back(), app::settings_declared(*trees.back(), settings, used)));
         names.push_back(column_name(where->path));
     }
     where.reset();
-    std::vector<std::string_view> candidates(known.begin(), known.end());
-    for (const auto& s : settings)
-        if (!used.count(s.first))
-            throw ToyError(fmt::format("--set {}: no program here has a parameter {}{}", flag_subject(s.first), quoted_name(s.first),
-                                       did_you_mean(s.first, candidates)));
+    std::vector<const ast::Program*> declared;
+    for (const auto& tree : trees) declared.push_back(tree.get());
+    app::refuse_undeclared(settings, used, declared, app::Spelling::cli());
     return run_side_by_side(names, programs, parse_format(request.value("format", std::string("table"))), reply, where);
 }
 
