@@ -1,9 +1,11 @@
-// The README must tell the truth: every ```console block that starts with
-// "$ build/toysim ARGS" prints exactly the text that follows it. Two shell forms are read too:
+// The README and the pages of docs/ must tell the truth: every ```console block that starts
+// with "$ build/toysim ARGS" prints exactly the text that follows it. Two shell forms are read too:
 // "$ printf 'LINES' | build/toysim ARGS" feeds LINES (with \n escapes) on standard input, as a
 // scripted `toysim step` session does, and a trailing "# exits N" is the exit code expected
 // (0 when none is given).
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -24,10 +26,19 @@ std::string unescape_printf(const std::string& text) {
     return out;
 }
 
-}  // namespace
+// README.md and every page of docs/: the examples moved there with the text around them.
+std::vector<std::filesystem::path> documents() {
+    const std::filesystem::path root(TOYSIM_SOURCE_DIR);
+    std::vector<std::filesystem::path> pages;
+    for (const auto& e : std::filesystem::directory_iterator(root / "docs"))
+        if (e.is_regular_file() && e.path().extension() == ".md") pages.push_back(e.path());
+    std::sort(pages.begin(), pages.end());
+    pages.insert(pages.begin(), root / "README.md");
+    return pages;
+}
 
-TEST_CASE("README console examples print what the README says", "[docs]") {
-    std::ifstream in(std::string(TOYSIM_SOURCE_DIR) + "/README.md");
+int run_console_examples(const std::filesystem::path& page) {
+    std::ifstream in(page);
     REQUIRE(in);
     std::string line;
     int examples = 0;
@@ -63,5 +74,19 @@ TEST_CASE("README console examples print what the README says", "[docs]") {
         CHECK(out.str() == expected);
         ++examples;
     }
-    CHECK(examples >= 3);
+    return examples;
+}
+
+}  // namespace
+
+TEST_CASE("README and docs console examples print what they say", "[docs]") {
+    int examples = 0, in_readme = 0;
+    for (const auto& page : documents()) {
+        INFO(page.filename().string());
+        int n = run_console_examples(page);
+        if (page.filename() == "README.md") in_readme = n;
+        examples += n;
+    }
+    CHECK(in_readme >= 3);  // the tour's trace, run and compare
+    CHECK(examples >= 11);  // as many as the README held before docs/ took its other pages
 }
