@@ -162,6 +162,8 @@ TEST_CASE("every page of docs/ starts with contents that list its headings", "[d
     }
 }
 
+namespace {
+
 // A path that names a machine's own folders: "/work/...", "/home/...", "C:\...".
 bool absolute_path(std::string_view s) {
     static const std::regex path(R"((^|[\s"'(=:,])(/(home|work|tmp|root|usr|opt|mnt|var|srv|scratch|Users|private)/|[A-Za-z]:\\))");
