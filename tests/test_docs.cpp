@@ -3,7 +3,6 @@
 // every counter; the README's and docs/'s links lead to files and headings that exist;
 // committed results name no path of the machine that made them.
 #include <catch2/catch.hpp>
-#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fmt/format.h>
@@ -18,6 +17,7 @@
 #include "isa/isa.h"
 #include "support.h"
 
+using toysim::testing::documentation_pages;
 using toysim::testing::read_text;
 
 TEST_CASE("isa/README.md lists every opcode of the ISA table", "[docs]") {
@@ -51,17 +51,6 @@ TEST_CASE("docs/counters.md lists every counter of the counter table with its JS
 namespace {
 
 namespace fs = std::filesystem;
-
-// README.md and every page of docs/.
-std::vector<fs::path> documents() {
-    const fs::path root(TOYSIM_SOURCE_DIR);
-    std::vector<fs::path> pages;
-    for (const auto& e : fs::directory_iterator(root / "docs"))
-        if (e.is_regular_file() && e.path().extension() == ".md") pages.push_back(e.path());
-    std::sort(pages.begin(), pages.end());
-    pages.insert(pages.begin(), root / "README.md");
-    return pages;
-}
 
 // The lines of a Markdown file outside its ``` blocks, where headings and links are.
 std::vector<std::string> prose_lines(const fs::path& file) {
@@ -124,7 +113,7 @@ bool has_anchor(const fs::path& file, const std::string& anchor) {
 TEST_CASE("the README and docs/ link only to files and headings that exist", "[docs]") {
     static const std::regex link(R"(\]\(([^)\s]+)\))");
     int links = 0;
-    for (const auto& page : documents()) {
+    for (const auto& page : documentation_pages()) {
         for (const auto& line : prose_lines(page)) {
             for (auto it = std::sregex_iterator(line.begin(), line.end(), link); it != std::sregex_iterator(); ++it) {
                 const std::string target = (*it)[1].str();
@@ -144,7 +133,7 @@ TEST_CASE("the README and docs/ link only to files and headings that exist", "[d
 }
 
 TEST_CASE("every page of docs/ starts with contents that list its headings", "[docs]") {
-    for (const auto& page : documents()) {
+    for (const auto& page : documentation_pages()) {
         if (page.filename() == "README.md") continue;
         INFO(page.filename().string());
         std::vector<std::string> listed, headings;

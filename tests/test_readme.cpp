@@ -3,13 +3,13 @@
 // "$ printf 'LINES' | build/toysim ARGS" feeds LINES (with \n escapes) on standard input, as a
 // scripted `toysim step` session does, and a trailing "# exits N" is the exit code expected
 // (0 when none is given).
-#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "sim/cli/app.h"
+#include "support.h"
 
 namespace {
 
@@ -24,17 +24,6 @@ std::string unescape_printf(const std::string& text) {
         }
     }
     return out;
-}
-
-// README.md and every page of docs/: the examples moved there with the text around them.
-std::vector<std::filesystem::path> documents() {
-    const std::filesystem::path root(TOYSIM_SOURCE_DIR);
-    std::vector<std::filesystem::path> pages;
-    for (const auto& e : std::filesystem::directory_iterator(root / "docs"))
-        if (e.is_regular_file() && e.path().extension() == ".md") pages.push_back(e.path());
-    std::sort(pages.begin(), pages.end());
-    pages.insert(pages.begin(), root / "README.md");
-    return pages;
 }
 
 int run_console_examples(const std::filesystem::path& page) {
@@ -81,7 +70,7 @@ int run_console_examples(const std::filesystem::path& page) {
 
 TEST_CASE("README and docs console examples print what they say", "[docs]") {
     int examples = 0, in_readme = 0;
-    for (const auto& page : documents()) {
+    for (const auto& page : toysim::testing::documentation_pages()) {
         INFO(page.filename().string());
         int n = run_console_examples(page);
         if (page.filename() == "README.md") in_readme = n;
