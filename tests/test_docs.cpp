@@ -3,6 +3,7 @@
 // every counter; the README's and docs/'s links lead to files and headings that exist;
 // committed results name no path of the machine that made them.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fmt/format.h>
@@ -130,6 +131,12 @@ TEST_CASE("the README and docs/ link only to files and headings that exist", "[d
         }
     }
     CHECK(links > 100);
+}
+
+// Issue 35: a newcomer reads the README in ten minutes; the rest belongs in a page of docs/.
+TEST_CASE("the README stays a ten-minute read: at most 400 lines", "[docs]") {
+    const std::string text = read_text(std::string(TOYSIM_SOURCE_DIR) + "/README.md");
+    CHECK(std::count(text.begin(), text.end(), '\n') <= 400);
 }
 
 TEST_CASE("every page of docs/ starts with contents that list its headings", "[docs]") {
