@@ -1,7 +1,8 @@
 // The language reference must describe the ISA the table defines: one row per opcode, with
 // its operands, meaning and cycle cost exactly as isa/opcodes.h says; docs/counters.md lists
-// every counter; the README's and docs/'s links lead to files and headings that exist;
-// committed results name no path of the machine that made them.
+// every counter; the README's and docs/'s links lead to files and headings that exist; the
+// README stays short and each page of docs/ opens with its contents; committed results name no
+// path of the machine that made them.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cctype>
