@@ -98,7 +98,10 @@ std::vector<std::pair<int, std::string>> headings_of(const fs::path& file) {
         std::smatch m;
         if (!std::regex_match(line, m, heading)) continue;
         std::string anchor = anchor_of(m[2].str());
-        if (int n = seen[anchor]++; n > 0) anchor += "-" + std::to_string(n);
+        if (int n = seen[anchor]++; n > 0) {
+            anchor += '-';  // appended in two steps: "-" + to_string trips GCC 12's -Wrestrict
+            anchor += std::to_string(n);
+        }
         out.emplace_back(static_cast<int>(m[1].length()), anchor);
     }
     return out;
