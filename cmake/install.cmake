@@ -67,8 +67,8 @@ if(TARGET toysim_cuda)
   install(TARGETS toysim_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/toysim)
 endif()
 # Everything `toysim grade` and `toysim exercise` read: exercise.toy (the spec with its hidden
-# tests), starter.toy (what `exercise start` copies); the reference solutions too, as the course's
-# README grades them in its examples.
+# tests), starter.toy (what `exercise start` copies); the reference solutions too, as
+# docs/classroom.md grades them in its examples.
 install(DIRECTORY programs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/toysim/programs)
 install(DIRECTORY ${TOYSIM_MAN_DIR}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 FILES_MATCHING PATTERN "*.1.gz")
 install(FILES ${TOYSIM_COMPLETION} DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)

@@ -127,6 +127,18 @@ inline std::string read_text(const std::filesystem::path& path) {
     return buffer.str();
 }
 
+// README.md, then the pages of docs/ in name order: the documentation the tests hold to what
+// toysim does (its examples run, its links resolve).
+inline std::vector<std::filesystem::path> documentation_pages() {
+    const std::filesystem::path root(TOYSIM_SOURCE_DIR);
+    std::vector<std::filesystem::path> pages;
+    for (const auto& e : std::filesystem::directory_iterator(root / "docs"))
+        if (e.is_regular_file() && e.path().extension() == ".md") pages.push_back(e.path());
+    std::sort(pages.begin(), pages.end());
+    pages.insert(pages.begin(), root / "README.md");
+    return pages;
+}
+
 // Problem 1 on known data: c00 = 1·5 + 2·7 = 19.
 inline const char* const kP1Literal = R"(registers 3
 input  a[2][2] = [[1, 2], [3, 4]]

@@ -239,7 +239,8 @@ TEST_CASE("cached runs: the walk's limit is work, and past it the walk stops and
 }
 
 // Not run by default (toysim_tests "[.bench]"): the walk's time and work with runs and
-// without, at a GPU's sizes, for the figures in the README and the limit's calibration.
+// without, at a GPU's sizes, for the figures in docs/gpu.md ("A modeled L2") and the limit's
+// calibration.
 // TOYSIM_BENCH_PROGRAM (matmul_outer), TOYSIM_BENCH_SET ("n=1536,t=32"), TOYSIM_BENCH_HEADS,
 // TOYSIM_BENCH_WORKERS (264), TOYSIM_BENCH_BYTES (an element's; 4), TOYSIM_BENCH_ELEMENT=0 for
 // runs only.

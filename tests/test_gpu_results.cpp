@@ -153,7 +153,7 @@ TEST_CASE("the modeled L2 predicts the DRAM writes of every committed cold run t
         // fa1.toy's loops run K/V tiles outside and every head's Q tiles inside, so O stays in
         // use to the end; the CUDA kernel's blocks each hold one K/V tile of one head, and a
         // head's O is done long before the launch ends. Walked in the kernel's order, the
-        // model writes 6.3 MB (README, "Predicted DRAM").
+        // model writes 6.3 MB (docs/gpu.md, "Where the model misses").
         {"fa1.n4096.fp32", "fa1.toy's loop order is not the kernel's"},
         // Every block of a head reads its K and V: the H100 keeps such a line in both halves of
         // its L2, and dirty lines leave twice as fast as under reads of one SM

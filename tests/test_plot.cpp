@@ -1,7 +1,7 @@
 // Plots of cost against size: `toysim sweep --plot` and `toysim compare --sweep --plot`, in
 // SVG, HTML and PNG, in-process. The SVG's points carry the numbers they plot
 // (data-series, data-x, data-value), so these tests read the plot back and compare it with the
-// runs' counters; the plots the README shows (traces/plots/MANIFEST) must match byte for byte.
+// runs' counters; the plots docs/course.md shows (traces/plots/MANIFEST) must match byte for byte.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -322,7 +322,7 @@ TEST_CASE("plot: the committed plots are what their commands write, byte for byt
     CHECK(listed.size() >= 2);
 }
 
-TEST_CASE("plot: the README's attention plot shows seed 002's and seed 000's traffic", "[plot]") {
+TEST_CASE("plot: the attention plot of docs/course.md shows seed 002's and seed 000's traffic", "[plot]") {
     const SvgPlot svg = read_svg(read_text(std::string(TOYSIM_SOURCE_DIR) + "/traces/plots/attention_traffic_vs_n.svg"));
     CHECK(svg.curves == std::vector<std::string>{"standard", "fa1", "fa2"});
     const double d = 64, block = 64;

@@ -1,13 +1,15 @@
-// The README must tell the truth: every ```console block that starts with
-// "$ build/toysim ARGS" prints exactly the text that follows it. Two shell forms are read too:
+// The README and the pages of docs/ must tell the truth: every ```console block that starts
+// with "$ build/toysim ARGS" prints exactly the text that follows it. Two shell forms are read too:
 // "$ printf 'LINES' | build/toysim ARGS" feeds LINES (with \n escapes) on standard input, as a
 // scripted `toysim step` session does, and a trailing "# exits N" is the exit code expected
 // (0 when none is given).
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "sim/cli/app.h"
+#include "support.h"
 
 namespace {
 
@@ -24,10 +26,8 @@ std::string unescape_printf(const std::string& text) {
     return out;
 }
 
-}  // namespace
-
-TEST_CASE("README console examples print what the README says", "[docs]") {
-    std::ifstream in(std::string(TOYSIM_SOURCE_DIR) + "/README.md");
+int run_console_examples(const std::filesystem::path& page) {
+    std::ifstream in(page);
     REQUIRE(in);
     std::string line;
     int examples = 0;
@@ -63,5 +63,19 @@ TEST_CASE("README console examples print what the README says", "[docs]") {
         CHECK(out.str() == expected);
         ++examples;
     }
-    CHECK(examples >= 3);
+    return examples;
+}
+
+}  // namespace
+
+TEST_CASE("README and docs console examples print what they say", "[docs]") {
+    int examples = 0, in_readme = 0;
+    for (const auto& page : toysim::testing::documentation_pages()) {
+        INFO(page.filename().string());
+        int n = run_console_examples(page);
+        if (page.filename() == "README.md") in_readme = n;
+        examples += n;
+    }
+    CHECK(in_readme >= 3);  // the tour's trace, run and compare
+    CHECK(examples >= 11);  // as many as the README held before docs/ took its other pages
 }

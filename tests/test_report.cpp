@@ -315,7 +315,7 @@ TEST_CASE("the version flag prints the version and the commit it was built from"
     CHECK(commit.find_first_of(" ()\n") == std::string::npos);
 }
 
-TEST_CASE("trace --format json is the event stream: step 6 of Problem 1 as the README shows it", "[report]") {
+TEST_CASE("trace --format json is the event stream: step 6 of Problem 1 as docs/counters.md shows it", "[report]") {
     CliResult r = run_cli({"trace", "programs/p1_c00.toy", "--format", "json"});
     REQUIRE(r.code == 0);
     auto j = nlohmann::json::parse(r.out);

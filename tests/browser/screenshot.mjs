@@ -1,4 +1,4 @@
-// Takes the README's screenshot of `toysim view`: the seed 001 FlashAttention-2 example just
+// Takes the screenshot of `toysim view` in docs/classroom.md: the seed 001 FlashAttention-2 example just
 // after the first MAC of the second K/V tile, 1280×800, into docs/viewer_seed001_fa2.png.
 //   node tests/browser/screenshot.mjs BUILD_DIR [OUT.png]
 import path from "node:path";

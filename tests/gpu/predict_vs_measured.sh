@@ -3,7 +3,7 @@
 # cold L2) at n = 16384 and 32768 (K and V of the 4 heads: 16.8 and 33.5 MB). `toysim diff` runs
 # the kernel, measures its DRAM reads with CUPTI and walks the program through the h100 cache
 # preset on resident blocks × SMs workers; the predicted DRAM reads must be within ±15% of the
-# measured ones. (At n = 65536 the model reads 17% less than the H100: README, "Predicted DRAM".)
+# measured ones. (At n = 65536 the model reads 17% less than the H100: docs/gpu.md, "Predicted DRAM".)
 # Usage: predict_vs_measured.sh path/to/toysim
 # Exits 77 (ctest: skipped) without a GPU whose counters can be read.
 set -euo pipefail

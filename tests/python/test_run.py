@@ -22,7 +22,7 @@ RUNS = [
 
 
 def json_path(name):
-    """Where `toysim run --format json` keeps the counter `name`, under "counters" (README's counter table)."""
+    """Where `toysim run --format json` keeps the counter `name`, under "counters" (the counter table of docs/counters.md)."""
     fixed = {"cycles": "cycles", "instructions": "instructions", "reads": "dram/reads", "writes": "dram/writes",
              "traffic": "dram/traffic", "registers": "registers", "compute": "compute",
              "arithmetic_intensity": "arithmetic_intensity", "work": "workers/work", "utilization": "workers/utilization",
