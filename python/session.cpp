@@ -10,7 +10,7 @@
 #include "sim/analysis/cost.h"
 #include "sim/print/report.h"
 #include "sim/print/step_report.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::python {
 

@@ -15,8 +15,8 @@
 #include "sim/front/ast.h"
 #include "sim/lower/program.h"
 #include "sim/print/format.h"
-#include "sim/support/diag.h"
-#include "sim/support/text.h"
+#include "support/diag.h"
+#include "support/text.h"
 
 namespace toysim::cli {
 

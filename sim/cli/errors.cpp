@@ -6,7 +6,7 @@
 
 #include "sim/cli/app.h"
 #include "sim/cli/common.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::cli {
 
