@@ -36,9 +36,9 @@ add_dependencies(toysim_cli toysim_commit)
 file(RELATIVE_PATH toysim_installed_exercises ${CMAKE_INSTALL_FULL_BINDIR}
      ${CMAKE_INSTALL_FULL_DATADIR}/toysim/programs/exercises)
 target_compile_definitions(toysim_cli PRIVATE TOYSIM_INSTALLED_EXERCISES_DIR="${toysim_installed_exercises}")
-# And its CUDA kernels' library (gpu/device_loader.cpp), the same way.
+# And its CUDA kernels' library (gpu/runtime/device_loader.cpp), the same way.
 file(RELATIVE_PATH toysim_installed_cuda_library ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR}/toysim/libtoysim_cuda.so)
-target_compile_definitions(toysim_gpu PRIVATE TOYSIM_INSTALLED_CUDA_LIBRARY="${toysim_installed_cuda_library}")
+target_compile_definitions(toysim_gpu_runtime PRIVATE TOYSIM_INSTALLED_CUDA_LIBRARY="${toysim_installed_cuda_library}")
 
 # ---- man pages and bash completion, from the built toysim's own --help ----
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <fmt/format.h>
 
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim {
 

@@ -30,7 +30,7 @@
 #include "sim/print/report.h"
 #include "sim/print/view_report.h"
 #include "sim/step/recording.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 #ifndef TOYSIM_VERSION
 #define TOYSIM_VERSION "unknown"

@@ -20,7 +20,7 @@
 #include "sim/app/spelling.h"
 #include "sim/exec/counters.h"
 #include "sim/lower/program.h"
-#include "sim/support/diag.h"
+#include "support/diag.h"
 
 namespace toysim::python {
 

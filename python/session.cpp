@@ -11,7 +11,7 @@
 #include "sim/app/session.h"
 #include "sim/print/report.h"
 #include "sim/print/step_report.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::python {
 

@@ -10,12 +10,12 @@
 #include <filesystem>
 #include <sstream>
 
-#include "gpu/diff.h"
+#include "gpu/runtime/diff.h"
 #include "sim/analysis/cost.h"
 #include "sim/exec/cached_count.h"
 #include "sim/grade/grade.h"
 #include "sim/print/gpu_report.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 #include "support.h"
 
 using namespace toysim;

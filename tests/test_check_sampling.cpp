@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/run.h"
+#include "gpu/runtime/run.h"
 #include "sim/reference/reference.h"
 #include "support.h"
 

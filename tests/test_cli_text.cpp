@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "sim/cli/progress.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 #include "support.h"
 
 using namespace toysim;

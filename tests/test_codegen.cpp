@@ -1,4 +1,4 @@
-// gpu/codegen.h: CUDA generated from a program. What the generator decides (kernels, stages,
+// gpu/codegen/codegen.h: CUDA generated from a program. What the generator decides (kernels, stages,
 // host loops, where tiles live, which arrays stay fp32), the text it writes, the programs it
 // refuses, and that every shipped program and exercise solution compiles with NVRTC (the
 // compiler `toysim gpu run` uses; skipped where the toolkit's libnvrtc is missing). Running
@@ -10,8 +10,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "gpu/codegen.h"
-#include "gpu/nvrtc.h"
+#include "gpu/codegen/codegen.h"
+#include "gpu/codegen/nvrtc.h"
 #include "sim/grade/grade.h"
 #include "sim/print/gpu_report.h"
 #include "tests/support.h"

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <set>
 
-#include "gpu/diff.h"
-#include "gpu/run.h"
+#include "gpu/runtime/diff.h"
+#include "gpu/runtime/run.h"
 #include "sim/print/diff_report.h"
 #include "sim/print/gpu_report.h"
 #include "support.h"
@@ -230,7 +230,7 @@ TEST_CASE("toysim gpu kernels lists the catalog", "[gpu]") {
     auto lines = split_lines(r.out);
     REQUIRE(lines.size() == gpu::kernel_catalog().size() + 2);  // the header, the catalog, then generated CUDA
     CHECK(lines[0] == "kernel,source,params,dtypes,what it does");
-    CHECK(lines[7].find("fa2_forward,gpu/attention_forward.cu,\"n, d, Br, Bc\",\"fp32, fp16, bf16\",") == 0);
+    CHECK(lines[7].find("fa2_forward,gpu/kernels/attention_forward.cu,\"n, d, Br, Bc\",\"fp32, fp16, bf16\",") == 0);
     CHECK(lines.back() == "generated,gpu/codegen.cpp,the program's,\"fp32, fp16, bf16\",\"CUDA generated from the program itself (toysim gpu cuda "
                           "FILE), compiled at run time with NVRTC\"");
 }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/run.h"
+#include "gpu/runtime/run.h"
 #include "support.h"
 
 using namespace toysim;

@@ -1,4 +1,4 @@
-// The H100 results committed under traces/gpu/ (gpu/record_results.sh) against today's
+// The H100 results committed under traces/gpu/ (gpu/tools/record_results.sh) against today's
 // simulator: its count-only pass must still give exactly the counts the kernels recorded, so a
 // change to a program that breaks its kernel's mirror fails here, on any machine.
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "gpu/diff.h"
+#include "gpu/runtime/diff.h"
 #include "sim/analysis/cost.h"
 #include "sim/print/gpu_report.h"
 #include "support.h"
@@ -50,7 +50,7 @@ TEST_CASE("every committed GPU run still counts what the simulator counts", "[gp
             CHECK(d.dram_bytes > 0);
             ++runs;
         }
-    CHECK(runs == 34);  // 15 runs (gpu/record_results.sh) and matmul_outer at n = 1536, t = 32 and 16 (issue 34), cold and warm
+    CHECK(runs == 34);  // 15 runs (gpu/tools/record_results.sh) and matmul_outer at n = 1536, t = 32 and 16 (issue 34), cold and warm
 }
 
 TEST_CASE("the committed runs of the tensor-core versions are fa2.toy's, at their own tiles", "[gpu]") {

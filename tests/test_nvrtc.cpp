@@ -1,4 +1,4 @@
-// gpu/nvrtc.h: CUDA C++ compiled at run time to a cubin with NVRTC, and the disk cache of the
+// gpu/codegen/nvrtc.h: CUDA C++ compiled at run time to a cubin with NVRTC, and the disk cache of the
 // images. NVRTC needs no GPU, only the toolkit's libnvrtc; without it every test here is skipped.
 #include <catch2/catch.hpp>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "gpu/nvrtc.h"
+#include "gpu/codegen/nvrtc.h"
 #include "tests/support.h"
 
 using namespace toysim;

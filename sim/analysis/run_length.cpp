@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "sim/analysis/cost.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim {
 

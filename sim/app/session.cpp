@@ -6,7 +6,7 @@
 #include "sim/analysis/cost.h"
 #include "sim/check/run.h"
 #include "sim/exec/machine.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::app {
 

@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "sim/support/diag.h"
-#include "sim/support/text.h"
+#include "support/diag.h"
+#include "support/text.h"
 
 namespace toysim::app {
 

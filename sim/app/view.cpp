@@ -9,7 +9,7 @@
 #include "sim/print/assets.h"
 #include "sim/print/view_report.h"
 #include "sim/step/recording.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::app {
 

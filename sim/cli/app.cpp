@@ -12,7 +12,7 @@
 #include "sim/cli/common.h"
 #include "sim/cli/output.h"
 #include "sim/reference/reference.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::cli {
 

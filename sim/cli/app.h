@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/support/diag.h"
+#include "support/diag.h"
 
 namespace toysim::cli {
 

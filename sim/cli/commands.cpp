@@ -7,7 +7,7 @@
 #include "sim/exec/cached_count.h"
 #include "sim/print/cost_report.h"
 #include "sim/print/report.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::cli {
 

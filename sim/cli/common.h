@@ -15,8 +15,8 @@
 #include "sim/front/ast.h"
 #include "sim/lower/program.h"
 #include "sim/print/format.h"
-#include "sim/support/diag.h"
-#include "sim/support/text.h"
+#include "support/diag.h"
+#include "support/text.h"
 
 namespace toysim::cli {
 
@@ -88,7 +88,7 @@ std::string short_program_name(const std::string& path);
 // ---- user text in messages ----
 
 // grouped ("13,999,996") and flag_subject (a name as a flag's prefix shows it) are in
-// sim/support/text.h.
+// support/text.h.
 
 // ---- long runs ----
 

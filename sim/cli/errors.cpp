@@ -6,11 +6,11 @@
 
 #include "sim/cli/app.h"
 #include "sim/cli/common.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::cli {
 
-// The wording moved down to sim/support (with_cli_hint) so the Python module reports the same
+// The wording moved down to support/ (with_cli_hint) so the Python module reports the same
 // messages; the CLI's name for it stays.
 ToyError with_hint(const ToyError& error) { return with_cli_hint(error); }
 

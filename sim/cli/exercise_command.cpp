@@ -7,7 +7,7 @@
 #include "sim/cli/common.h"
 #include "sim/grade/grade.h"
 #include "sim/print/grade_report.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 #ifndef TOYSIM_EXERCISES_DIR
 #define TOYSIM_EXERCISES_DIR "programs/exercises"

@@ -4,14 +4,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "gpu/codegen.h"
-#include "gpu/nvrtc.h"
-#include "gpu/run.h"
+#include "gpu/codegen/codegen.h"
+#include "gpu/codegen/nvrtc.h"
+#include "gpu/runtime/run.h"
 #include "sim/cli/common.h"
-#include "gpu/diff.h"
+#include "gpu/runtime/diff.h"
 #include "sim/print/diff_report.h"
 #include "sim/print/gpu_report.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::cli {
 

@@ -2,10 +2,10 @@
 // compile; the source stays in the Context so an error can show its line and caret.
 #include <fmt/format.h>
 
-#include "gpu/kernels.h"
+#include "gpu/kernels/kernels.h"
 #include "sim/cli/common.h"
 #include "sim/front/parser.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::cli {
 

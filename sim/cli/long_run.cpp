@@ -6,7 +6,7 @@
 #include "sim/analysis/cost.h"
 #include "sim/cli/common.h"
 #include "sim/cli/progress.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::cli {
 

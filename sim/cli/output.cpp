@@ -7,8 +7,8 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "sim/support/diag.h"
-#include "sim/support/text.h"
+#include "support/diag.h"
+#include "support/text.h"
 
 namespace toysim::cli {
 

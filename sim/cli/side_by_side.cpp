@@ -16,7 +16,7 @@
 #include "sim/front/parser.h"
 #include "sim/print/report.h"
 #include "sim/print/sweep_plot.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::cli {
 

@@ -12,7 +12,7 @@
 #include "sim/cli/line_reader.h"
 #include "sim/cli/step_commands.h"
 #include "sim/print/step_report.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::cli {
 

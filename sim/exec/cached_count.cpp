@@ -10,7 +10,7 @@
 #include "sim/exec/dram_cache.h"
 #include "sim/exec/faults.h"
 #include "sim/exec/interleave.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim {
 

@@ -37,7 +37,7 @@
 
 #include "sim/exec/counters.h"
 #include "sim/lower/program.h"
-#include "sim/support/diag.h"
+#include "support/diag.h"
 
 namespace toysim {
 

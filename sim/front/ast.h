@@ -11,7 +11,7 @@
 
 #include "isa/counters.h"
 #include "isa/isa.h"
-#include "sim/support/diag.h"
+#include "support/diag.h"
 
 namespace toysim {
 
@@ -156,7 +156,7 @@ struct TestCase {
     Loc loc;
 };
 
-// gpu NAME: the CUDA kernel (gpu/kernels.h's catalog) that runs this program's algorithm on a
+// gpu NAME: the CUDA kernel (gpu/kernels/kernels.h's catalog) that runs this program's algorithm on a
 // real GPU with the same loop order and tile sizes; `toysim gpu run` reads it.
 struct GpuKernel {
     std::string name;

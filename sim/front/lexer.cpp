@@ -3,7 +3,7 @@
 #include <cctype>
 #include <fmt/format.h>
 
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim {
 

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "sim/front/lexer.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim {
 

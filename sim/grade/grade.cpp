@@ -13,7 +13,7 @@
 #include "sim/check/run.h"
 #include "sim/front/parser.h"
 #include "sim/reference/reference.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::grade {
 

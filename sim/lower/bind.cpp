@@ -9,7 +9,7 @@
 
 #include "sim/lower/compiler.h"
 #include "sim/reference/reference.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim {
 

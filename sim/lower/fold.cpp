@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "sim/lower/compiler.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim::detail {
 

@@ -4,7 +4,7 @@
 // written (definite assignment).
 #include <fmt/format.h>
 
-#include "sim/support/text.h"
+#include "support/text.h"
 
 #include "sim/lower/compiler.h"
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "gpu/diff.h"
+#include "gpu/runtime/diff.h"
 #include "sim/print/format.h"
 
 namespace toysim {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim {
 

@@ -1,6 +1,6 @@
 #include "sim/print/gpu_report.h"
 
-#include "gpu/codegen.h"
+#include "gpu/codegen/codegen.h"
 #include "sim/print/format.h"
 
 #include <cmath>

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "gpu/run.h"
+#include "gpu/runtime/run.h"
 #include "sim/print/format.h"
 
 namespace toysim {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim {
 

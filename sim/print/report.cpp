@@ -4,7 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim {
 

@@ -11,7 +11,7 @@
 #include "sim/print/format.h"
 #include "sim/print/report.h"
 #include "sim/print/trace_text.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim {
 

@@ -17,8 +17,8 @@
 
 #include "isa/counters.h"
 #include "sim/print/assets.h"
-#include "sim/support/diag.h"
-#include "sim/support/text.h"
+#include "support/diag.h"
+#include "support/text.h"
 
 extern char** environ;
 

@@ -13,7 +13,7 @@
 #include "sim/print/expr_format.h"
 #include "sim/print/report.h"
 #include "sim/print/trace_text.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 
 namespace toysim {
 

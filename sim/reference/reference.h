@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/support/diag.h"
+#include "support/diag.h"
 
 namespace toysim {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "gpu/codegen.h"
+#include "gpu/codegen/codegen.h"
 #include "sim/analysis/cost.h"
 #include "sim/cli/step_commands.h"
 #include "sim/grade/grade.h"
@@ -29,8 +29,8 @@
 #include "sim/print/step_report.h"
 #include "sim/exec/cached_count.h"
 #include "sim/print/view_report.h"
-#include "sim/support/diag.h"
-#include "sim/support/text.h"
+#include "support/diag.h"
+#include "support/text.h"
 
 namespace toysim::fuzz {
 

@@ -15,7 +15,7 @@
 # ncu's 61.9-64.3 MB. 64 heads, because O and L (69 MB) are more than the L2 keeps dirty, so
 # most of what the launch writes must reach DRAM during it: at 16 heads (17.3 MB written) the
 # launch writes back 8.4-8.9 MB against ncu's 9.4-11.7, as the blocks' timing decides. Before
-# the profiler's throwaway first range (gpu/profiler.cu), every measured launch also counted
+# the profiler's throwaway first range (gpu/runtime/profiler.cu), every measured launch also counted
 # about 20 MB of writes that were CUPTI's own (gpu/README.md, "Cold L2").
 # Exits 77 (skipped) without a CUDA build, a GPU, ncu, or the permission to read counters.
 set -euo pipefail

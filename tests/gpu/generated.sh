@@ -46,7 +46,7 @@ for dir in programs/exercises/*/; do
   for t in "${tests[@]}"; do run "$dir/solution.toy" fp32 "$t" --exercise "$dir"; done
   run "$dir/solution.toy" fp16 "${tests[-1]}" --exercise "$dir"
 done
-# Tiles in registers (the tensor cores' fragment layout, gpu/codegen_fragment.cpp): 128- and
+# Tiles in registers (the tensor cores' fragment layout, gpu/codegen/codegen_fragment.cpp): 128- and
 # 256-row tiles, in fp16 and bf16, masks and row statistics among them.
 if [[ -z $filter || $filter == fragments ]]; then
   for dtype in fp16 bf16; do

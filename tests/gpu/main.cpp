@@ -5,7 +5,7 @@
 
 #include <iostream>
 
-#include "gpu/kernels.h"
+#include "gpu/kernels/kernels.h"
 
 int main(int argc, char* argv[]) {
     try {

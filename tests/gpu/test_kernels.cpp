@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "gpu/run.h"
+#include "gpu/runtime/run.h"
 #include "sim/front/parser.h"
 
 using namespace toysim;
@@ -63,7 +63,7 @@ void run_all(const std::string& path, const std::vector<ParamSettings>& shapes, 
         }
 }
 
-// A tensor-core version of fa2_forward (gpu/attention_tensor_core.cu) on fa2.toy at its tile
+// A tensor-core version of fa2_forward (gpu/kernels/attention_tensor_core.cu) on fa2.toy at its tile
 // shapes: n ragged at both ends (1, 7, 100, 1000, 4097), d = 64 and 128, fp16 and bf16.
 void run_version(const std::string& kernel, const std::vector<std::pair<int, int>>& tiles) {
     for (int n : {1, 7, 100, 1000, 4097})
@@ -202,7 +202,7 @@ TEST_CASE("fa2_backward_no_d_trick on the GPU", "[fa2_backward_no_d_trick]") {
     run_all("programs/attention/fa2_backward_no_d_trick.toy", attention_shapes(), kAll, 2);
 }
 
-// The tensor-core backward (gpu/attention_backward_tensor_core.cu) on fa2_backward.toy at each
+// The tensor-core backward (gpu/kernels/attention_backward_tensor_core.cu) on fa2_backward.toy at each
 // tile shape it takes: n ragged at both ends, d = 64 and 128, fp16 and bf16, 3 heads. Every
 // run checks D, dQ, dK and dV and the counts of all ten arrays.
 TEST_CASE("fa2_backward_mma (mma.sync, dK and dV in registers, dQ by atomics) on the GPU", "[fa2_backward_mma]") {

@@ -35,7 +35,7 @@
 #include "sim/print/report.h"
 #include "sim/print/view_report.h"
 #include "sim/step/recording.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 #include "web/engine/api.h"
 
 namespace toysim::web {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "sim/lower/program.h"
-#include "sim/support/diag.h"
+#include "support/diag.h"
 
 namespace toysim::web {
 

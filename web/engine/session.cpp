@@ -12,7 +12,7 @@
 #include "sim/print/report.h"
 #include "sim/print/step_report.h"
 #include "sim/print/view_report.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 #include "web/engine/api.h"
 
 namespace toysim::web {

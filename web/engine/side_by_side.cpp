@@ -8,7 +8,7 @@
 #include "sim/check/run.h"
 #include "sim/front/parser.h"
 #include "sim/print/report.h"
-#include "sim/support/text.h"
+#include "support/text.h"
 #include "web/engine/api.h"
 
 namespace toysim::web {

@@ -1,0 +1,151 @@
+// The code generator's inside (gpu/codegen/codegen.cpp lays out the module; this writes a kernel).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpu/codegen/codegen.h"
+#include "sim/lower/program.h"
+
+namespace toysim::gpu {
+
+inline constexpr int kBlockThreads = 256;    // a block per iteration: its threads share the tile loops
+inline constexpr int kThreadsPerBlock = 128;  // a thread per iteration: iterations per block
+
+// The semantics column of the ISA table (isa/opcodes.h) with the domain's methods as the
+// prelude's struct D has them: D.add(c, D.mul(a, b)) -> D::add(c, D::mul(a, b)).
+std::string device_semantics(Op op);
+// A float constant as CUDA source: "(float)0.5", "-INFINITY", "NAN".
+std::string float_literal(double v);
+
+// Where the code at pc is written: an instruction's line, or its loop's.
+Loc code_loc(const Program& p, std::int32_t pc);
+
+// The arrays a generated module keeps in fp32 whatever the run's dtype: those the program both
+// reads and writes (a running state such as FA1's m and ℓ, or a STORE_ADD target), which a
+// 16-bit round trip per update would wear down, as the hand-written kernels keep theirs.
+std::vector<bool> fp32_arrays(const Program& p);
+
+// The tiles and scalar registers a piece of code reads and writes.
+struct Footprint {
+    std::vector<bool> tiles_read, tiles_written;
+    bool registers_read = false, registers_written = false;
+    void add(const Footprint& other);
+};
+Footprint footprint(const Program& p, std::int32_t first, std::int32_t last);
+
+// Worker 0's register file in global memory, per head: each tile's capacity (dense), its
+// shape (two floats), then the scalar registers.
+class RegisterFileLayout {
+public:
+    explicit RegisterFileLayout(const Program& p);
+    std::int64_t tile_offset(int tile) const { return tile_offset_[static_cast<size_t>(tile)]; }
+    std::int64_t shape_offset(int tile) const { return shape_offset_[static_cast<size_t>(tile)]; }
+    std::int64_t register_offset() const { return register_offset_; }
+    std::int64_t registers() const { return registers_; }
+    std::int64_t regfile_floats() const { return total_; }
+
+private:
+    std::vector<std::int64_t> tile_offset_, shape_offset_;
+    std::int64_t register_offset_ = 0, registers_ = 1, total_ = 0;
+};
+
+// How a tile instruction touches a tile (slot: the tile's index) or the scalar registers
+// (slot: the number of tiles). `rows`: row i only by warp i mod 8, as the prelude's row-owned
+// loops do; otherwise by any thread of the block.
+struct Access {
+    size_t slot;
+    bool write, rows;
+};
+
+// One dimension of a slice over the loop variables' ranges (codegen_tile.cpp): its start's
+// range, whether the start is inside the array wherever the code runs, its width (end −
+// start) and whether its end never passes the array's (no clipping).
+struct SliceDimension {
+    std::optional<integer::Interval> start;
+    bool start_inside = false;
+    Affine width;
+    bool never_clipped = false;
+};
+SliceDimension slice_dimension(const MemRef& m, const ArrayInfo& a, size_t d, const integer::Interval* ranges);
+
+struct EmittedKernel : KernelLaunchFacts {
+    std::string source;
+};
+
+class KernelEmitter {
+public:
+    struct Shape {
+        std::string function;
+        std::int32_t first = 0, last = 0;  // the body's pcs
+        std::vector<LoopInfo> grid;        // outermost first; empty: serial code
+        std::vector<int> host_loops;       // loops the host runs around the launch (indices)
+        bool serial = false;               // worker 0's code: it keeps its register file
+    };
+    KernelEmitter(const Program& p, const RegisterFileLayout& layout, const std::vector<bool>& fp32_arrays, bool tensor_cores)
+        : p_(p), layout_(layout), fp32_arrays_(fp32_arrays), tensor_cores_(tensor_cores) {}
+    // serial_writes: what worker 0 may have left in the register file before this launch;
+    // read_later: what code after it (or anywhere, in a host loop) reads, which serial code keeps.
+    EmittedKernel emit(const Shape& shape, const Footprint& serial_writes, const Footprint& read_later);
+
+private:
+    const Program& p_;
+    const RegisterFileLayout& layout_;
+    const std::vector<bool>& fp32_arrays_;  // kept in fp32 whatever the run's dtype
+    bool tensor_cores_;                      // products of whole fragments on the tensor cores
+    bool per_thread_ = false;
+    int threads_ = 256;
+    int indent_ = 1;
+    std::string body_;
+    std::vector<std::string> slot_name_;      // loop variable names by slot
+    std::vector<integer::Interval> slot_range_;
+    std::vector<bool> counted_reads_, counted_writes_;
+    std::vector<std::string> array_name_, tile_name_;
+
+    // Tiles in registers, in the tensor cores' fragment layout (gpu/codegen/codegen_fragment.cpp):
+    // per tile, whether it lives there, and its one shape where the generator proves it.
+    std::vector<bool> fragment_;
+    // Tiles that are only a register product's b and only filled by LOADs of arrays stored as
+    // T: kept in shared memory as T (no rounding: the array's own values), read by ldmatrix.
+    std::vector<bool> stored_;
+    bool is_stored(int tile) const { return !stored_.empty() && stored_[static_cast<size_t>(tile)]; }
+    std::vector<std::pair<std::int64_t, std::int64_t>> static_shape_;
+    Footprint serial_writes_;
+    void plan_fragments(std::int32_t first, std::int32_t last);
+    std::optional<std::pair<std::int64_t, std::int64_t>> static_slice(const struct TileInst& t, const std::vector<integer::Interval>& ranges) const;
+    bool is_fragment(const struct TileOperand& a) const;
+    bool touches_fragment(const struct TileInst& t) const;
+    bool fragment_instruction(const struct TileInst& t) const;
+    std::string fragment_declaration(size_t tile) const;
+    void fragment_tile(const struct TileInst& t);
+
+    // Barriers: how tile instructions touched each slot since the last __syncthreads()
+    // (block_) and, row by row, since the last __syncwarp() (warp_); an instruction that would
+    // race with them waits first: for the block where another warp may be involved, for the
+    // warp where only its own rows are.
+    enum class Sync { None, Warp, Block };
+    std::vector<unsigned char> block_, warp_;
+    Sync needed(const std::vector<Access>& next) const;
+    void sync(Sync s);
+    void note(const std::vector<Access>& done);
+    void barrier() { sync(Sync::Block); }
+    std::vector<Access> accesses(std::int32_t pc) const;
+    std::vector<Access> accesses(std::int32_t first, std::int32_t last) const;
+    bool tensor_core_product(const struct TileInst& t) const;
+
+    void line(const std::string& text);
+    void comment_source(Loc loc);
+    std::string affine(const Affine& a) const;
+    std::string reg(std::int32_t pc, std::int32_t index, const char* local);
+    std::string stride(int tile) const;
+    void enter_loop(const LoopInfo& l, bool emit_for);
+    void instruction(std::int32_t pc);
+    void scalar(std::int32_t pc);
+    void tile(std::int32_t pc);
+    void slice(std::int32_t pc, const struct TileInst& t);
+    void count(int array, bool write, const std::string& elements);
+};
+
+}  // namespace toysim::gpu

@@ -1,0 +1,301 @@
+// Tiles in registers, in the tensor cores' fragment layout: where a block kernel's tiles have
+// one shape the generator can prove (every slice that fills them whole, never clipped) and are
+// used only in ways the layout serves, they leave shared memory for the registers of the warps
+// that own their rows, as FlashAttention-2 keeps S, P and O (and Triton chooses a layout per
+// value). A product of such a tile by a tile in shared memory runs on mma.sync.
+//
+// The layout (m16n8k16's accumulator): a tile of R rows and C columns is R/128 blocks of 16
+// rows per warp (warp w owns blocks w, w + 8, ...) by C/8 blocks of 8 columns; lane 4g + t
+// holds rows g and g + 8 of its block, columns 2t and 2t + 1 of each column block. A [R][1]
+// tile (a row statistic) holds rows g and g + 8, the same in the 4 lanes that share them. So:
+//   - element-wise instructions, masks and fills are a thread's own registers;
+//   - a row reduction is the thread's columns, then two shuffles within its 4 lanes;
+//   - two adjacent column blocks of a result are, converted, the a operand of the next
+//     product (k = 16): P feeds P·V without a trip through shared memory;
+//   - LOAD and STORE move a thread's own elements between DRAM and its registers.
+// Nothing about a tile in registers is checked at run time: its shape is proven here, and an
+// instruction that could fault keeps its tiles in shared memory, where the checks are.
+#include <fmt/format.h>
+
+#include "gpu/codegen/codegen.h"
+#include "gpu/codegen/codegen_emit.h"
+
+namespace toysim::gpu {
+
+namespace {
+
+using Shape2 = std::pair<std::int64_t, std::int64_t>;  // rows, columns
+constexpr std::int64_t kUnknown = -1;
+constexpr int kFragmentRows = 16 * kBlockThreads / 32;  // a 16-row block per warp
+
+bool fits_broadcast(Shape2 s, Shape2 to) { return (s.first == to.first || s.first == 1) && (s.second == to.second || s.second == 1); }
+
+}  // namespace
+
+// The extents of a slice when they are numbers: constant widths, never clipped at the array's
+// end, starts proven inside it. Otherwise nullopt (the slice is checked at run time).
+std::optional<Shape2> KernelEmitter::static_slice(const TileInst& t, const std::vector<integer::Interval>& ranges) const {
+    const MemRef& m = p_.mems[static_cast<size_t>(t.mem)];
+    const ArrayInfo& a = p_.arrays[static_cast<size_t>(m.array)];
+    std::vector<std::int64_t> extent;
+    for (size_t d = 0; d < m.subscripts.size(); ++d) {
+        const SliceDimension dim = slice_dimension(m, a, d, ranges.data());
+        // (Unlike the run-time path, a start whose loop never runs proves nothing here.)
+        if (!dim.start_inside || !(m.bounds_proven || (dim.start && !dim.start->empty()))) return std::nullopt;
+        if (!m.is_range[d]) continue;
+        if (!dim.width.is_constant() || dim.width.constant <= 0 || !dim.never_clipped) return std::nullopt;
+        extent.push_back(dim.width.constant);
+    }
+    Shape2 s{1, 1};
+    if (extent.size() == 2) s = {extent[0], extent[1]};
+    else if (extent.size() == 1) s = {1, extent[0]};
+    if (t.column) std::swap(s.first, s.second);
+    return s;
+}
+
+// Which tiles of the kernel [first, last) live in registers (fragment_), and every tile's one
+// shape where it has one (static_shape_).
+void KernelEmitter::plan_fragments(std::int32_t first, std::int32_t last) {
+    const size_t tiles = p_.tiles.size();
+    fragment_.assign(tiles, false);
+    static_shape_.assign(tiles, Shape2{kUnknown, kUnknown});
+    if (per_thread_ || !tensor_cores_) return;
+
+    // Each tile's shape, if every write gives it the same one and every read comes after a
+    // write on every path. Walked in program order (there are no branches): what a loop that
+    // may run zero times writes is not surely written after it, nor in its body before the
+    // write (the first iteration).
+    std::vector<integer::Interval> ranges = slot_range_;
+    std::vector<bool> varies(tiles, false), written(tiles, false), surely(tiles, false);
+    std::vector<std::pair<bool, std::vector<bool>>> open;  // per open loop: it always runs; what was surely written before it
+    auto shape_of = [&](const TileOperand& a) -> std::optional<Shape2> {
+        if (a.kind != TileOperand::Kind::Tile) return Shape2{1, 1};
+        const size_t i = static_cast<size_t>(a.index);
+        if (!surely[i]) varies[i] = true;  // maybe read before it is written: the run-time check stays
+        if (!written[i] || varies[i]) return std::nullopt;
+        Shape2 s = static_shape_[i];
+        if (a.transposed) std::swap(s.first, s.second);
+        return s;
+    };
+    auto write = [&](const TileOperand& d, std::optional<Shape2> s) {
+        if (d.kind != TileOperand::Kind::Tile) return;
+        const size_t i = static_cast<size_t>(d.index);
+        const Tile& tile = p_.tiles[i];
+        if (!s || s->first > tile.rows || s->second > tile.cols || (written[i] && static_shape_[i] != *s)) varies[i] = true;
+        if (!written[i] && s) static_shape_[i] = *s;
+        written[i] = surely[i] = true;
+    };
+    std::vector<std::int32_t> product_pcs;
+    for (std::int32_t pc = first; pc < last; ++pc) {
+        const Inst& in = p_.code[static_cast<size_t>(pc)];
+        if (in.code == Code::LoopBegin) {
+            const LoopInfo& l = p_.loops[static_cast<size_t>(in.loop)];
+            auto lo = l.lo.range(ranges.data()), hi = l.hi.range(ranges.data());
+            open.push_back({lo && hi && !lo->empty() && !hi->empty() && hi->lo > lo->hi, surely});
+            ranges[static_cast<size_t>(l.slot)] = lo && hi ? integer::loop_values(*lo, *hi) : integer::Interval::everything();
+            continue;
+        }
+        if (in.code == Code::LoopEnd) {
+            if (!open.back().first) surely = open.back().second;
+            open.pop_back();
+            continue;
+        }
+        if (in.code != Code::Tile) continue;
+        const TileInst& t = p_.tile_insts[static_cast<size_t>(in.mem)];
+        const OpInfo& op = info(t.op);
+        const int dest = t.count - 1;
+        const TileOperand& d = t.args[static_cast<size_t>(dest)];
+        std::vector<std::optional<Shape2>> src;
+        for (int k = 0; k < op.register_sources(); ++k) src.push_back(shape_of(t.args[static_cast<size_t>(k)]));
+        auto known = [&] { return std::all_of(src.begin(), src.end(), [](const auto& s) { return s.has_value(); }); };
+        switch (op.shape) {
+            case OpShape::Memory:
+                if (t.op == Op::LOAD) write(d, static_slice(t, ranges));
+                else if (t.args[0].kind == TileOperand::Kind::Tile && (!src[0] || src[0] != static_slice(t, ranges)))
+                    varies[static_cast<size_t>(t.args[0].index)] = true;  // a STORE that may fault
+                break;
+            case OpShape::Fill: write(d, src[0] ? std::optional<Shape2>(Shape2{src[0]->first, p_.tiles[static_cast<size_t>(d.index)].cols}) : std::nullopt); break;
+            case OpShape::RowReduce: write(d, src[0] ? std::optional<Shape2>(Shape2{src[0]->first, 1}) : std::nullopt); break;
+            case OpShape::Mask: write(d, src[0]); break;
+            case OpShape::Product:
+                if (known() && src[0]->second == src[1]->first && (src.size() < 3 || fits_broadcast(*src[2], {src[0]->first, src[1]->second})))
+                    write(d, Shape2{src[0]->first, src[1]->second});
+                else write(d, std::nullopt);
+                product_pcs.push_back(pc);
+                break;
+            case OpShape::Elementwise: {
+                std::optional<Shape2> out;
+                if (known()) {
+                    out = Shape2{1, 1};
+                    for (const auto& s : src) out = Shape2{std::max(out->first, s->first), std::max(out->second, s->second)};
+                    for (const auto& s : src)
+                        if (!fits_broadcast(*s, *out)) out.reset();
+                }
+                write(d, out);
+                break;
+            }
+        }
+    }
+    for (size_t i = 0; i < tiles; ++i)
+        if (!written[i] || varies[i]) static_shape_[i] = {kUnknown, kUnknown};
+
+    // Candidates: a proven shape the layout holds, and no other kernel's code wrote them.
+    auto matrix = [&](size_t i) { auto [r, c] = static_shape_[i]; return r > 0 && r % kFragmentRows == 0 && c % 8 == 0; };
+    auto column = [&](size_t i) { auto [r, c] = static_shape_[i]; return r > 0 && r % kFragmentRows == 0 && c == 1; };
+    for (size_t i = 0; i < tiles; ++i) fragment_[i] = (matrix(i) || column(i)) && !(i < serial_writes_.tiles_written.size() && serial_writes_.tiles_written[i]);
+    // A product's b (read by every warp, k along its rows or, transposed, its columns) and any
+    // transposed operand stay in shared memory.
+    for (std::int32_t pc : product_pcs) {
+        const TileInst& t = p_.tile_insts[static_cast<size_t>(p_.code[static_cast<size_t>(pc)].mem)];
+        for (int k = 0; k < t.count; ++k) {
+            const TileOperand& a = t.args[static_cast<size_t>(k)];
+            if (a.kind == TileOperand::Kind::Tile && (k == 1 || a.transposed)) fragment_[static_cast<size_t>(a.index)] = false;
+        }
+    }
+    // Then drop, until none is left to drop, every tile an instruction uses in a way the layout
+    // does not serve (or beside a tile that stays in shared memory).
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (std::int32_t pc = first; pc < last; ++pc) {
+            if (p_.code[static_cast<size_t>(pc)].code != Code::Tile) continue;
+            const TileInst& t = p_.tile_insts[static_cast<size_t>(p_.code[static_cast<size_t>(pc)].mem)];
+            if (fragment_instruction(t) || !touches_fragment(t)) continue;
+            for (int k = 0; k < t.count; ++k) {
+                const TileOperand& a = t.args[static_cast<size_t>(k)];
+                if (a.kind == TileOperand::Kind::Tile && fragment_[static_cast<size_t>(a.index)]) fragment_[static_cast<size_t>(a.index)] = false, changed = true;
+            }
+        }
+    }
+    // Worth it only for products on the tensor cores: otherwise the row-owned loops in shared
+    // memory do as well.
+    bool product = false;
+    for (std::int32_t pc : product_pcs) {
+        const TileInst& t = p_.tile_insts[static_cast<size_t>(p_.code[static_cast<size_t>(pc)].mem)];
+        product = product || (touches_fragment(t) && fragment_instruction(t));
+    }
+    if (!product) fragment_.assign(tiles, false);
+
+    // The b tiles of register products that only LOADs of T arrays fill: kept as T.
+    stored_.assign(tiles, product);
+    for (size_t i = 0; i < tiles; ++i)
+        if (fragment_[i] || static_shape_[i].first < 0 || static_shape_[i].second % 8 != 0 ||
+            (i < serial_writes_.tiles_written.size() && serial_writes_.tiles_written[i]))
+            stored_[i] = false;
+    for (std::int32_t pc = first; pc < last; ++pc) {
+        if (p_.code[static_cast<size_t>(pc)].code != Code::Tile) continue;
+        const TileInst& t = p_.tile_insts[static_cast<size_t>(p_.code[static_cast<size_t>(pc)].mem)];
+        const bool register_product = info(t.op).shape == OpShape::Product && touches_fragment(t);
+        const bool t_load = t.op == Op::LOAD && !fp32_arrays_[static_cast<size_t>(p_.mems[static_cast<size_t>(t.mem)].array)];
+        for (int k = 0; k < t.count; ++k) {
+            const TileOperand& a = t.args[static_cast<size_t>(k)];
+            if (a.kind != TileOperand::Kind::Tile) continue;
+            if (!((register_product && k == 1) || (t_load && k == 0))) stored_[static_cast<size_t>(a.index)] = false;
+        }
+    }
+}
+
+bool KernelEmitter::is_fragment(const TileOperand& a) const {
+    return a.kind == TileOperand::Kind::Tile && !fragment_.empty() && fragment_[static_cast<size_t>(a.index)];
+}
+
+bool KernelEmitter::touches_fragment(const TileInst& t) const {
+    for (int k = 0; k < t.count; ++k)
+        if (is_fragment(t.args[static_cast<size_t>(k)])) return true;
+    return false;
+}
+
+// Whether the instruction runs on registers as a whole: every tile operand in registers (but
+// a product's b, read from shared memory, and a fill's source, which gives only its rows),
+// shapes the layout serves.
+bool KernelEmitter::fragment_instruction(const TileInst& t) const {
+    const OpInfo& op = info(t.op);
+    const int dest = t.count - 1;
+    const TileOperand& d = t.args[static_cast<size_t>(dest)];
+    auto shape = [&](const TileOperand& a) { return static_shape_[static_cast<size_t>(a.index)]; };
+    switch (op.shape) {
+        case OpShape::Memory: {
+            if (t.op == Op::STORE_ADD || !is_fragment(t.args[0])) return false;
+            const MemRef& m = p_.mems[static_cast<size_t>(t.mem)];
+            return m.range_count() == (shape(t.args[0]).second == 1 ? 1 : 2);
+        }
+        case OpShape::Fill: return is_fragment(d) && t.args[0].kind == TileOperand::Kind::Tile && shape(t.args[0]).first > 0;
+        case OpShape::RowReduce: return is_fragment(d) && is_fragment(t.args[0]) && shape(t.args[0]).second > 1 && !t.args[0].transposed;
+        case OpShape::Mask:  // of a matrix (a column's mask keeps the shared-memory loop)
+            return is_fragment(d) && is_fragment(t.args[0]) && !t.args[0].transposed && shape(d) == shape(t.args[0]) && shape(d).second > 1;
+        case OpShape::Product: {
+            const TileOperand &a = t.args[0], &b = t.args[1];
+            if (!is_fragment(a) || !is_fragment(d) || a.transposed || b.kind != TileOperand::Kind::Tile || is_fragment(b)) return false;
+            const Shape2 bs = shape(b);
+            const std::int64_t inner = shape(a).second, cols = b.transposed ? bs.first : bs.second;
+            if (inner % 16 != 0 || (b.transposed ? bs.second : bs.first) != inner || shape(d) != Shape2{shape(a).first, cols}) return false;
+            if (b.transposed && std::stoll(stride(b.index)) % 2 != 0) return false;  // its pairs read as float2
+            return op.register_sources() < 3 || (is_fragment(t.args[2]) && !t.args[2].transposed && shape(t.args[2]) == shape(d));
+        }
+        case OpShape::Elementwise: {
+            if (!is_fragment(d)) return false;
+            for (int k = 0; k < op.register_sources(); ++k) {
+                const TileOperand& a = t.args[static_cast<size_t>(k)];
+                if (!is_fragment(a) || a.transposed) return false;
+                const Shape2 s = shape(a);
+                if (s != shape(d) && !(s.second == 1 && s.first == shape(d).first)) return false;
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+// A tile in registers as the kernel declares it.
+std::string KernelEmitter::fragment_declaration(size_t tile) const {
+    const Tile& t = p_.tiles[tile];
+    const auto [rows, cols] = static_shape_[tile];
+    const std::string& n = tile_name_[tile];
+    if (cols == 1)
+        return fmt::format("    float {}[{}][2];  // line {}: tile {}[{}][{}], {}×1: in registers, rows g and g+8 of each warp's 16-row blocks\n", n,
+                           rows / kFragmentRows, t.loc.line, t.name, t.rows, t.cols, rows);
+    return fmt::format("    float {}[{}][{}][4];  // line {}: tile {}[{}][{}], {}×{}: in registers, the tensor cores' fragments of each warp's rows\n", n,
+                       rows / kFragmentRows, cols / 8, t.loc.line, t.name, t.rows, t.cols, rows, cols);
+}
+
+// An instruction on tiles in registers (fragment_instruction holds).
+void KernelEmitter::fragment_tile(const TileInst& t) {
+    const OpInfo& op = info(t.op);
+    const int dest = t.count - 1;
+    const TileOperand& d = t.args[static_cast<size_t>(dest)];
+    const Shape2 ds = static_shape_[static_cast<size_t>(d.index)];
+    const std::int64_t mt = ds.first / kFragmentRows;
+    const std::string& out = tile_name_[static_cast<size_t>(d.index)];
+    auto name = [&](int k) -> const std::string& { return tile_name_[static_cast<size_t>(t.args[static_cast<size_t>(k)].index)]; };
+    auto cols_of = [&](int k) { return static_shape_[static_cast<size_t>(t.args[static_cast<size_t>(k)].index)].second; };
+    if (op.shape == OpShape::Product) {
+        const TileOperand& b = t.args[1];
+        const std::int64_t inner = cols_of(0), nb = ds.second / 8;
+        line(fmt::format("float acc[{}][{}][4];", mt, nb));
+        if (op.register_sources() == 3) line(fmt::format("FRAG_FOR({}, {}) acc[mi][cb][e] = {}[mi][cb][e];", mt, nb, name(2)));
+        else line(fmt::format("FRAG_FOR({}, {}) acc[mi][cb][e] = 0.f;", mt, nb));
+        line(fmt::format("{}<T, {}>(acc, {}, {}, {});  // on the tensor cores: {}×{} by {}×{}", is_stored(b.index) ? "frag_product_stored" : "frag_product",
+                         b.transposed ? "true" : "false", name(0), name(1), stride(b.index), ds.first, inner, inner, ds.second));
+        line(fmt::format("FRAG_FOR({}, {}) {}[mi][cb][e] = acc[mi][cb][e];", mt, nb, out));
+        return;
+    }
+    if (op.shape == OpShape::RowReduce) {
+        line(fmt::format("frag_rowreduce({}, {}, [](float a, float b) {{ return {}; }});", out, name(0), device_semantics(t.op)));
+        return;
+    }
+    // Element-wise, a mask, a fill: each thread its own elements; a [R][1] source is its row's value.
+    const bool column = ds.second == 1;
+    std::string reads;
+    for (int k = 0; k < op.register_sources() && op.shape != OpShape::Fill; ++k) {
+        const std::string at = column ? "[mi][h]" : cols_of(k) == 1 ? "[mi][e >> 1]" : "[mi][cb][e]";
+        reads += fmt::format("{}{} = {}{}", k ? ", " : "const float ", char('a' + k), name(k), at);
+    }
+    std::string value = op.shape == OpShape::Fill ? fmt::format("D::constant({})", float_literal(t.imm)) : device_semantics(t.op);
+    if (op.shape == OpShape::Mask) {
+        reads += "; const int r_ = frag_row(mi, e >> 1), c_ = frag_col(cb, e)";
+        value = fmt::format("c_ <= r_ ? a : {}", value);
+    }
+    const std::string loop = column ? fmt::format("ROWS_FOR({})", mt) : fmt::format("FRAG_FOR({}, {})", mt, ds.second / 8);
+    line(fmt::format("{} {{ {}{}{}{} = {}; }}", loop, reads, reads.empty() ? "" : "; ", out, column ? "[mi][h]" : "[mi][cb][e]", value));
+}
+
+}  // namespace toysim::gpu

@@ -1,0 +1,529 @@
+// FlashAttention-2 forward on Hopper's own instructions: v4 of the tensor-core progression
+// (gpu/kernels/attention_tensor_core.cu has v1 to v3), the CUDA twin of programs/attention/fa2.toy at
+// Br = Bc = 128, and with the causal mask of fa2_causal_heaviest_first.toy at B = 128.
+//
+//   toysim gpu run programs/attention/fa2.toy --kernel fa2_v4_wgmma
+//       --set n=4096 --set d=64 --set Br=128 --set Bc=128 --heads 64 --dtype fp16
+//
+// What changed from v3 (mma.sync, every warp loads its own operands with ldmatrix):
+//  - wgmma: a warpgroup (4 warps) multiplies 64 rows at once, reading Q, K and V straight from
+//    shared memory through descriptors (no ldmatrix, no operand registers), asynchronously: the
+//    warps issue the product and go on until they wait for it.
+//  - TMA: one thread asks the tensor memory accelerator for a whole tile
+//    (cp.async.bulk.tensor with a tensor map), which also writes the 128-byte swizzle the
+//    descriptors read and zero-fills the rows past n (no bounds code, no reads past n).
+//  - Warp specialization: warpgroup 0 only loads (one thread of it issues the copies, with its
+//    registers given back by setmaxnreg); warpgroups 1 and 2 only compute, 64 rows of the Q tile
+//    each, with 240 registers. They meet through mbarriers: for each of the 2 K/V stages a "full"
+//    barrier per tile (the copy's bytes arrived) and an "empty" one (both consumers are done).
+//  - Overlap inside a warpgroup (FlashAttention-3's intra-warpgroup pipelining): S_{j+1} =
+//    Q·K_{j+1}ᵀ and O += P̃_j·V_j are issued together, and the softmax of S_{j+1} runs while the
+//    tensor cores do P̃_j·V_j.
+//  - Ping-pong between the two consumers (FlashAttention-3's): they take turns issuing their
+//    products, ordered by two named barriers, so one's softmax runs while the other's products
+//    have the tensor cores (kV4PingPong).
+//  - Ragged n: TMA's boxes are 3-D (column, row, head), so a box past a head's last row reads
+//    zeros, not the next head's rows; the last K/V tile's missing columns are masked to −∞ and
+//    the last Q tile's missing rows are computed on zeros and not stored.
+//
+// Traffic is fa2.toy's at Br = Bc = 128, exactly: Q once per Q tile, K and V once per (Q tile,
+// K/V tile), O and L written once; TMA's zero fill of rows past n reads nothing and counts
+// nothing. P̃ is rounded to the input type before P̃·V, ℓ sums the unrounded values, as v3.
+//
+// What it gained, on an H100 (one same-run benchmark, gpu/results/bench_attention_hopper_h100.md;
+// fp16, BH·n = 262,144; TFLOP/s, (×) SDPA flash, [×] cuDNN):
+//                  n = 4096, d = 64        n = 16384, d = 64       n = 4096, d = 128       n = 16384, d = 128
+//   v3 fa2_v3_mma  286.9 (0.97×)           293.9 (0.95×)           280.0 (0.79×)           286.8 (0.82×)
+//   v4 (this)      346.2 (1.17×) [0.75×]   377.3 (1.23×) [0.79×]   511.9 (1.44×) [0.80×]   527.9 (1.51×) [0.85×]
+// bf16 is within 2% of fp16 in the same cells (346.8, 377.8, 514.6, 538.5, its own run). The
+// causal version: 1.15–1.57× SDPA flash causal (gpu/results/bench_attention_causal_h100.md).
+// Nsight Compute, on an H200 with ping-pong still off (n = 4096, 16 heads;
+// gpu/results/ncu_versions_h200.md): v4 takes 0.84× (d = 64) and 0.57× (d = 128) of v3's time;
+// sm__pipe_tensor_op_hmma_cycles_active reads 37% and 52% (v3: 45% and 43%); 0 shared-memory
+// bank conflicts (v3: 81 k and 178 k: TMA writes and wgmma reads the swizzle, no thread touches
+// a tile); 168 registers a thread at launch, 240 after setmaxnreg.
+//
+// Two findings along the way:
+//  - ptxas serialized every wgmma (warning C7513, "non wgmma instructions defining input
+//    registers") while tile j's P̃ was copied into the registers P̃_{j−1}·V_{j−1} was still
+//    reading: the main loop now takes tiles two at a time and alternates two P̃ register sets.
+//  - Ping-pong lost 17–25% while the wgmmas were serialized, and gained up to 8% once they were
+//    not: see kV4PingPong.
+// What is left to cuDNN (0.75–0.85×): d = 64 at 192-row tiles (three consumers), a persistent
+// grid with the epilogue's stores overlapped, and more than two K/V stages.
+//
+#include <cuda.h>  // CUtensorMap and its enums (the encoder comes from the driver at run time)
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "gpu/kernels/common.cuh"
+#include "gpu/kernels/mma.cuh"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TOYSIM_SM90A 1
+#endif
+
+namespace toysim::gpu {
+
+namespace {
+
+enum Fa2Array { kQ, kK, kV, kO, kL };
+
+constexpr int kV4Rows = 128, kV4Cols = 128;   // Br, Bc: 2 consumer warpgroups of 64 rows
+constexpr int kV4Threads = 384;               // producer + 2 consumers
+constexpr int kV4Stages = 2;                  // K/V tiles in flight
+// Whether the two consumers take turns on the tensor cores (FlashAttention-3's ping-pong: one
+// issues its products while the other runs its softmax, ordered by two named barriers). Measured
+// on an H200, v4 alone in fp16, one run after the other on one machine: while ptxas serialized
+// the wgmmas it lost 17–25%; without that, off against on, 343.8 against 343.8 TFLOP/s at
+// n = 4096, d = 64, 367.4 against 371.5 at 16384, and at d = 128 488.7 against 504.6 and 505.3
+// against 545.0 (+3% and +8%). On: the figures of the header are with it.
+[[maybe_unused]] constexpr bool kV4PingPong = true;  // read by device code only
+constexpr int kSwizzleBytes = 128;            // a swizzled row: 64 elements of 2 bytes
+
+// Shared memory, every tile 1024-byte aligned (the 128-byte swizzle repeats every 8 rows):
+// each tile is stored as d/64 column halves of [rows][64], the layout TMA writes and wgmma reads.
+template <int kD>
+struct V4Layout {
+    static constexpr int kHalves = kD / 64;
+    static constexpr int q_bytes = kHalves * kV4Rows * kSwizzleBytes;
+    static constexpr int kv_bytes = kHalves * kV4Cols * kSwizzleBytes;  // one K or V stage
+    static constexpr int q = 0;
+    static constexpr int k = q + q_bytes;
+    static constexpr int v = k + kV4Stages * kv_bytes;
+    static constexpr int barriers = v + kV4Stages * kv_bytes;
+    // q_full, k_full[2], v_full[2], empty[2]: 8 bytes each
+    static constexpr int bytes = barriers + 8 * (1 + 3 * kV4Stages) + 1024;  // + slack to align the base
+};
+
+// ---- PTX: mbarriers, TMA, wgmma (sm_90a only; elsewhere the kernel body is empty) ----
+
+#ifdef TOYSIM_SM90A
+__device__ __forceinline__ void mbarrier_init(uint32_t bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbarrier_expect_bytes(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(uint32_t bar) { asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory"); }
+// Waits until the barrier's phase `parity` has completed.
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
+    uint32_t done = 0;
+    do {
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(bar), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+// A box of the tensor map at coordinates (column, row, head) into shared memory; its bytes
+// complete a transaction of `bar`.
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, int column, int row, int head, uint32_t bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(column), "r"(row), "r"(head), "r"(bar)
+        : "memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+// Orders register uses around an asynchronous product: this empty statement uses and redefines
+// the registers, so the compiler reads an accumulator only after the wait that completes it, and
+// computes P̃ and the rescaled O before the products that read them are issued.
+template <int kCount>
+__device__ __forceinline__ void hold(float (&r)[kCount]) {
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+template <int kRows, int kCols>
+__device__ __forceinline__ void hold(uint32_t (&r)[kRows][kCols]) {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i)
+#pragma unroll
+        for (int j = 0; j < kCols; ++j) asm volatile("" : "+r"(r[i][j])::"memory");
+}
+#endif
+
+#define TOYSIM_F8(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define TOYSIM_F32(d) TOYSIM_F8(d, 0), TOYSIM_F8(d, 8), TOYSIM_F8(d, 16), TOYSIM_F8(d, 24)
+#define TOYSIM_F64(d) TOYSIM_F32(d), TOYSIM_F8(d, 32), TOYSIM_F8(d, 40), TOYSIM_F8(d, 48), TOYSIM_F8(d, 56)
+#define TOYSIM_ACC32                                                                                                                      \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, " \
+    "%28, %29, %30, %31}"
+#define TOYSIM_ACC64                                                                                                                      \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, " \
+    "%28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, " \
+    "%54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+
+#ifdef TOYSIM_SM90A
+// A wgmma shared-memory descriptor for a 128-byte-swizzled tile: start address, the leading
+// byte offset (for an N-major B: from one 64-column half to the next), the stride byte offset
+// 1024 (from one 8-row group to the next) and the swizzle mode (1: 128 bytes) in bits 62-63.
+__device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32_t leading_bytes) {
+    return uint64_t((address & 0x3FFFF) >> 4) | (uint64_t(leading_bytes >> 4) << 16) | (uint64_t(1024 >> 4) << 32) | (1ull << 62);
+}
+
+// The wgmma statements, fp16 or bf16 (TYPE), scale-d set by a predicate (accumulate or not).
+#define TOYSIM_WGMMA(SHAPE, TYPE, ACC, OPERANDS, PREDICATE) \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, " PREDICATE ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " " ACC ", " OPERANDS ";\n}\n"
+
+// S (64×128, fp32) = A·B (+ S if accumulate): A 64×16 and B 128×16, both K-major in shared memory.
+template <typename T>
+__device__ __forceinline__ void wgmma_scores(float (&s)[64], uint64_t a, uint64_t b, int accumulate) {
+#define TOYSIM_SCORES(TYPE) \
+    asm volatile(TOYSIM_WGMMA("m64n128k16", TYPE, TOYSIM_ACC64, "%64, %65, p, 1, 1, 0, 0", "%66") : TOYSIM_F64(s) : "l"(a), "l"(b), "r"(accumulate))
+    if constexpr (std::is_same_v<T, __half>) TOYSIM_SCORES("f16");
+    else TOYSIM_SCORES("bf16");
+#undef TOYSIM_SCORES
+}
+
+// O (64×kD, fp32) += P̃·V: P̃ 64×16 from registers (the accumulator layout, rounded to T), V
+// 16×kD in shared memory, N-major (its rows are keys, d contiguous: the transposed B).
+template <typename T, int kD>
+__device__ __forceinline__ void wgmma_values(float (&o)[kD / 2], const uint32_t (&p)[4], uint64_t b) {
+#define TOYSIM_VALUES(SHAPE, TYPE, ACC, OPERANDS, OUTPUTS) \
+    asm volatile(TOYSIM_WGMMA(SHAPE, TYPE, ACC, OPERANDS, "1") : OUTPUTS : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b))
+    constexpr bool kHalf = std::is_same_v<T, __half>;
+    if constexpr (kD == 64 && kHalf) TOYSIM_VALUES("m64n64k16", "f16", TOYSIM_ACC32, "{%32, %33, %34, %35}, %36, p, 1, 1, 1", TOYSIM_F32(o));
+    else if constexpr (kD == 64) TOYSIM_VALUES("m64n64k16", "bf16", TOYSIM_ACC32, "{%32, %33, %34, %35}, %36, p, 1, 1, 1", TOYSIM_F32(o));
+    else if constexpr (kHalf) TOYSIM_VALUES("m64n128k16", "f16", TOYSIM_ACC64, "{%64, %65, %66, %67}, %68, p, 1, 1, 1", TOYSIM_F64(o));
+    else TOYSIM_VALUES("m64n128k16", "bf16", TOYSIM_ACC64, "{%64, %65, %66, %67}, %68, p, 1, 1, 1", TOYSIM_F64(o));
+#undef TOYSIM_VALUES
+}
+
+// One consumer thread's rows: the accumulator of a 64×N wgmma gives lane 4g + t of warp w rows
+// 16w + g and 16w + g + 8 (h = 0, 1), columns 8c + 2t and 8c + 2t + 1 at s[4c + 2h], s[4c + 2h + 1].
+struct RowState {
+    float m[2] = {-INFINITY, -INFINITY};
+    float l[2] = {0.f, 0.f};  // this lane's part of ℓ; the quad's parts are summed at the end
+};
+
+// −∞ where a column is past n (the last, ragged K/V tile) or, causal, after the row's query.
+template <bool kCausal>
+__device__ __forceinline__ void mask_scores(float (&s)[64], int col0, int cols, int row, int t) {
+#pragma unroll
+    for (int c = 0; c < kV4Cols / 8; ++c)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int col = 8 * c + 2 * t + (e & 1);
+            if (col >= cols || (kCausal && col0 + col > row + 8 * (e >> 1))) s[4 * c + e] = -INFINITY;
+        }
+}
+
+// The online softmax of one S tile, in registers: the new row maxima, P̃ = e^(S − m_new) as the
+// A fragments of P̃·V (8 of 16 columns), ℓ's new terms; returns e^(m_old − m_new) per row in
+// `scale` for O and ℓ, which the caller applies once the previous P̃·V is done.
+template <typename T>
+__device__ __forceinline__ void softmax_tile(const float (&s)[64], RowState& st, float (&scale)[2], float (&sum)[2], uint32_t (&p)[kV4Cols / 16][4]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float mx = st.m[h];
+#pragma unroll
+        for (int c = 0; c < kV4Cols / 8; ++c) mx = fmaxf(mx, fmaxf(s[4 * c + 2 * h], s[4 * c + 2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        scale[h] = fast_exp2((st.m[h] - mx) * kLog2e);
+        st.m[h] = mx;
+        sum[h] = 0.f;
+    }
+#pragma unroll
+    for (int c = 0; c < kV4Cols / 8; ++c)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const float mk = st.m[h] * kLog2e;
+            const float p0 = fast_exp2(fmaf(s[4 * c + 2 * h], kLog2e, -mk)), p1 = fast_exp2(fmaf(s[4 * c + 2 * h + 1], kLog2e, -mk));
+            sum[h] += p0 + p1;
+            p[c / 2][(c % 2) * 2 + h] = pack2<T>(p0, p1);
+        }
+}
+
+template <int kD>
+__device__ __forceinline__ void rescale(float (&o)[kD / 2], RowState& st, const float (&scale)[2], const float (&sum)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) st.l[h] = st.l[h] * scale[h] + sum[h];
+#pragma unroll
+    for (int c = 0; c < kD / 8; ++c) {
+        o[4 * c] *= scale[0];
+        o[4 * c + 1] *= scale[0];
+        o[4 * c + 2] *= scale[1];
+        o[4 * c + 3] *= scale[1];
+    }
+}
+#endif  // TOYSIM_SM90A
+
+// kCausal: block x takes Q tile Tr − 1 − x (the longest first, as fa2_causal_heaviest_first.toy
+// hands them out) and reads K/V tiles 0..i only, the diagonal one masked.
+template <typename T, bool kCount, int kD, bool kCausal>
+__global__ void __launch_bounds__(kV4Threads, 1)
+    fa2_v4_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
+                  T* __restrict__ O, float* __restrict__ L, int n, unsigned long long* counts) {
+#ifdef TOYSIM_SM90A
+    using Layout = V4Layout<kD>;
+    constexpr int kHalves = Layout::kHalves;
+    extern __shared__ unsigned char shared_raw[];
+    // The 128-byte swizzle is a function of the address bits: tiles start on 1024 bytes.
+    unsigned char* shared = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t(1023));
+    const uint32_t base = smem_address(shared);
+    const uint32_t q_tile = base + Layout::q, k_tiles = base + Layout::k, v_tiles = base + Layout::v;
+    const uint32_t q_full = base + Layout::barriers;
+    auto k_full = [&](int s) { return q_full + 8 * (1 + s); };
+    auto v_full = [&](int s) { return q_full + 8 * (1 + kV4Stages + s); };
+    auto empty = [&](int s) { return q_full + 8 * (1 + 2 * kV4Stages + s); };
+
+    const int i = kCausal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x), head = blockIdx.y;
+    const int row0 = i * kV4Rows, br = min(kV4Rows, n - row0);
+    const int Tc = kCausal ? (row0 + br + kV4Cols - 1) / kV4Cols : (n + kV4Cols - 1) / kV4Cols;
+    const int warpgroup = threadIdx.x / 128;
+
+    if (threadIdx.x == 0) {
+        mbarrier_init(q_full, 1);
+        for (int s = 0; s < kV4Stages; ++s) {
+            mbarrier_init(k_full(s), 1);
+            mbarrier_init(v_full(s), 1);
+            mbarrier_init(empty(s), 8);  // the 8 consumer warps
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (warpgroup == 0) {
+        // The producer: its registers go to the consumers; one thread issues every copy.
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+        if (threadIdx.x == 0) {
+            constexpr uint32_t kTileBytes = kV4Cols * kD * sizeof(T);
+            mbarrier_expect_bytes(q_full, kV4Rows * kD * sizeof(T));
+            for (int h = 0; h < kHalves; ++h) tma_load(q_tile + h * kV4Rows * kSwizzleBytes, &q_map, 64 * h, row0, head, q_full);
+            count_tile<kCount>(counts, kQ, kRead, (long long)br * kD);
+            for (int j = 0; j < Tc; ++j) {
+                const int s = j % kV4Stages, bc = min(kV4Cols, n - j * kV4Cols);
+                if (j >= kV4Stages) mbarrier_wait(empty(s), (j / kV4Stages - 1) & 1);
+                const uint32_t k_at = k_tiles + s * Layout::kv_bytes, v_at = v_tiles + s * Layout::kv_bytes;
+                mbarrier_expect_bytes(k_full(s), kTileBytes);
+                for (int h = 0; h < kHalves; ++h) tma_load(k_at + h * kV4Cols * kSwizzleBytes, &k_map, 64 * h, j * kV4Cols, head, k_full(s));
+                count_tile<kCount>(counts, kK, kRead, (long long)bc * kD);
+                mbarrier_expect_bytes(v_full(s), kTileBytes);
+                for (int h = 0; h < kHalves; ++h) tma_load(v_at + h * kV4Cols * kSwizzleBytes, &v_map, 64 * h, j * kV4Cols, head, v_full(s));
+                count_tile<kCount>(counts, kV, kRead, (long long)bc * kD);
+            }
+            // The consumers write O and L once (counted here, by the block's thread 0).
+            count_tile<kCount>(counts, kO, kWrite, (long long)br * kD);
+            count_tile<kCount>(counts, kL, kWrite, br);
+        }
+        return;
+    }
+
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+    const int consumer = warpgroup - 1, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int my_row = 64 * consumer + 16 * warp + g;  // and my_row + 8, within the tile
+    // Q's rows of this warpgroup; K_j; V_j: descriptors of k-step x (16 columns of d, or 16 keys).
+    auto q_desc = [&](int x) { return swizzled_descriptor(q_tile + (x / 4) * kV4Rows * kSwizzleBytes + 64 * consumer * kSwizzleBytes + (x % 4) * 32, 16); };
+    auto k_desc = [&](int s, int x) { return swizzled_descriptor(k_tiles + s * Layout::kv_bytes + (x / 4) * kV4Cols * kSwizzleBytes + (x % 4) * 32, 16); };
+    auto v_desc = [&](int s, int x) { return swizzled_descriptor(v_tiles + s * Layout::kv_bytes + x * 16 * kSwizzleBytes, kV4Cols * kSwizzleBytes); };
+
+    float o[kD / 2];
+#pragma unroll
+    for (int x = 0; x < kD / 2; ++x) o[x] = 0.f;
+    RowState st;
+    float s[64];
+    uint32_t p[kV4Cols / 16][4];
+    float scale[2], sum[2];
+    // S_j = Q·K_jᵀ, issued (not waited for).
+    auto issue_scores = [&](int j) {
+        const int stage = j % kV4Stages;
+        mbarrier_wait(k_full(stage), (j / kV4Stages) & 1);
+        hold(s);
+        wgmma_fence();
+#pragma unroll
+        for (int x = 0; x < kD / 16; ++x) wgmma_scores<T>(s, q_desc(x), k_desc(stage, x), x > 0);
+        wgmma_commit();
+    };
+    // O += P̃_j·V_j, issued.
+    auto issue_values = [&](int j, uint32_t (&pj)[kV4Cols / 16][4]) {
+        mbarrier_wait(v_full(j % kV4Stages), (j / kV4Stages) & 1);
+        wgmma_fence();
+#pragma unroll
+        for (int x = 0; x < kV4Cols / 16; ++x) wgmma_values<T, kD>(o, pj[x], v_desc(j % kV4Stages, x));
+        wgmma_commit();
+    };
+    // The softmax of S_j, masked where the tile is ragged or crosses this warp's diagonal.
+    auto masked_softmax = [&](int j, float (&to_scale)[2], float (&to_sum)[2], uint32_t (&to_p)[kV4Cols / 16][4]) {
+        const int col0 = j * kV4Cols, bc = min(kV4Cols, n - col0);
+        if (bc < kV4Cols || (kCausal && col0 + kV4Cols - 1 > row0 + 64 * consumer + 16 * warp))
+            mask_scores<kCausal>(s, kCausal ? col0 - row0 : 0, bc, my_row, t);
+        softmax_tile<T>(s, st, to_scale, to_sum, to_p);
+    };
+    auto release = [&](int j) {
+        if (lane == 0) mbarrier_arrive(empty(j % kV4Stages));
+    };
+
+    // Ping-pong: named barrier 1 + c is consumer c's turn; the other consumer opens it after its
+    // own products are issued. Consumer 0 goes first. Each takes Tc + 1 turns, and the second
+    // skips its last opening, which nobody waits for.
+    auto my_turn = [&] {
+        if constexpr (kV4PingPong) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + consumer) : "memory");
+    };
+    auto their_turn = [&](bool last) {
+        if constexpr (kV4PingPong)
+            if (!(last && consumer == 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - consumer) : "memory");
+    };
+    if (consumer == 1) their_turn(false);
+
+    mbarrier_wait(q_full, 0);
+    my_turn();
+    issue_scores(0);
+    their_turn(false);
+    wgmma_wait<0>();
+    hold(s);
+    masked_softmax(0, scale, sum, p);
+    rescale<kD>(o, st, scale, sum);
+    // O and P̃ are final here: nothing may define them between the next products' issue and
+    // wait (ptxas would serialize the wgmmas).
+    hold(o);
+    hold(p);
+    // Tile j's P̃ goes to one of two register sets while P̃_{j−1}·V_{j−1} reads the other: no
+    // copy, so no register a wgmma in flight reads is written.
+    uint32_t p_other[kV4Cols / 16][4];
+    auto step = [&](int j, uint32_t (&p_prev)[kV4Cols / 16][4], uint32_t (&p_new)[kV4Cols / 16][4]) {
+        my_turn();
+        issue_scores(j);              // S_j on the tensor cores ...
+        issue_values(j - 1, p_prev);  // ... then P̃_{j−1}·V_{j−1} behind it
+        their_turn(false);
+        wgmma_wait<1>();  // S_j is done; P̃_{j−1}·V_{j−1} may still run
+        hold(s);
+        masked_softmax(j, scale, sum, p_new);  // ... while the tensor cores do that
+        wgmma_wait<0>();  // P̃_{j−1}·V_{j−1} is done: O is free
+        hold(o);
+        release(j - 1);
+        rescale<kD>(o, st, scale, sum);
+        hold(o);
+        hold(p_new);
+    };
+    int j = 1;
+    for (; j + 1 < Tc; j += 2) {
+        step(j, p, p_other);
+        step(j + 1, p_other, p);
+    }
+    auto last_values = [&](uint32_t (&p_last)[kV4Cols / 16][4]) {
+        my_turn();
+        issue_values(Tc - 1, p_last);
+        their_turn(true);
+        wgmma_wait<0>();
+        hold(o);
+        release(Tc - 1);
+    };
+    if (j < Tc) {  // one tile left after the pairs: its P̃ lands in p_other
+        step(j, p, p_other);
+        last_values(p_other);
+    } else {
+        last_values(p);
+    }
+
+    // O = diag(ℓ)⁻¹·O, written once; L = m + ln ℓ (ℓ summed over the quad first).
+    O += ((long long)head * n + row0) * kD;
+    L += (long long)head * n + row0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float l = st.l[h];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const int r = my_row + 8 * h;
+        if (r < br) {
+            const float inv = 1.f / l;
+#pragma unroll
+            for (int c = 0; c < kD / 8; ++c)
+                *reinterpret_cast<uint32_t*>(O + (long long)r * kD + 8 * c + 2 * t) = pack2<T>(o[4 * c + 2 * h] * inv, o[4 * c + 2 * h + 1] * inv);
+            if (t == 0) L[r] = st.m[h] + logf(l);
+        }
+    }
+#endif  // TOYSIM_SM90A
+}
+
+// ---- host: tensor maps and the launch ----
+
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// The driver's cuTensorMapEncodeTiled, found at run time (the build links no libcuda).
+EncodeTiled tensor_map_encoder(const char* name) {
+    static EncodeTiled encode = [name] {
+        void* fn = nullptr;
+        cudaDriverEntryPointQueryResult found{};
+        cuda_check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found), "finding cuTensorMapEncodeTiled");
+        if (!fn || found != cudaDriverEntryPointSuccess) throw GpuError(std::string("this driver has no cuTensorMapEncodeTiled (TMA): ") + name + " needs CUDA 12 or later");
+        return reinterpret_cast<EncodeTiled>(fn);
+    }();
+    return encode;
+}
+
+// Q, K or V of every head, [heads][n][d] of T, as a 3-D tensor read in boxes of 64 columns ×
+// `rows` rows of one head, 128-byte swizzled; rows past n read as zeros.
+CUtensorMap tensor_map(const char* name, const void* array, DType dtype, int n, int d, long long heads, int rows) {
+    CUtensorMap map{};
+    const cuuint64_t dims[3] = {cuuint64_t(d), cuuint64_t(n), cuuint64_t(heads)};
+    const cuuint64_t strides[2] = {cuuint64_t(d) * 2, cuuint64_t(n) * d * 2};  // bytes, of dims 1 and 2
+    const cuuint32_t box[3] = {64, cuuint32_t(rows), 1};
+    const cuuint32_t element_strides[3] = {1, 1, 1};
+    const CUresult status = tensor_map_encoder(name)(&map, dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
+                                                 const_cast<void*>(array), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (status != CUDA_SUCCESS) throw GpuError(std::string(name) + ": cuTensorMapEncodeTiled failed (error " + std::to_string(int(status)) + ")");
+    return map;
+}
+
+void require_hopper(const char* name) {
+    int device = 0, major = 0, minor = 0;
+    cuda_check(cudaGetDevice(&device), "querying the device");
+    cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "querying the device");
+    cuda_check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "querying the device");
+    if (major != 9 || minor != 0)
+        throw GpuError(std::string(name) + " runs on Hopper (sm_90: wgmma, TMA, setmaxnreg); this GPU is sm_" + std::to_string(10 * major + minor) +
+                       ": use fa2_v3_mma");
+}
+
+template <bool kCausal>
+void launch_v4(const StageArgs& args, const char* name) {
+    require_tensor_core_launch(args, name);
+    const int n = int(args.params[0]);
+    with_half_dtype(args.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        with_counting(args, [&](auto counting) {
+            constexpr bool kCount = decltype(counting)::value;
+            with_head_dim(int(args.params[1]), [&](auto dim) {
+                constexpr int kD = decltype(dim)::value;
+                auto* kernel = fa2_v4_kernel<T, kCount, kD, kCausal>;
+                const long long bytes = V4Layout<kD>::bytes;
+                require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, name, "no smaller tile");
+                if (args.plan_only) return;
+                require_hopper(name);
+                const CUtensorMap q = tensor_map(name, args.arrays[kQ], args.dtype, n, kD, args.heads, kV4Rows);
+                const CUtensorMap k = tensor_map(name, args.arrays[kK], args.dtype, n, kD, args.heads, kV4Cols);
+                const CUtensorMap v = tensor_map(name, args.arrays[kV], args.dtype, n, kD, args.heads, kV4Cols);
+                const dim3 grid(unsigned(cdiv(n, kV4Rows)), unsigned(args.heads));
+                note_residency(args, kernel, kV4Threads, bytes);
+                kernel<<<grid, kV4Threads, bytes, args.stream>>>(q, k, v, static_cast<T*>(args.arrays[kO]), static_cast<float*>(args.arrays[kL]),
+                                                                 n, args.counts);
+                check_launch(name);
+            });
+        });
+    });
+}
+
+void launch_fa2_v4(int, const StageArgs& args) { launch_v4<false>(args, "fa2_v4_wgmma"); }
+void launch_fa2_causal_v4(int, const StageArgs& args) { launch_v4<true>(args, "fa2_causal_v4_wgmma"); }
+
+}  // namespace
+
+extern const KernelEntry kAttentionHopperKernels[] = {
+    {"fa2_v4_wgmma", launch_fa2_v4},
+    {"fa2_causal_v4_wgmma", launch_fa2_causal_v4},
+};
+extern const int kAttentionHopperKernelCount = sizeof(kAttentionHopperKernels) / sizeof(kAttentionHopperKernels[0]);
+
+}  // namespace toysim::gpu

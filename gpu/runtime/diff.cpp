@@ -1,0 +1,235 @@
+#include "gpu/runtime/diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "sim/analysis/cost.h"
+#include "sim/exec/cached_count.h"
+
+namespace toysim::gpu {
+
+namespace {
+
+std::string mb(double bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
+
+std::string list(const std::vector<std::string>& names) {
+    std::string out;
+    for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    return out;
+}
+
+// The walk through the modeled L2, into out.prediction and the stages' and arrays' predicted
+// bytes; or why there is none.
+void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel, const PredictOptions& o, GpuDiff& out) {
+    const std::string cache = o.cache.empty() ? cache_preset_of(gpu.device.name) : o.cache;
+    if (cache.empty()) {
+        out.why_no_prediction = fmt::format("no cache preset models {}: give one with --cache", gpu.device.name);
+        return;
+    }
+    Program q = p;
+    q.cache = make_program_cache(cache, Loc{}, fmt::format("--cache {}: ", cache));
+    CachedCountOptions walk;
+    walk.heads = gpu.heads;
+    for (const ArrayInfo& a : p.arrays) {
+        const int k = kernel.find_array(a.name);
+        walk.element_bytes.push_back(dtype_bytes(k >= 0 ? kernel.storage(k, gpu.dtype) : gpu.dtype));
+    }
+    Prediction pr;
+    pr.cache = cache;
+    int per_sm = 0;
+    for (const auto& stage : gpu.launch.stages) per_sm = std::max(per_sm, stage.resident_blocks_per_sm);
+    if (o.workers > 0) {
+        pr.workers = o.workers;
+        pr.workers_from = "--workers";
+    } else if (per_sm > 0) {
+        pr.workers = std::int64_t{per_sm} * gpu.device.sm_count;
+        pr.workers_from = fmt::format("{} resident blocks per SM × {} SMs", per_sm, gpu.device.sm_count);
+    } else {
+        pr.workers = gpu.device.sm_count;
+        pr.workers_from = fmt::format("one block per SM × {} SMs (the GPU results record no occupancy)", gpu.device.sm_count);
+    }
+    walk.workers = pr.workers;
+    // A kernel of several launches whose program has one top-level loop per launch: each loop
+    // is a launch, measured from a cold L2.
+    std::size_t top_loops = 0;
+    for (const LoopInfo& l : p.loops) top_loops += l.slot == 0 ? 1 : 0;
+    const std::size_t stages = gpu.launch.stages.size();
+    pr.per_launch = stages == 1 || top_loops == stages;
+    walk.cold_launches = stages > 1 && top_loops == stages;
+    // Each launch on the blocks its own kernel keeps resident: the GPU runs standard attention's
+    // pv in waves of 3 blocks an SM where its softmax holds 8, and which blocks have finished
+    // (and written) before the others read on decides what is still dirty at the end.
+    if (walk.cold_launches && o.workers == 0)
+        for (const auto& stage : gpu.launch.stages) {
+            walk.launch_workers.push_back(std::int64_t{stage.resident_blocks_per_sm} * gpu.device.sm_count);
+            pr.launch_workers.push_back(stage.resident_blocks_per_sm > 0 ? walk.launch_workers.back() : pr.workers);
+        }
+    if (std::adjacent_find(pr.launch_workers.begin(), pr.launch_workers.end(), std::not_equal_to<>()) != pr.launch_workers.end()) {
+        std::vector<std::string> each;
+        for (std::size_t k = 0; k < stages; ++k)
+            each.push_back(fmt::format("{} ({})", pr.launch_workers[k] / gpu.device.sm_count, gpu.launch.stages[k].name));
+        pr.workers_from = fmt::format("{} resident blocks per SM × {} SMs", list(each), gpu.device.sm_count);
+    } else {
+        pr.launch_workers.clear();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    CachedCount counted;
+    try {
+        counted = count_through_cache(q, walk);
+    } catch (const WalkTooLong& e) {
+        out.why_no_prediction = e.what();
+        return;
+    }
+    pr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    pr.instructions = counted.instructions;
+    pr.read_bytes = double(counted.counts.total.dram_read_bytes);
+    pr.write_bytes = double(counted.counts.total.dram_write_bytes);
+    for (auto& a : out.arrays) {
+        const CacheStats& s = counted.counts.arrays[static_cast<size_t>(p.find_array(a.array))];
+        a.predicted_read_bytes = double(s.dram_read_bytes);
+        a.predicted_write_bytes = double(s.dram_write_bytes);
+    }
+    if (pr.per_launch)
+        for (std::size_t k = 0; k < stages; ++k) {
+            const CacheCounts& c = walk.cold_launches ? counted.launches.at(k) : counted.counts;
+            out.stages[k].predicted_read_bytes = double(c.total.dram_read_bytes);
+            out.stages[k].predicted_write_bytes = double(c.total.dram_write_bytes);
+            out.stages[k].predicted_workers = k < pr.launch_workers.size() ? pr.launch_workers[k] : pr.workers;
+        }
+    out.prediction = pr;
+}
+
+}  // namespace
+
+std::string cache_preset_of(const std::string& device_name) {
+    static const std::pair<const char*, const char*> models[] = {{"H100", "h100"}, {"A100", "a100"}};
+    for (const auto& [model, preset] : models)
+        if (device_name.find(model) != std::string::npos) return preset;
+    return "";
+}
+
+GpuDiff diff(const Program& p, const GpuRunResult& gpu, const PredictOptions& predict_options) {
+    // A generated module's row is its own; results of a version of the program's kernel
+    // (--kernel) count against the same program.
+    const KernelSpec& kernel = [&]() -> const KernelSpec& {
+        if (gpu.generated) return *gpu.kernel;
+        const KernelSpec& program_own = program_kernel(p);
+        return gpu.kernel->version_of == program_own.name ? program_kernel(p, gpu.kernel->name) : program_own;
+    }();
+    if (gpu.kernel != &kernel)
+        throw ToyError(fmt::format("the GPU results are of kernel {}, but this program's is {}", gpu.kernel->name, kernel.name));
+    for (const auto& [name, value] : gpu.params)
+        for (const auto& [pname, pvalue] : p.params)
+            if (pname == name && pvalue != value)
+                throw ToyError(fmt::format("the GPU results are for {} = {}, but the program has {} = {}: use --set {}={}", name, value, name,
+                                           pvalue, name, value));
+    const std::uint64_t heads = static_cast<std::uint64_t>(gpu.heads);
+    GpuDiff out;
+    std::vector<ArrayTraffic> simulated = count_traffic(p);
+    for (size_t k = 0; k < kernel.arrays.size(); ++k) {
+        const ArrayInfo& info = p.arrays[static_cast<size_t>(p.find_array(kernel.arrays[k].name))];
+        ArrayDiff a;
+        a.array = info.name;
+        a.element_bytes = dtype_bytes(kernel.storage(static_cast<int>(k), gpu.dtype));
+        const ArrayTraffic& sim = simulated[static_cast<size_t>(p.find_array(a.array))];
+        a.simulated_reads = sim.reads * heads;
+        a.simulated_writes = sim.writes * heads;
+        a.footprint_bytes = info.size * static_cast<std::int64_t>(heads) * a.element_bytes;
+        for (const auto& stage : gpu.launch.stages) {
+            a.counted_reads += stage.reads[k];
+            a.counted_writes += stage.writes[k];
+        }
+        out.simulated_bytes += double(a.simulated_reads + a.simulated_writes) * a.element_bytes;
+        out.counted_bytes += double(a.counted_reads + a.counted_writes) * a.element_bytes;
+        out.arrays.push_back(std::move(a));
+    }
+
+    out.measured = gpu.measure != L2State::Off && !gpu.launch.stages.empty();
+    double error_sum = 0;
+    for (const auto& stage : gpu.launch.stages) {
+        StageDiff s;
+        s.stage = std::string(stage.name);
+        s.measured = stage.measured;
+        for (size_t k = 0; k < out.arrays.size(); ++k) {
+            const double bytes = double(out.arrays[k].element_bytes);
+            s.counted_read_bytes += double(stage.reads[k]) * bytes;
+            s.counted_write_bytes += double(stage.writes[k]) * bytes;
+            if (stage.reads[k]) s.reads.push_back(out.arrays[k].array);
+            if (stage.writes[k]) s.writes.push_back(out.arrays[k].array);
+        }
+        if (!stage.measured.available) {
+            out.measured = false;
+            if (out.why_not_measured.empty())
+                out.why_not_measured = gpu.measure == L2State::Off ? "the GPU run was not measured (toysim gpu run --measure cold or warm)"
+                                                                   : stage.measured.why_not;
+        } else {
+            const MeasuredTraffic& m = stage.measured;
+            out.l2_bytes += (m.l2_read_sectors + m.l2_write_sectors) * 32;
+            out.dram_bytes += m.dram_read_bytes + m.dram_write_bytes;
+            error_sum += std::fabs(s.counted_read_bytes + s.counted_write_bytes - m.dram_read_bytes - m.dram_write_bytes);
+            // A launch's DRAM traffic belongs to one array only when the launch reads (writes)
+            // only that array.
+            for (auto& a : out.arrays) {
+                if (s.reads.size() == 1 && s.reads[0] == a.array) a.dram_read_bytes = a.dram_read_bytes.value_or(0) + m.dram_read_bytes;
+                if (s.writes.size() == 1 && s.writes[0] == a.array) a.dram_write_bytes = a.dram_write_bytes.value_or(0) + m.dram_write_bytes;
+            }
+        }
+        out.stages.push_back(std::move(s));
+    }
+    if (predict_options.predict) predict(p, gpu, kernel, predict_options, out);
+    else out.why_no_prediction = predict_options.why_not;
+    if (!out.measured) return out;
+    out.aggregate_error = out.dram_bytes > 0 ? error_sum / out.dram_bytes : 0;
+
+    // ---- where they part, from the numbers ----
+    const double l2_size = double(gpu.device.l2_bytes);
+    for (const auto& s : out.stages) {
+        const double counted = s.counted_read_bytes + s.counted_write_bytes;
+        const double dram = s.measured.dram_read_bytes + s.measured.dram_write_bytes;
+        if (counted <= 0) continue;
+        // Arrays this launch reads several times over: the L2 can serve the re-reads.
+        std::vector<std::string> reread;
+        double reread_footprint = 0, reread_counted = 0;
+        for (const auto& a : out.arrays) {
+            if (std::find(s.reads.begin(), s.reads.end(), a.array) == s.reads.end() || a.footprint_bytes == 0) continue;
+            const double times = double(a.counted_reads) * a.element_bytes / double(a.footprint_bytes);
+            if (times >= 2) {
+                reread.push_back(a.array);
+                reread_footprint += double(a.footprint_bytes);
+                reread_counted += double(a.counted_reads) * a.element_bytes;
+            }
+        }
+        if (!reread.empty()) {
+            const double times = reread_counted / reread_footprint;
+            if (reread_footprint <= l2_size && s.measured.dram_read_bytes < 0.5 * s.counted_read_bytes)
+                out.notes.push_back(fmt::format("{}: {} ({} in all) fit in the {:.0f} MiB L2, so their re-reads ({:.0f}× each, {} counted) hit "
+                                                "L2: DRAM read {} in all",
+                                                s.stage, list(reread), mb(reread_footprint), l2_size / (1 << 20), times, mb(reread_counted),
+                                                mb(s.measured.dram_read_bytes)));
+            else if (reread_footprint > l2_size)
+                out.notes.push_back(fmt::format("{}: {} ({} in all) outgrow the {:.0f} MiB L2: their {:.0f}× re-reads reach DRAM ({} read, "
+                                                "{} counted)",
+                                                s.stage, list(reread), mb(reread_footprint), l2_size / (1 << 20), times,
+                                                mb(s.measured.dram_read_bytes), mb(s.counted_read_bytes)));
+        }
+        if (dram > 1.2 * counted)
+            out.notes.push_back(fmt::format("{}: DRAM moved {:.2f}× the counted bytes: whole 32-byte sectors move where a tile's rows are "
+                                            "narrower, and lines evicted from L2 come back",
+                                            s.stage, dram / counted));
+        if (s.counted_write_bytes > 0) {
+            const double ratio = s.measured.dram_write_bytes / s.counted_write_bytes;
+            if (ratio < 0.5)
+                out.notes.push_back(fmt::format("{}: of {} written, {} reached DRAM while the launch ran: the rest stayed in L2 (write-back)",
+                                                s.stage, mb(s.counted_write_bytes), mb(s.measured.dram_write_bytes)));
+            else if (ratio <= 1.2)
+                out.notes.push_back(fmt::format("{}: {} written, written back to DRAM once ({})", s.stage, list(s.writes),
+                                                mb(s.measured.dram_write_bytes)));
+        }
+    }
+    return out;
+}
+
+}  // namespace toysim::gpu
