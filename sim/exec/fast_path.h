@@ -7,8 +7,8 @@
 // workers, checks) for the compiler to hold the hot ones in registers, and reaches an address
 // through its MemRef. Here each instruction is decoded once into a FastInst with its registers
 // and its address's terms in place, and the loop holds little more than pc and the step count.
-// On the 3-register matmul it halves the host instructions per simulated instruction (README,
-// "Speed").
+// On the 3-register matmul it halves the host instructions per simulated instruction
+// (docs/counters.md, "Speed").
 #pragma once
 
 #include <cstdint>

@@ -21,7 +21,7 @@ namespace toysim {
 // kMaxLoopDepth (sim/front/ast.h): loops nest at most 8 deep.
 // Elements of DRAM a run may allocate. A numeric run holds 17 bytes per element (the value, a
 // present flag and a read count: kStateBytesPerElement in sim/exec/state.h), so the limit is
-// 1.07 GiB of machine state; measured peak at the limit: see the README.
+// 1.07 GiB of machine state; measured peak at the limit: docs/counters.md, "Speed".
 inline constexpr std::int64_t kMaxRunDram = std::int64_t{1} << 26;
 // `workers P` takes 1 to this many (a GPU has at most a few hundred SMs).
 inline constexpr std::int64_t kMaxWorkers = 1024;

@@ -12,7 +12,7 @@
 namespace toysim {
 
 // `program_path` is how the user named the program. The JSON is the contract `toysim diff`
-// builds on (README, "On a real GPU").
+// builds on (docs/gpu.md, "On a real GPU").
 std::string format_gpu_run(const std::string& program_path, const gpu::GpuRunResult& result, Format format);
 
 // Every kernel a program's `gpu` line may name.
