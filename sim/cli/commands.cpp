@@ -3,6 +3,7 @@
 
 #include "sim/analysis/cost.h"
 #include "sim/app/cost.h"
+#include "sim/app/requests.h"
 #include "sim/cli/common.h"
 #include "sim/exec/cached_count.h"
 #include "sim/print/cost_report.h"
@@ -12,10 +13,10 @@
 namespace toysim::cli {
 
 int run_command(const Options& o, Context& ctx) {
-    check_show_format(o.shown_arrays, parse_format(o.format), o.format);
+    app::check_show_format(o.shown_arrays, parse_format(o.format), o.format);
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     apply_cache_options(program, o);
-    const std::vector<int> shown = shown_arrays(program, o.shown_arrays);
+    const std::vector<int> shown = app::shown_arrays(program, o.shown_arrays);
     RunOptions options;
     if (o.max_steps) options.max_steps = o.max_steps;
     WorkEstimate work = check_run_length({&program}, o.max_steps, o.force).front();
@@ -36,7 +37,7 @@ int trace_command(const Options& o, Context& ctx) {
     RunOptions options;
     options.max_steps = o.max_steps ? o.max_steps : 10'000;
     const TraceOptions shown{parse_format(o.format), o.ditto};
-    check_trace_request(options.max_steps, shown);  // before the program is read, as before
+    app::check_trace_request(options.max_steps, shown);  // before the program is read, as before
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     apply_cache_options(program, o);
     bool symbolic = shows_symbols(o.values, program);

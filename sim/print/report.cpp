@@ -374,24 +374,4 @@ std::string format_compare(const std::vector<std::string>& names, const std::vec
     return render_table(t, format);
 }
 
-void check_show_format(const std::vector<std::string>& names, Format format, std::string_view format_name) {
-    if (!names.empty() && format != Format::Table && format != Format::Markdown)
-        throw ToyError(fmt::format("--show prints a block of numbers; use it with --format table or markdown, not --format {}", format_name));
-}
-
-std::vector<int> shown_arrays(const Program& program, const std::vector<std::string>& names) {
-    std::vector<int> shown;
-    for (const auto& name : names) {
-        int a = program.find_array(name);
-        if (a < 0) {
-            std::vector<std::string_view> arrays;
-            for (const auto& info : program.arrays) arrays.push_back(info.name);
-            throw ToyError(fmt::format("--show {}: the program has no array {}{}", flag_subject(name), quoted_name(name),
-                                       did_you_mean(name, arrays)));
-        }
-        shown.push_back(a);
-    }
-    return shown;
-}
-
 }  // namespace toysim

@@ -44,9 +44,6 @@ struct TraceOptions {
     bool ditto = false;  // print " for a cell unchanged since the row above
 };
 std::string format_trace(const Program& program, const Trace& trace, const TraceOptions& options);
-// What a trace refuses before it starts (ToyError): --ditto with JSON (no cells to
-// abbreviate), and more steps than fit in 2 GiB (a trace keeps every step it prints).
-void check_trace_request(std::uint64_t max_steps, const TraceOptions& options);
 
 // Side by side: one column per program, one row per counter (the seed's "Inner product |
 // Outer product" table).
@@ -57,10 +54,5 @@ std::string format_params(const Program& program);
 
 // An array's final values as a block of rows with 4 decimals ("—" where nothing was stored).
 std::string format_array(const Program& program, const RunResult& result, int array);  // "n = 4, b = 2" or "none"
-// `run --show NAME...`: refused with a format that is not a table (the block of numbers has no
-// JSON or CSV form; format_name: the format as given), then each name's array, or ToyError
-// naming the closest array the program has.
-void check_show_format(const std::vector<std::string>& names, Format format, std::string_view format_name);
-std::vector<int> shown_arrays(const Program& program, const std::vector<std::string>& names);
 
 }  // namespace toysim

@@ -322,17 +322,4 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
     return finish_trace(p, tr, options, t, std::move(events), vt.names ? vt.names->legend() : Legend{}, std::move(registers));
 }
 
-void check_trace_request(std::uint64_t max_steps, const TraceOptions& options) {
-    // " for an unchanged cell abbreviates a table (CSV included: a spreadsheet shows it as the
-    // seed does); JSON has no cells to abbreviate, and would ignore it.
-    if (options.ditto && options.format == Format::Json)
-        throw ToyError("--ditto abbreviates a table for reading; use it with --format table, markdown or csv, not --format json");
-    constexpr std::uint64_t kMaxTraceBytes = std::uint64_t{2} << 30;
-    constexpr std::uint64_t kMaxTraceSteps = kMaxTraceBytes / sizeof(TraceStep);
-    if (max_steps > kMaxTraceSteps)
-        throw ToyError(fmt::format("--max-steps {}: a trace keeps every step it prints ({} bytes each), so at most {} steps fit in "
-                                   "2 GiB; `toysim run` counts a run of any length",
-                                   max_steps, sizeof(TraceStep), kMaxTraceSteps));
-}
-
 }  // namespace toysim

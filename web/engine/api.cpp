@@ -25,6 +25,7 @@
 
 #include "sim/analysis/cost.h"
 #include "sim/app/cost.h"
+#include "sim/app/requests.h"
 #include "sim/app/view.h"
 #include "sim/check/run.h"
 #include "sim/exec/cached_count.h"
@@ -139,9 +140,9 @@ namespace {
 // ---- run, trace, cost (sim/cli/commands.cpp) ----
 
 int run_request(const Json& request, Reply& reply, Where& where) {
-    check_show_format(list_field(request, "show"), format_of(request), text_field(request, "format", "table"));
+    app::check_show_format(list_field(request, "show"), format_of(request), text_field(request, "format", "table"));
     Program program = load(request, where);
-    const std::vector<int> shown = shown_arrays(program, list_field(request, "show"));
+    const std::vector<int> shown = app::shown_arrays(program, list_field(request, "show"));
     check_fits_in_run(program);
     RunOptions options;
     if (std::uint64_t limit = count_field(request, "max_steps")) options.max_steps = limit;
@@ -162,7 +163,7 @@ int trace_request(const Json& request, Reply& reply, Where& where) {
     RunOptions options;
     options.max_steps = count_field(request, "max_steps") ? count_field(request, "max_steps") : 10'000;
     const TraceOptions shown{format_of(request), flag_field(request, "ditto")};
-    check_trace_request(options.max_steps, shown);
+    app::check_trace_request(options.max_steps, shown);
     Program program = load(request, where);
     Trace t = trace(program, symbolic_values(request, program), options);
     reply.out += format_trace(program, t, shown);
