@@ -21,15 +21,11 @@
 #include "sim/analysis/cost.h"
 #include "sim/analysis/races.h"
 #include "sim/check/run.h"
-#include "sim/exec/cached_count.h"
 #include "sim/front/parser.h"
 #include "sim/grade/grade.h"
-#include "sim/print/assets.h"
 #include "sim/print/cost_report.h"
 #include "sim/print/grade_report.h"
 #include "sim/print/report.h"
-#include "sim/print/view_report.h"
-#include "sim/step/recording.h"
 #include "support/text.h"
 
 #ifndef TOYSIM_VERSION
@@ -193,12 +189,13 @@ std::pair<std::string, std::string> cost_json_text(const LoadedProgram& lp, std:
             TimeFormulas time = derive_time(p);
             return json_text(cost_json(p, formulas, counted, prove_race_freedom(p), &time));
         };
-        const CachedCountOptions walk = app::walk_options(p, {heads, workers, cold_launches}, kSpelling);
-        if (p.cache) {  // the count-only walk through the cache, as the CLI's
+        const app::CostRequest request{heads, workers, cold_launches};
+        if (p.cache) {  // the count-only walk through the cache: the CLI's JSON, from the command layer
             std::string formulas = formulas_json();
             py::gil_scoped_release release;
-            return std::make_pair(format_cached_count(p, count_through_cache(p, walk), walk, Format::Json), formulas);
+            return std::make_pair(app::cost(p, request, Format::Json, kSpelling), formulas);
         }
+        app::walk_options(p, request, kSpelling);  // heads, workers or launches without a cache: refused
         std::string text = formulas_json();
         return std::make_pair(text, text);
     });

@@ -7,7 +7,6 @@
 #include <optional>
 
 #include "python/module.h"
-#include "sim/analysis/cost.h"
 #include "sim/app/session.h"
 #include "sim/print/report.h"
 #include "sim/print/step_report.h"

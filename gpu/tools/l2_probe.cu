@@ -258,25 +258,18 @@ int main(int argc, char** argv) {
     {
         Buffer dirty(std::size_t{16} << 20), fresh(std::size_t{64} << 20);
         check(cudaMemset(fresh.ptr, 8, fresh.bytes), "filling");
+        auto write_dirty = [&] {  // before each measured launch, not measured
+            after_flush();
+            write_through<<<grid, 512>>>(dirty.u4(), dirty.n4(), 13);
+            check(cudaDeviceSynchronize(), "writing 16 MiB");
+        };
         for (std::size_t mib : {0, 4, 8, 12, 16, 20, 24, 28, 32, 40, 48, 64}) {
-            auto m = profiler.measure(
-                [&] {
-                    after_flush();
-                    write_through<<<grid, 512>>>(dirty.u4(), dirty.n4(), 13);
-                    check(cudaDeviceSynchronize(), "writing 16 MiB");
-                },
-                [&] { read_through<<<grid, 512>>>(fresh.u4(), (mib << 20) / 16, static_cast<unsigned*>(sink.ptr)); });
+            auto m = profiler.measure(write_dirty, [&] { read_through<<<grid, 512>>>(fresh.u4(), (mib << 20) / 16, static_cast<unsigned*>(sink.ptr)); });
             print_launch("reads " + std::to_string(mib) + " MiB, each line by one thread", m);
         }
         const unsigned blocks = static_cast<unsigned>(prop.multiProcessorCount) * 2;
         for (std::size_t mib : {4, 8, 16, 24, 32}) {
-            auto m = profiler.measure(
-                [&] {
-                    after_flush();
-                    write_through<<<grid, 512>>>(dirty.u4(), dirty.n4(), 13);
-                    check(cudaDeviceSynchronize(), "writing 16 MiB");
-                },
-                [&] { shared_read<<<blocks, 512>>>(fresh.u4(), (mib << 20) / 16, dirty.u4(), 0); });
+            auto m = profiler.measure(write_dirty, [&] { shared_read<<<blocks, 512>>>(fresh.u4(), (mib << 20) / 16, dirty.u4(), 0); });
             print_launch("reads " + std::to_string(mib) + " MiB, each line by all " + std::to_string(blocks) + " blocks", m);
         }
     }

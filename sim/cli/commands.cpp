@@ -5,8 +5,6 @@
 #include "sim/app/cost.h"
 #include "sim/app/requests.h"
 #include "sim/cli/common.h"
-#include "sim/exec/cached_count.h"
-#include "sim/print/cost_report.h"
 #include "sim/print/report.h"
 #include "support/text.h"
 

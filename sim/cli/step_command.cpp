@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <optional>
 
-#include "sim/analysis/cost.h"
 #include "sim/app/session.h"
 #include "sim/cli/common.h"
 #include "sim/cli/line_reader.h"
