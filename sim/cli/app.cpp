@@ -58,7 +58,28 @@ struct Commands {
     CLI::App* exercise_start = nullptr;
 };
 
-Commands define_commands(CLI::App& app, Options& o) {
+// Each command's options, filled in by the parse.
+struct Args {
+    RunArgs run;
+    TraceArgs trace;
+    StepArgs step;
+    ViewArgs view;
+    SweepArgs sweep;
+    CostArgs cost;
+    CompareArgs compare;
+    GpuRunArgs gpu_run;
+    GpuCudaArgs gpu_cuda;
+    FormatArgs gpu_kernels;
+    DiffArgs diff;
+    GradeArgs grade;
+    FormatArgs exercise_list;
+    ExerciseStartArgs exercise_start;
+};
+
+// What --cache takes, said once for every command that has it.
+const char* const kCacheSpec = "a preset (h100, a100) or settings (size=1KiB line=64 sector=32 ways=2 fill=32 index=mod|hash), or both (h100 ways=8)";
+
+Commands define_commands(CLI::App& app, Args& a) {
     app.set_version_flag("--version", fmt::format("toysim {} (commit {})", kVersion, kCommit));
     app.require_subcommand(1);
     app.footer("\n" + isa_listing() +
@@ -76,36 +97,34 @@ Commands define_commands(CLI::App& app, Options& o) {
         "POSITIVE");
     const std::string program_help = "the .toy program ('-': read it from standard input)";
     // Every command prints in the same four formats.
-    auto add_format = [&](CLI::App* command) {
+    auto add_format = [&](CLI::App* command, FormatArgs& o) {
         command->add_option("--format", o.format, "table, json, markdown or csv")->check(CLI::IsMember(formats));
     };
     // The modeled cache (sim/exec/cache.h): a preset or settings, and the element size it sees.
-    auto add_cache = [&](CLI::App* command) {
-        command->add_option("--cache", o.cache,
-                            "model a cache between the workers and DRAM: a preset (h100, a100) or settings "
-                            "(size=1KiB line=64 sector=32 ways=2 fill=32 index=mod|hash), or both (h100 ways=8)");
+    auto add_cache = [&](CLI::App* command, CacheArgs& o) {
+        command->add_option("--cache", o.cache, std::string("model a cache between the workers and DRAM: ") + kCacheSpec);
         command->add_option("--dtype", o.dtype, "with a cache: the element size it sees, fp32 (4 bytes, the default), fp16 or bf16 (2)")
             ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
     };
     // The GPU commands check a program that is not proven race-free on the simulator first.
-    auto add_race_force = [&](CLI::App* command) {
-        command->add_flag("--force", o.force, "check the program for races on the simulator first however long that takes (a program not proven race-free from its subscripts runs there before the GPU)");
+    auto add_race_force = [&](CLI::App* command, bool& force) {
+        command->add_flag("--force", force, "check the program for races on the simulator first however long that takes (a program not proven race-free from its subscripts runs there before the GPU)");
     };
-    auto add_force = [&](CLI::App* command) {
-        command->add_flag("--force", o.force, "run even if the estimated work would take more than a few minutes");
+    auto add_force = [&](CLI::App* command, bool& force) {
+        command->add_flag("--force", force, "run even if the estimated work would take more than a few minutes");
     };
 
     Commands c;
     c.run = app.add_subcommand("run", "Run a program: its check verdict, expected figures and every counter.");
-    c.run->add_option("file", o.file, program_help)->required();
-    c.run->add_option("--set", o.sets, "override a parameter, e.g. --set n=1024 (repeatable)");
-    add_format(c.run);
-    c.run->add_flag("--stats", o.stats, "also report simulated instructions per second");
-    c.run->add_option("--show", o.shown_arrays, "also print an array's final values (repeatable), e.g. --show O");
-    c.run->add_option("--max-steps", o.max_steps, "stop with an error after this many instructions (default 10000000000)")
+    c.run->add_option("file", a.run.file, program_help)->required();
+    c.run->add_option("--set", a.run.sets, "override a parameter, e.g. --set n=1024 (repeatable)");
+    add_format(c.run, a.run);
+    c.run->add_flag("--stats", a.run.stats, "also report simulated instructions per second");
+    c.run->add_option("--show", a.run.shown_arrays, "also print an array's final values (repeatable), e.g. --show O");
+    c.run->add_option("--max-steps", a.run.max_steps, "stop with an error after this many instructions (default 10000000000)")
         ->check(positive);
-    add_force(c.run);
-    add_cache(c.run);
+    add_force(c.run, a.run.force);
+    add_cache(c.run, a.run);
     c.run->footer("\nexamples:\n"
                   "  toysim run programs/p1_c00.toy\n"
                   "  toysim run programs/p4_softmax_3pass.toy --set n=1000000\n"
@@ -114,15 +133,15 @@ Commands define_commands(CLI::App& app, Options& o) {
                   "  toysim run - < programs/p1_c00.toy");
 
     c.trace = app.add_subcommand("trace", "Print the step table: each instruction and the registers after it.");
-    c.trace->add_option("file", o.file, program_help)->required();
-    c.trace->add_option("--set", o.sets, "override a parameter, e.g. --set n=4 (repeatable)");
-    c.trace->add_option("--values", o.values,
+    c.trace->add_option("file", a.trace.file, program_help)->required();
+    c.trace->add_option("--set", a.trace.sets, "override a parameter, e.g. --set n=4 (repeatable)");
+    c.trace->add_option("--values", a.trace.values,
                         "symbolic (a00·b00, the seed's notation) or numeric; by default symbolic, and numeric for tile programs")
         ->check(CLI::IsMember({"auto", "symbolic", "numeric"}));
-    c.trace->add_option("--max-steps", o.max_steps, "stop with an error after this many instructions (default 10000)")->check(positive);
-    add_format(c.trace);
-    add_cache(c.trace);
-    c.trace->add_flag("--ditto", o.ditto,
+    c.trace->add_option("--max-steps", a.trace.max_steps, "stop with an error after this many instructions (default 10000)")->check(positive);
+    add_format(c.trace, a.trace);
+    add_cache(c.trace, a.trace);
+    c.trace->add_flag("--ditto", a.trace.ditto,
                       "print \" where a register is unchanged since the row above, as the seed does (not with --format json)");
     c.trace->footer("\nexamples:\n"
                     "  toysim trace programs/p1_c00.toy\n"
@@ -132,15 +151,15 @@ Commands define_commands(CLI::App& app, Options& o) {
                     "  toysim trace programs/attention/seed001_fa2_tiled.toy");
 
     c.step = app.add_subcommand("step", "Step through a run, forward and backward, with breakpoints (type 'help' inside).");
-    c.step->add_option("file", o.file, program_help)->required();
-    c.step->add_option("--set", o.sets, "override a parameter, e.g. --set n=8 (repeatable)");
-    c.step->add_option("--values", o.values,
+    c.step->add_option("file", a.step.file, program_help)->required();
+    c.step->add_option("--set", a.step.sets, "override a parameter, e.g. --set n=8 (repeatable)");
+    c.step->add_option("--values", a.step.values,
                        "symbolic or numeric; by default symbolic as `trace` shows it, numeric for tile programs and long runs")
         ->check(CLI::IsMember({"auto", "symbolic", "numeric"}));
-    c.step->add_option("--max-steps", o.max_steps, "the run's step limit (default 10000000000)")->check(positive);
-    c.step->add_option("--color", o.color, "mark changed cells in color: auto (on a terminal), always or never")
+    c.step->add_option("--max-steps", a.step.max_steps, "the run's step limit (default 10000000000)")->check(positive);
+    c.step->add_option("--color", a.step.color, "mark changed cells in color: auto (on a terminal), always or never")
         ->check(CLI::IsMember({"auto", "always", "never"}));
-    add_force(c.step);
+    add_force(c.step, a.step.force);
     c.step->footer("\nCommands are read from the terminal (with line editing and history) or, when standard input is\n"
                    "not one, line by line from it, so a session can be scripted:\n"
                    "  printf 'goto 900000\\nback 3\\nwatch R1\\nreverse-continue\\n' | toysim step programs/p5_online_softmax.toy --set n=1000000\n"
@@ -150,26 +169,26 @@ Commands define_commands(CLI::App& app, Options& o) {
                    "  toysim step programs/attention/seed001_fa2_tiled.toy");
 
     c.view = app.add_subcommand("view", "Write a self-contained HTML trace viewer: step through the run in a browser, offline.");
-    c.view->add_option("file", o.file, program_help)->required();
-    c.view->add_option("--set", o.sets, "override a parameter, e.g. --set n=8 (repeatable)");
-    c.view->add_option("--values", o.values, "symbolic or numeric; by default symbolic as `trace`, numeric for tile programs")
+    c.view->add_option("file", a.view.file, program_help)->required();
+    c.view->add_option("--set", a.view.sets, "override a parameter, e.g. --set n=8 (repeatable)");
+    c.view->add_option("--values", a.view.values, "symbolic or numeric; by default symbolic as `trace`, numeric for tile programs")
         ->check(CLI::IsMember({"auto", "symbolic", "numeric"}));
-    c.view->add_option("-o,--output", o.output, "the HTML file to write")->required();
-    c.view->add_option("--max-steps", o.max_steps, "refuse runs longer than this (default 100000)")->check(positive);
+    c.view->add_option("-o,--output", a.view.output, "the HTML file to write")->required();
+    c.view->add_option("--max-steps", a.view.max_steps, "refuse runs longer than this (default 100000)")->check(positive);
     c.view->footer("\nexamples:\n"
                    "  toysim view programs/p1_c00.toy -o p1.html\n"
                    "  toysim view programs/attention/seed001_fa2_tiled.toy -o fa2.html\n"
                    "  toysim view programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64 -o fa2_4096.html");
 
     c.sweep = app.add_subcommand("sweep", "Every counter of one program across parameter values, side by side.");
-    c.sweep->add_option("file", o.file, program_help)->required();
-    c.sweep->add_option("--set", o.sets, "NAME=V1,V2,... values to sweep (repeatable; several lists sweep every combination)")
+    c.sweep->add_option("file", a.sweep.file, program_help)->required();
+    c.sweep->add_option("--set", a.sweep.sets, "NAME=V1,V2,... values to sweep (repeatable; several lists sweep every combination)")
         ->required();
-    add_format(c.sweep);
-    add_force(c.sweep);
-    add_cache(c.sweep);
-    c.sweep->add_option("--plot", o.plot, "also draw the DRAM traffic against the swept parameter: FILE.svg, FILE.png or FILE.html");
-    c.sweep->add_option("--plot-y", o.plot_y, "what --plot draws: traffic (DRAM reads, writes and their sum) or cycles (with workers: and work)")
+    add_format(c.sweep, a.sweep);
+    add_force(c.sweep, a.sweep.force);
+    add_cache(c.sweep, a.sweep);
+    c.sweep->add_option("--plot", a.sweep.plot, "also draw the DRAM traffic against the swept parameter: FILE.svg, FILE.png or FILE.html");
+    c.sweep->add_option("--plot-y", a.sweep.plot_y, "what --plot draws: traffic (DRAM reads, writes and their sum) or cycles (with workers: and work)")
         ->check(CLI::IsMember({"traffic", "cycles"}));
     c.sweep->footer("\nexamples:\n"
                     "  toysim sweep programs/p5_online_softmax.toy --set n=10,100,1000\n"
@@ -177,15 +196,15 @@ Commands define_commands(CLI::App& app, Options& o) {
                     "  toysim sweep programs/attention/fa1.toy --set n=256 --set Bc=16,32,64");
 
     c.cost = app.add_subcommand("cost", "DRAM reads and writes per array as formulas of the parameters, without running.");
-    c.cost->add_option("file", o.file, program_help)->required();
-    c.cost->add_option("--set", o.sets, "evaluate the formulas at these parameter values, e.g. --set n=1000000");
-    add_format(c.cost);
-    add_cache(c.cost);
-    c.cost->add_option("--heads", o.heads, "with a cache: independent copies of the problem that share it, as a GPU's grid runs them (default 1)")
+    c.cost->add_option("file", a.cost.file, program_help)->required();
+    c.cost->add_option("--set", a.cost.sets, "evaluate the formulas at these parameter values, e.g. --set n=1000000");
+    add_format(c.cost, a.cost);
+    add_cache(c.cost, a.cost);
+    c.cost->add_option("--heads", a.cost.heads, "with a cache: independent copies of the problem that share it, as a GPU's grid runs them (default 1)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
-    c.cost->add_flag("--cold-launches", o.cold_launches,
+    c.cost->add_flag("--cold-launches", a.cost.cold_launches,
                      "with a cache: each top-level loop is a GPU launch measured from a cold L2 (emptied before it)");
-    c.cost->add_option("--workers", o.workers, "with a cache: the workers a grid runs on, as a GPU's resident blocks (default: the program's)")
+    c.cost->add_option("--workers", a.cost.workers, "with a cache: the workers a grid runs on, as a GPU's resident blocks (default: the program's)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
     c.cost->footer("\nThe formulas come from the loops and slices of the program; the counts beside them come from a\n"
                    "count-only pass over the loops (no arithmetic), so both answer at any n in milliseconds.\n"
@@ -195,14 +214,14 @@ Commands define_commands(CLI::App& app, Options& o) {
                    "  toysim cost programs/p4_softmax_3pass.toy --format json");
 
     c.compare = app.add_subcommand("compare", "Side-by-side cost table of several programs.");
-    c.compare->add_option("files", o.files, "the .toy programs")->required();
-    c.compare->add_option("--set", o.sets, "override a parameter in every program that declares it");
-    c.compare->add_option("--sweep", o.sweep, "NAME=V1,V2,...: compare at each value (with --plot, one curve per program)");
-    c.compare->add_option("--plot", o.plot, "with --sweep: draw DRAM traffic against the swept value: FILE.svg, FILE.png or FILE.html");
-    c.compare->add_option("--plot-y", o.plot_y, "what --plot draws: traffic or cycles")->check(CLI::IsMember({"traffic", "cycles"}));
-    add_format(c.compare);
-    add_force(c.compare);
-    add_cache(c.compare);
+    c.compare->add_option("files", a.compare.files, "the .toy programs")->required();
+    c.compare->add_option("--set", a.compare.sets, "override a parameter in every program that declares it");
+    c.compare->add_option("--sweep", a.compare.sweep, "NAME=V1,V2,...: compare at each value (with --plot, one curve per program)");
+    c.compare->add_option("--plot", a.compare.plot, "with --sweep: draw DRAM traffic against the swept value: FILE.svg, FILE.png or FILE.html");
+    c.compare->add_option("--plot-y", a.compare.plot_y, "what --plot draws: traffic or cycles")->check(CLI::IsMember({"traffic", "cycles"}));
+    add_format(c.compare, a.compare);
+    add_force(c.compare, a.compare.force);
+    add_cache(c.compare, a.compare);
     c.compare->footer("\nexamples:\n"
                       "  toysim compare programs/p2_matmul_inner_3reg.toy programs/p3_matmul_outer_6reg.toy\n"
                       "  toysim compare programs/p4_softmax_3pass.toy programs/p5_online_softmax.toy --set n=1000");
@@ -211,25 +230,25 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.gpu->require_subcommand(1);
     c.gpu_run = c.gpu->add_subcommand("run", "Run the program on the GPU: the kernel its 'gpu' line names, or CUDA generated from it (--kernel generated, "
                                              "and any program without a 'gpu' line).");
-    c.gpu_run->add_option("file", o.file, program_help)->required();
-    c.gpu_run->add_option("--set", o.sets, "override a parameter, e.g. --set n=4096 (repeatable)");
-    c.gpu_run->add_option("--kernel", o.kernel,
+    c.gpu_run->add_option("file", a.gpu_run.file, program_help)->required();
+    c.gpu_run->add_option("--set", a.gpu_run.sets, "override a parameter, e.g. --set n=4096 (repeatable)");
+    c.gpu_run->add_option("--kernel", a.gpu_run.kernel,
                           "run another version of the program's kernel, e.g. fa2_v2_mma for fa2.toy (toysim gpu kernels), or 'generated': "
                           "CUDA generated from the program (toysim gpu cuda)");
-    c.gpu_run->add_option("--heads", o.heads, "batch × heads: independent copies of the problem, the grid's extra dimension (default 1)")
+    c.gpu_run->add_option("--heads", a.gpu_run.heads, "batch × heads: independent copies of the problem, the grid's extra dimension (default 1)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
-    c.gpu_run->add_option("--dtype", o.dtype, "storage type: fp32, or fp16 or bf16 for attention (fp32 arithmetic in every case)")
+    c.gpu_run->add_option("--dtype", a.gpu_run.dtype, "storage type: fp32, or fp16 or bf16 for attention (fp32 arithmetic in every case)")
         ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
-    c.gpu_run->add_option("--warmups", o.warmups, "launches before timing (default 3)")->check(CLI::Range(0, 1000));
-    c.gpu_run->add_option("--repeats", o.repeats, "timed launches; the median is reported (default 20)")->check(CLI::Range(1, 10000));
-    c.gpu_run->add_option("--measure", o.measure,
+    c.gpu_run->add_option("--warmups", a.gpu_run.warmups, "launches before timing (default 3)")->check(CLI::Range(0, 1000));
+    c.gpu_run->add_option("--repeats", a.gpu_run.repeats, "timed launches; the median is reported (default 20)")->check(CLI::Range(1, 10000));
+    c.gpu_run->add_option("--measure", a.gpu_run.measure,
                           "also read each launch's DRAM and L2 traffic with CUPTI: cold (L2 flushed first) or warm (default off)")
         ->check(CLI::IsMember({"off", "cold", "warm"}));
-    c.gpu_run->add_option("--exercise", o.exercise, "FILE is a solution of this exercise (a folder or a name, as 'toysim grade' takes it): "
+    c.gpu_run->add_option("--exercise", a.gpu_run.exercise, "FILE is a solution of this exercise (a folder or a name, as 'toysim grade' takes it): "
                                                      "its spec's arrays, checks and parameters, run generated");
-    c.gpu_run->add_flag("--no-tensor-cores", o.no_tensor_cores, "generated CUDA: every product on the CUDA cores (in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores, in tf32)");
-    add_race_force(c.gpu_run);
-    add_format(c.gpu_run);
+    c.gpu_run->add_flag("--no-tensor-cores", a.gpu_run.no_tensor_cores, "generated CUDA: every product on the CUDA cores (in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores, in tf32)");
+    add_race_force(c.gpu_run, a.gpu_run.force);
+    add_format(c.gpu_run, a.gpu_run);
     c.gpu_run->footer("\nexamples:\n"
                       "  toysim gpu run programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64\n"
                       "  toysim gpu run programs/attention/fa2.toy --kernel fa2_v2_mma --set n=4096 --set d=64 --set Br=128 --set Bc=64 --heads 64 --dtype fp16\n"
@@ -240,45 +259,45 @@ Commands define_commands(CLI::App& app, Options& o) {
                       "  toysim gpu run programs/attention/fa2.toy --kernel generated --set n=4096 --set d=64 --heads 64 --dtype fp16");
     c.gpu_cuda = c.gpu->add_subcommand("cuda", "Print the CUDA that 'gpu run' generates from a program: your program, as CUDA, each "
                                                "kernel under the .toy lines it came from.");
-    c.gpu_cuda->add_option("file", o.file, program_help)->required();
-    c.gpu_cuda->add_option("--set", o.sets, "override a parameter, e.g. --set n=4096 (repeatable)");
-    c.gpu_cuda->add_option("--dtype", o.dtype, "storage type of the arrays: fp32, fp16 or bf16 (default fp32)")
+    c.gpu_cuda->add_option("file", a.gpu_cuda.file, program_help)->required();
+    c.gpu_cuda->add_option("--set", a.gpu_cuda.sets, "override a parameter, e.g. --set n=4096 (repeatable)");
+    c.gpu_cuda->add_option("--dtype", a.gpu_cuda.dtype, "storage type of the arrays: fp32, fp16 or bf16 (default fp32)")
         ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
-    c.gpu_cuda->add_option("--exercise", o.exercise, "FILE is a solution of this exercise (a folder or a name, as 'toysim grade' takes it)");
-    c.gpu_cuda->add_flag("--no-tensor-cores", o.no_tensor_cores, "generated CUDA: every product on the CUDA cores (in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores, in tf32)");
-    c.gpu_cuda->add_flag("--prelude", o.prelude, "also print the device prelude the module starts with (the tile loops)");
-    c.gpu_cuda->add_flag("--compile", o.compile, "also compile it with NVRTC for sm_90 (no GPU needed) and say so, or print the compiler's errors");
-    add_race_force(c.gpu_cuda);
+    c.gpu_cuda->add_option("--exercise", a.gpu_cuda.exercise, "FILE is a solution of this exercise (a folder or a name, as 'toysim grade' takes it)");
+    c.gpu_cuda->add_flag("--no-tensor-cores", a.gpu_cuda.no_tensor_cores, "generated CUDA: every product on the CUDA cores (in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores, in tf32)");
+    c.gpu_cuda->add_flag("--prelude", a.gpu_cuda.prelude, "also print the device prelude the module starts with (the tile loops)");
+    c.gpu_cuda->add_flag("--compile", a.gpu_cuda.compile, "also compile it with NVRTC for sm_90 (no GPU needed) and say so, or print the compiler's errors");
+    add_race_force(c.gpu_cuda, a.gpu_cuda.force);
     c.gpu_cuda->footer("\nexamples:\n"
                        "  toysim gpu cuda programs/attention/fa2.toy\n"
                        "  toysim gpu cuda programs/p2_matmul_inner_3reg.toy --prelude\n"
                        "  toysim gpu cuda programs/attention/flash_decoding.toy --dtype fp16 --compile");
     c.gpu_kernels = c.gpu->add_subcommand("kernels", "List the kernels a program's 'gpu' line may name.");
-    add_format(c.gpu_kernels);
+    add_format(c.gpu_kernels, a.gpu_kernels);
 
     c.diff = app.add_subcommand("diff", "Simulated DRAM traffic beside the GPU kernel's counts and the hardware's L2 and DRAM traffic.");
-    c.diff->add_option("file", o.file, program_help)->required();
-    c.diff->add_option("--set", o.sets, "override a parameter, e.g. --set n=4096 (repeatable)");
-    c.diff->add_option("--kernel", o.kernel, "live: run another version of the program's kernel, e.g. fa2_v2_mma for fa2.toy");
-    c.diff->add_option("--gpu", o.gpu_source, "live (run the kernel on this machine's GPU) or a saved 'toysim gpu run --format json' file");
-    c.diff->add_option("--heads", o.heads, "live: batch × heads (default 1)")->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
-    c.diff->add_option("--dtype", o.dtype, "live: fp32, fp16 or bf16")->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
-    c.diff->add_flag("--no-tensor-cores", o.no_tensor_cores, "generated CUDA: every product on the CUDA cores (in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores, in tf32)");
-    c.diff->add_option("--measure", o.measure, "live: L2 cold (flushed first, the default) or warm")->check(CLI::IsMember({"cold", "warm"}));
-    c.diff->add_option("--sweep", o.sweep, "live: NAME=V1,V2,... runs the kernel at each value (n=1024,4096,16384)");
-    c.diff->add_option("--plot", o.plot, "with --sweep: write the traffic against the swept value as an SVG file");
-    c.diff->add_option("--cache", o.cache, "the modeled L2 that predicts DRAM bytes (default: the device's preset, h100 on an H100)");
-    c.diff->add_option("--workers", o.workers, "the workers the prediction runs a grid on (default: resident blocks per SM × SMs, as recorded)")
+    c.diff->add_option("file", a.diff.file, program_help)->required();
+    c.diff->add_option("--set", a.diff.sets, "override a parameter, e.g. --set n=4096 (repeatable)");
+    c.diff->add_option("--kernel", a.diff.kernel, "live: run another version of the program's kernel, e.g. fa2_v2_mma for fa2.toy");
+    c.diff->add_option("--gpu", a.diff.gpu_source, "live (run the kernel on this machine's GPU) or a saved 'toysim gpu run --format json' file");
+    c.diff->add_option("--heads", a.diff.heads, "live: batch × heads (default 1)")->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
+    c.diff->add_option("--dtype", a.diff.dtype, "live: fp32, fp16 or bf16")->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    c.diff->add_flag("--no-tensor-cores", a.diff.no_tensor_cores, "generated CUDA: every product on the CUDA cores (in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores, in tf32)");
+    c.diff->add_option("--measure", a.diff.measure, "live: L2 cold (flushed first, the default) or warm")->check(CLI::IsMember({"cold", "warm"}));
+    c.diff->add_option("--sweep", a.diff.sweep, "live: NAME=V1,V2,... runs the kernel at each value (n=1024,4096,16384)");
+    c.diff->add_option("--plot", a.diff.plot, "with --sweep: write the traffic against the swept value as an SVG file");
+    c.diff->add_option("--cache", a.diff.cache, std::string("the modeled L2 that predicts DRAM bytes (default: the device's preset, h100 on an H100): ") + kCacheSpec);
+    c.diff->add_option("--workers", a.diff.workers, "the workers the prediction runs a grid on (default: resident blocks per SM × SMs, as recorded)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-    add_race_force(c.diff);
-    add_format(c.diff);
+    add_race_force(c.diff, a.diff.force);
+    add_format(c.diff, a.diff);
     c.diff->footer("\nexamples:\n"
                    "  toysim diff programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64 --heads 16 --dtype fp16\n"
                    "  toysim diff programs/attention/fa2.toy --set n=4096 --set d=64 --set Br=64 --set Bc=64 --gpu results.json");
     c.grade = app.add_subcommand("grade", "Grade a student's solution against an exercise: every test case, its verdict, figures and points.");
-    c.grade->add_option("exercise", o.exercise, "the exercise: a folder holding exercise.toy, or a name under programs/exercises")->required();
-    c.grade->add_option("solution", o.solution, "the student's .toy file (instructions, loops and lets only)")->required();
-    c.grade->add_option("--format", o.format, "table, json or gradescope (Gradescope's results.json)")
+    c.grade->add_option("exercise", a.grade.exercise, "the exercise: a folder holding exercise.toy, or a name under programs/exercises")->required();
+    c.grade->add_option("solution", a.grade.solution, "the student's .toy file (instructions, loops and lets only)")->required();
+    c.grade->add_option("--format", a.grade.format, "table, json or gradescope (Gradescope's results.json)")
         ->check(CLI::IsMember({"table", "json", "gradescope"}));
     c.grade->footer("\nexit codes: 0 every test passed, 1 some did not, 2 the exercise itself is bad.\n"
                     "\nexamples:\n"
@@ -288,10 +307,10 @@ Commands define_commands(CLI::App& app, Options& o) {
     c.exercise = app.add_subcommand("exercise", "The course's exercises: list them, or start one.");
     c.exercise->require_subcommand(1);
     c.exercise_list = c.exercise->add_subcommand("list", "List the exercises with their titles and points.");
-    add_format(c.exercise_list);
+    add_format(c.exercise_list, a.exercise_list);
     c.exercise_start = c.exercise->add_subcommand("start", "Copy an exercise's starter file into a folder to work in.");
-    c.exercise_start->add_option("name", o.exercise, "the exercise's name (see 'toysim exercise list')")->required();
-    c.exercise_start->add_option("dir", o.directory, "the folder to work in (created if missing)")->required();
+    c.exercise_start->add_option("name", a.exercise_start.exercise, "the exercise's name (see 'toysim exercise list')")->required();
+    c.exercise_start->add_option("dir", a.exercise_start.directory, "the folder to work in (created if missing)")->required();
     return c;
 }
 
@@ -315,8 +334,8 @@ int parse_and_dispatch(const std::vector<std::string>& args, Context& ctx) {
     CLI::App app{"toysim: a cycle-accurate toy machine for learning how FlashAttention works.\n"
                  "Runs .toy instruction programs (LOAD, STORE, MAC, EXP, ...) and counts cycles and DRAM traffic.",
                  "toysim"};
-    Options o;
-    Commands c = define_commands(app, o);
+    Args a;
+    Commands c = define_commands(app, a);
 
     // The command is the first word that is not an option (the top level has only --help and
     // --version, which take no value): say which commands there are when it is not one.
@@ -349,26 +368,25 @@ int parse_and_dispatch(const std::vector<std::string>& args, Context& ctx) {
         return kBadInput;
     }
 
-    for (CLI::App* cached : {c.run, c.trace, c.sweep, c.compare, c.cost})
-        if (cached->parsed()) o.dtype_given = cached->count("--dtype") > 0;
-    if (c.run->parsed()) return run_command(o, ctx);
-    if (c.trace->parsed()) return trace_command(o, ctx);
-    if (c.sweep->parsed()) return sweep_command(o, ctx);
-    if (c.cost->parsed()) return cost_command(o, ctx);
-    if (c.gpu_run->parsed()) return gpu_run_command(o, ctx);
-    if (c.gpu_kernels->parsed()) return gpu_kernels_command(o, ctx);
-    if (c.gpu_cuda->parsed()) return gpu_cuda_command(o, ctx);
+    auto dtype_given = [](CLI::App* command) { return command->count("--dtype") > 0; };
+    if (c.run->parsed()) return a.run.dtype_given = dtype_given(c.run), run_command(a.run, ctx);
+    if (c.trace->parsed()) return a.trace.dtype_given = dtype_given(c.trace), trace_command(a.trace, ctx);
+    if (c.sweep->parsed()) return a.sweep.dtype_given = dtype_given(c.sweep), sweep_command(a.sweep, ctx);
+    if (c.cost->parsed()) return a.cost.dtype_given = dtype_given(c.cost), cost_command(a.cost, ctx);
+    if (c.compare->parsed()) return a.compare.dtype_given = dtype_given(c.compare), compare_command(a.compare, ctx);
+    if (c.gpu_run->parsed()) return gpu_run_command(a.gpu_run, ctx);
+    if (c.gpu_kernels->parsed()) return gpu_kernels_command(a.gpu_kernels, ctx);
+    if (c.gpu_cuda->parsed()) return gpu_cuda_command(a.gpu_cuda, ctx);
     if (c.diff->parsed()) {
-        o.heads_given = c.diff->count("--heads") > 0;
-        o.dtype_given = c.diff->count("--dtype") > 0;
-        return diff_command(o, ctx);
+        a.diff.heads_given = c.diff->count("--heads") > 0;
+        a.diff.dtype_given = dtype_given(c.diff);
+        return diff_command(a.diff, ctx);
     }
-    if (c.step->parsed()) return step_command(o, ctx);
-    if (c.view->parsed()) return view_command(o, ctx);
-    if (c.grade->parsed()) return grade_command(o, ctx);
-    if (c.exercise_list->parsed()) return exercise_list_command(o, ctx);
-    if (c.exercise_start->parsed()) return exercise_start_command(o, ctx);
-    return compare_command(o, ctx);
+    if (c.step->parsed()) return step_command(a.step, ctx);
+    if (c.view->parsed()) return view_command(a.view, ctx);
+    if (c.grade->parsed()) return grade_command(a.grade, ctx);
+    if (c.exercise_list->parsed()) return exercise_list_command(a.exercise_list, ctx);
+    return exercise_start_command(a.exercise_start, ctx);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 
 namespace toysim::cli {
 
-int run_command(const Options& o, Context& ctx) {
+int run_command(const RunArgs& o, Context& ctx) {
     app::check_show_format(o.shown_arrays, parse_format(o.format), o.format);
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     apply_cache_options(program, o);
@@ -31,7 +31,7 @@ int run_command(const Options& o, Context& ctx) {
     return r.checks_ok() && r.expects_ok() ? kOk : kCheckFailed;
 }
 
-int trace_command(const Options& o, Context& ctx) {
+int trace_command(const TraceArgs& o, Context& ctx) {
     RunOptions options;
     options.max_steps = o.max_steps ? o.max_steps : 10'000;
     const TraceOptions shown{parse_format(o.format), o.ditto};
@@ -48,7 +48,7 @@ int trace_command(const Options& o, Context& ctx) {
     return kOk;
 }
 
-int cost_command(const Options& o, Context& ctx) {
+int cost_command(const CostArgs& o, Context& ctx) {
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     apply_cache_options(program, o);
     ctx.out << app::cost(program, {o.heads, o.workers, o.cold_launches}, parse_format(o.format), app::Spelling::cli());

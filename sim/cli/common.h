@@ -1,4 +1,4 @@
-// What the subcommands share: their options, the program loader, error wording and the guard
+// What the subcommands share (their options are in options.h): the program loader, error wording and the guard
 // against runs that would take days. Internal to sim/cli.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/cli/app.h"
+#include "sim/cli/options.h"
 #include "sim/analysis/cost.h"
 #include "sim/print/report.h"
 #include "sim/front/ast.h"
@@ -19,38 +20,6 @@
 #include "support/text.h"
 
 namespace toysim::cli {
-
-// Every option of every subcommand; each reads the ones it has.
-struct Options {
-    std::string file;                        // run, trace, sweep, cost
-    std::vector<std::string> files;          // compare
-    std::vector<std::string> sets;           // --set NAME=VALUE (sweep: NAME=V1,V2,...)
-    std::string format = "table";
-    std::string values = "auto";             // trace
-    std::vector<std::string> shown_arrays;   // run --show
-    bool stats = false, ditto = false, force = false;
-    std::uint64_t max_steps = 0;             // 0: the command's default
-    std::int64_t heads = 1;                  // gpu run
-    std::string dtype = "fp32";              // gpu run
-    bool heads_given = false, dtype_given = false;  // diff: named on the command line (a saved run has its own)
-    int warmups = 3, repeats = 20;           // gpu run
-    std::string measure = "off";             // gpu run, diff: off, cold or warm
-    std::string gpu_source = "live";         // diff: live, or a saved gpu run JSON
-    std::string kernel;                      // gpu run, diff: a version of the program's kernel (--kernel)
-    bool prelude = false, compile = false;   // gpu cuda
-    bool no_tensor_cores = false;            // gpu run, gpu cuda, diff: generated products on the CUDA cores only
-    std::string sweep;                       // diff, compare: NAME=V1,V2,...
-    std::string plot;                        // diff --sweep, sweep, compare --sweep: a plot to write
-    std::string plot_y = "traffic";          // sweep, compare --sweep: what the plot draws: traffic or cycles
-    std::string color = "auto";              // step: auto (on a terminal), always or never
-    std::string exercise;                    // grade, exercise start: the exercise (a folder or a name)
-    std::string solution;                    // grade: the student's .toy file
-    std::string directory;                   // exercise start: where the student works
-    std::string output;                      // view: the HTML file to write
-    std::string cache;                       // run, trace, sweep, compare, cost: --cache (a preset or settings)
-    std::int64_t workers = 0;                // cost with a cache: a grid's workers (0: the program's)
-    bool cold_launches = false;              // cost with a cache: each top-level loop a launch from a cold cache
-};
 
 // The streams, and the source file the error being reported points into (for its caret).
 struct Context {
@@ -80,7 +49,7 @@ Program compile_program(const Parsed& parsed, const ParamSettings& settings, Con
 Program load_program(const std::string& path, const ParamSettings& settings, Context& ctx);
 // --cache and --dtype (run, trace, sweep, compare): the cache they give replaces the program's
 // own `cache` line; --dtype sets the element size the cache sees, and needs a cache.
-void apply_cache_options(Program& program, const Options& options);
+void apply_cache_options(Program& program, const CacheArgs& options);
 // sweep_settings (NAME=V1,V2,... lists) is in sim/lower/program.h, shared with the browser's engine.
 // A program's name in compare's columns: the file name without its directory and ".toy".
 std::string short_program_name(const std::string& path);
@@ -105,22 +74,22 @@ RunResult run_with_progress(const Program& program, RunOptions options, Context&
 
 // ---- the subcommands; each returns the exit code ----
 
-int run_command(const Options& options, Context& ctx);
-int trace_command(const Options& options, Context& ctx);
-int sweep_command(const Options& options, Context& ctx);
-int cost_command(const Options& options, Context& ctx);
-int compare_command(const Options& options, Context& ctx);
-int gpu_run_command(const Options& options, Context& ctx);
-int gpu_kernels_command(const Options& options, Context& ctx);
-int gpu_cuda_command(const Options& options, Context& ctx);
+int run_command(const RunArgs& options, Context& ctx);
+int trace_command(const TraceArgs& options, Context& ctx);
+int sweep_command(const SweepArgs& options, Context& ctx);
+int cost_command(const CostArgs& options, Context& ctx);
+int compare_command(const CompareArgs& options, Context& ctx);
+int gpu_run_command(const GpuRunArgs& options, Context& ctx);
+int gpu_kernels_command(const FormatArgs& options, Context& ctx);
+int gpu_cuda_command(const GpuCudaArgs& options, Context& ctx);
 // A solution with its exercise's spec (EXERCISE: a folder or a name, as `toysim grade` takes it),
 // compiled at `settings` (the spec's defaults otherwise): `gpu run --exercise`.
 Program load_solution_program(const std::string& exercise, const std::string& solution, const ParamSettings& settings, Context& ctx);
-int diff_command(const Options& options, Context& ctx);
-int step_command(const Options& options, Context& ctx);
-int view_command(const Options& options, Context& ctx);
-int grade_command(const Options& options, Context& ctx);
-int exercise_list_command(const Options& options, Context& ctx);
-int exercise_start_command(const Options& options, Context& ctx);
+int diff_command(const DiffArgs& options, Context& ctx);
+int step_command(const StepArgs& options, Context& ctx);
+int view_command(const ViewArgs& options, Context& ctx);
+int grade_command(const GradeArgs& options, Context& ctx);
+int exercise_list_command(const FormatArgs& options, Context& ctx);
+int exercise_start_command(const ExerciseStartArgs& options, Context& ctx);
 
 }  // namespace toysim::cli

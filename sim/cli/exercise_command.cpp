@@ -68,7 +68,7 @@ int bad_exercise(const ToyError& e, const fs::path& folder, Context& ctx) {
 
 }  // namespace
 
-int grade_command(const Options& o, Context& ctx) {
+int grade_command(const GradeArgs& o, Context& ctx) {
     fs::path folder = find_exercise(o.exercise);
     grade::Exercise exercise;
     try {
@@ -91,7 +91,7 @@ int grade_command(const Options& o, Context& ctx) {
     return result.full_marks() ? kOk : kCheckFailed;
 }
 
-int exercise_list_command(const Options& o, Context& ctx) {
+int exercise_list_command(const FormatArgs& o, Context& ctx) {
     fs::path root = exercises_root();
     std::error_code ec;
     if (!fs::is_directory(root, ec))
@@ -119,7 +119,7 @@ int exercise_list_command(const Options& o, Context& ctx) {
     return all_good ? kOk : kBadInput;
 }
 
-int exercise_start_command(const Options& o, Context& ctx) {
+int exercise_start_command(const ExerciseStartArgs& o, Context& ctx) {
     fs::path folder = find_exercise(o.exercise);
     std::string name = folder_name(folder);
     grade::Exercise exercise = load(folder, ctx);  // a bad spec is said now, not at the first grade

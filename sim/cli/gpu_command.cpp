@@ -26,15 +26,15 @@ gpu::L2State l2_state(const std::string& name) {
 namespace {
 
 // FILE, or with --exercise the solution FILE inside its exercise's spec.
-Program load_gpu_program(const Options& o, Context& ctx) {
-    if (!o.exercise.empty()) return load_solution_program(o.exercise, o.file, settings_from(o.sets), ctx);
+Program load_gpu_program(const ProgramArgs& o, const std::string& exercise, Context& ctx) {
+    if (!exercise.empty()) return load_solution_program(exercise, o.file, settings_from(o.sets), ctx);
     return load_program(o.file, settings_from(o.sets), ctx);
 }
 
 }  // namespace
 
-int gpu_run_command(const Options& o, Context& ctx) {
-    Program program = load_gpu_program(o, ctx);
+int gpu_run_command(const GpuRunArgs& o, Context& ctx) {
+    Program program = load_gpu_program(o, o.exercise, ctx);
     gpu::GpuRunOptions options;
     options.kernel = o.kernel;
     options.heads = o.heads;
@@ -55,13 +55,13 @@ int gpu_run_command(const Options& o, Context& ctx) {
     return result.check_passed() && result.traffic_equal() ? kOk : kCheckFailed;
 }
 
-int gpu_kernels_command(const Options& o, Context& ctx) {
+int gpu_kernels_command(const FormatArgs& o, Context& ctx) {
     ctx.out << format_kernel_catalog(parse_format(o.format));
     return kOk;
 }
 
-int gpu_cuda_command(const Options& o, Context& ctx) {
-    Program program = load_gpu_program(o, ctx);
+int gpu_cuda_command(const GpuCudaArgs& o, Context& ctx) {
+    Program program = load_gpu_program(o, o.exercise, ctx);
     auto generated = gpu::generate_cuda(program, *gpu::parse_dtype(o.dtype), !o.no_tensor_cores);
     if (o.prelude) ctx.out << gpu::device_prelude() << "\n";
     ctx.out << generated->source;
@@ -85,7 +85,7 @@ int gpu_cuda_command(const Options& o, Context& ctx) {
 namespace {
 
 // The live GPU side of a diff: measured, cold L2 unless warm was asked for.
-gpu::GpuRunResult live_run(const Program& program, const Options& o) {
+gpu::GpuRunResult live_run(const Program& program, const LaunchArgs& o) {
     gpu::GpuRunOptions options;
     options.kernel = o.kernel;
     options.heads = o.heads;
@@ -98,14 +98,14 @@ gpu::GpuRunResult live_run(const Program& program, const Options& o) {
 
 // --cache and --workers. A walk past its limit (kMaxWalkWork) stops, and the diff says so in
 // place of the prediction.
-gpu::PredictOptions predict_options(const Options& o) {
+gpu::PredictOptions predict_options(const DiffArgs& o) {
     gpu::PredictOptions p;
     p.cache = o.cache;
     p.workers = o.workers;
     return p;
 }
 
-int diff_sweep(const Options& o, Context& ctx) {
+int diff_sweep(const DiffArgs& o, Context& ctx) {
     if (o.gpu_source != "live") throw ToyError("--sweep runs the kernel at each value: it needs --gpu live (the default)");
     auto eq = o.sweep.find('=');
     if (eq == std::string::npos) throw ToyError(fmt::format("--sweep {}: expected NAME=V1,V2,...", quoted_name(o.sweep)));
@@ -131,7 +131,7 @@ int diff_sweep(const Options& o, Context& ctx) {
 
 // A saved run says what it ran: its parameters are the program's, unless --set names one
 // (which must then agree with the file), and its heads and dtype are the run's own.
-ParamSettings saved_run_settings(const Options& o, const gpu::GpuRunResult& result) {
+ParamSettings saved_run_settings(const DiffArgs& o, const gpu::GpuRunResult& result) {
     ParamSettings settings = result.params;
     for (const auto& setting : settings_from(o.sets)) {
         const auto& [name, value] = setting;
@@ -153,7 +153,7 @@ ParamSettings saved_run_settings(const Options& o, const gpu::GpuRunResult& resu
 
 }  // namespace
 
-int diff_command(const Options& o, Context& ctx) {
+int diff_command(const DiffArgs& o, Context& ctx) {
     try {
         if (!o.sweep.empty()) return diff_sweep(o, ctx);
         if (!o.plot.empty()) throw ToyError("--plot draws a sweep: use it with --sweep NAME=V1,V2,...");

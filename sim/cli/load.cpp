@@ -38,7 +38,7 @@ Program load_program(const std::string& path, const ParamSettings& settings, Con
     return compile_program(parsed, settings, ctx);
 }
 
-void apply_cache_options(Program& program, const Options& o) {
+void apply_cache_options(Program& program, const CacheArgs& o) {
     if (!o.cache.empty()) program.cache = make_program_cache(o.cache, Loc{}, fmt::format("--cache {}: ", flag_subject(o.cache)));
     if (!o.dtype_given) return;
     if (!program.cache)

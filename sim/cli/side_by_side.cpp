@@ -45,7 +45,7 @@ struct Runs {
 
 // Runs each program in turn; `labels` name them in the progress line. Runs that together
 // would take too long are refused before the first starts.
-Runs run_all(const std::vector<std::string>& labels, const std::vector<const Program*>& programs, const Options& o, Context& ctx) {
+Runs run_all(const std::vector<std::string>& labels, const std::vector<const Program*>& programs, const SideBySideArgs& o, Context& ctx) {
     std::vector<WorkEstimate> work = check_run_length(programs, 0, o.force);
     Runs runs;
     runs.results.reserve(programs.size());
@@ -75,7 +75,7 @@ std::optional<PlotFormat> plot_target(const std::string& path) {
     return format;
 }
 
-void write_plot(const Options& o, PlotFormat format, const std::vector<SweepPoint>& points) {
+void write_plot(const SideBySideArgs& o, PlotFormat format, const std::vector<SweepPoint>& points) {
     const PlotMeasure measure = o.plot_y == "cycles" ? PlotMeasure::Cycles : PlotMeasure::Traffic;
     write_file(o.plot, render_plot(sweep_plot(points, measure), format, o.plot), "--plot");
 }
@@ -121,7 +121,7 @@ std::string format_compare_sweep(const std::string& name, const std::vector<std:
 
 }  // namespace
 
-int sweep_command(const Options& o, Context& ctx) {
+int sweep_command(const SweepArgs& o, Context& ctx) {
     const auto plot = plot_target(o.plot);
     Parsed parsed = parse_program(o.file, ctx);
     const std::vector<ParamSettings> combos = sweep_settings(o.sets);
@@ -145,7 +145,7 @@ int sweep_command(const Options& o, Context& ctx) {
 }
 
 // --set applies to the programs that declare the parameter; --sweep to all, which must declare it.
-int compare_command(const Options& o, Context& ctx) {
+int compare_command(const CompareArgs& o, Context& ctx) {
     if (!o.plot.empty() && o.sweep.empty()) throw ToyError("--plot draws a sweep: use it with --sweep NAME=V1,V2,...");
     const auto plot = plot_target(o.plot);
     ParamSettings settings = settings_from(o.sets);

@@ -251,7 +251,7 @@ int run_session(Session<Domain>& session, StepStyle style, Context& ctx, const s
 
 }  // namespace
 
-int step_command(const Options& o, Context& ctx) {
+int step_command(const StepArgs& o, Context& ctx) {
     Program p = load_program(o.file, settings_from(o.sets), ctx);
     if (p.cache)
         ctx.err << fmt::format("note: the stepper does not run the program's cache (line {}): it shows DRAM traffic in elements; `toysim run` "

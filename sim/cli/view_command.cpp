@@ -8,7 +8,7 @@
 
 namespace toysim::cli {
 
-int view_command(const Options& o, Context& ctx) {
+int view_command(const ViewArgs& o, Context& ctx) {
     app::require_viewer();  // before the program: a build without the viewer says so first
     Program p = load_program(o.file, settings_from(o.sets), ctx);
     if (p.cache)
