@@ -9,7 +9,7 @@ namespace toysim {
 
 namespace {
 constexpr std::array<OpInfo, kOpCount> kTable = {{
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) \
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) \
     {Op::NAME, #NAME, SIG, OPERANDS, MEANING, CYCLES, OpClass::CLASS, OpShape::SHAPE, UNIT},
     TOYSIM_OPCODES(X)
 #undef X

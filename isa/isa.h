@@ -15,20 +15,20 @@ namespace toysim {
 enum class OpShape : std::uint8_t { Memory, Elementwise, Product, RowReduce, Fill, Mask };
 
 enum class Op : std::uint8_t {
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) NAME,
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) NAME,
     TOYSIM_OPCODES(X)
 #undef X
 };
 
 // The shape of each opcode, for the executors' compile-time dispatch.
 inline constexpr OpShape kOpShape[] = {
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) OpShape::SHAPE,
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) OpShape::SHAPE,
     TOYSIM_OPCODES(X)
 #undef X
 };
 
 inline constexpr int kOpCount = 0
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) +1
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) +1
     TOYSIM_OPCODES(X)
 #undef X
     ;
@@ -38,7 +38,7 @@ inline constexpr int kOpCount = 0
 inline constexpr int kMaxRegisterOperands = [] {
     int most = 0;
     for (std::string_view sig : {
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) std::string_view(SIG),
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) std::string_view(SIG),
              TOYSIM_OPCODES(X)
 #undef X
          }) {
@@ -50,6 +50,14 @@ inline constexpr int kMaxRegisterOperands = [] {
 }();
 
 enum class OpClass : std::uint8_t { Memory, Move, Compute };
+
+// The GPU unit a named machine (isa/machine.h) runs an opcode on (opcodes.h says which).
+enum class GpuUnit : std::uint8_t { Memory, Matrix, Special, Alu };
+inline constexpr GpuUnit kOpGpuUnit[] = {
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) GpuUnit::GPU,
+    TOYSIM_OPCODES(X)
+#undef X
+};
 
 
 // STORE_ADD reads the element it writes (DRAM[dst] += Rs): one read and one write of each.

@@ -1,6 +1,6 @@
 // The toy machine's instruction set: the one table every other part reads.
 //
-// Each row: X(NAME, operand signature, operand names, meaning, cycles, class, shape, unit, semantics)
+// Each row: X(NAME, operand signature, operand names, meaning, cycles, class, shape, unit, gpu, semantics)
 //   signature   one letter per operand, in source order (destination last, as in the seed):
 //                 r = register read, R = register written, m = DRAM read, M = DRAM written,
 //                 i = immediate number (SET only)
@@ -12,6 +12,10 @@
 //               value, folding the semantics over the row), Fill (SET), Mask (element-wise
 //               above the diagonal, element (i, j) with j > i; a copy on and below it)
 //   unit        its unit of work, which its cycles are per
+//   gpu         the GPU unit a named machine (isa/machine.h) runs it on: Memory (the L2 and
+//               DRAM), Matrix (products: tensor cores or the CUDA cores' fused multiply-adds, as
+//               the kernel's schedule says), Special (the special-function unit: ex2, lg2 and
+//               rcp), Alu (fp32 add, multiply, max and moves on the CUDA cores)
 //   semantics   an expression over the source values a, b, c in value domain D, made of the
 //               primitives of isa/primitives.h (numeric doubles or symbolic expressions); for a
 //               RowReduce, one fold step: a is the running value, b the next element. For a
@@ -27,20 +31,20 @@
 #pragma once
 
 #define TOYSIM_OPCODES(X)                                                                                                  \
-    X(LOAD,   "mR",   "src, Rd",        "Rd = DRAM[src]",                   1, Memory,  Memory,      "element moved", a)    \
-    X(STORE,  "rM",   "Rs, dst",        "DRAM[dst] = Rs",                   1, Memory,  Memory,      "element moved", a)    \
-    X(STORE_ADD, "rM", "Rs, dst",       "DRAM[dst] += Rs, atomically",      1, Memory,  Memory,      "element moved", D.add(b, a)) \
-    X(MOV,    "rR",   "Rs, Rd",         "Rd = Rs",                          1, Move,    Elementwise, "element", a)          \
-    X(MAC_Z,  "rrR",  "Ra, Rb, Rd",     "Rd = Ra × Rb",                     1, Compute, Product,     "multiply-add", D.mul(a, b))            \
-    X(MAC,    "rrrR", "Ra, Rb, Rc, Rd", "Rd = Ra × Rb + Rc",                1, Compute, Product,     "multiply-add", D.add(c, D.mul(a, b)))  \
-    X(MAX,    "rrR",  "Ra, Rb, Rd",     "Rd = max(Ra, Rb)",                 1, Compute, Elementwise, "element", D.max(a, b))  \
-    X(SUB,    "rrR",  "Ra, Rb, Rd",     "Rd = Ra − Rb",                     1, Compute, Elementwise, "element", D.sub(a, b))  \
-    X(EXP,    "rR",   "Ra, Rd",         "Rd = exp(Ra)",                     1, Compute, Elementwise, "element", D.exp(a))     \
-    X(ADD,    "rrR",  "Ra, Rb, Rd",     "Rd = Ra + Rb",                     1, Compute, Elementwise, "element", D.add(a, b))  \
-    X(MUL,    "rrR",  "Ra, Rb, Rd",     "Rd = Ra × Rb",                     1, Compute, Elementwise, "element", D.mul(a, b))  \
-    X(DIV,    "rrR",  "Ra, Rb, Rd",     "Rd = Ra / Rb",                     1, Compute, Elementwise, "element", D.div(a, b))  \
-    X(LOG,    "rR",   "Ra, Rd",         "Rd = ln(Ra)",                      1, Compute, Elementwise, "element", D.log(a))     \
-    X(ROWMAX, "rR",   "Ra, Rd",         "Rd = max of each row of Ra",       1, Compute, RowReduce,   "element reduced", D.max(a, b)) \
-    X(ROWSUM, "rR",   "Ra, Rd",         "Rd = sum of each row of Ra",       1, Compute, RowReduce,   "element reduced", D.add(a, b)) \
-    X(SET,    "irR",  "imm, Ra, Rd",    "Rd = imm, one row per row of Ra",  1, Move,    Fill,        "element", D.constant(imm)) \
-    X(CAUSAL, "rR",   "Ra, Rd",         "Rd = Ra on and below the diagonal, −∞ above it", 1, Move, Mask, "element", D.constant(-INFINITY))
+    X(LOAD,   "mR",   "src, Rd",        "Rd = DRAM[src]",                   1, Memory,  Memory,      "element moved", Memory, a)    \
+    X(STORE,  "rM",   "Rs, dst",        "DRAM[dst] = Rs",                   1, Memory,  Memory,      "element moved", Memory, a)    \
+    X(STORE_ADD, "rM", "Rs, dst",       "DRAM[dst] += Rs, atomically",      1, Memory,  Memory,      "element moved", Memory, D.add(b, a)) \
+    X(MOV,    "rR",   "Rs, Rd",         "Rd = Rs",                          1, Move,    Elementwise, "element", Alu, a)          \
+    X(MAC_Z,  "rrR",  "Ra, Rb, Rd",     "Rd = Ra × Rb",                     1, Compute, Product,     "multiply-add", Matrix, D.mul(a, b))            \
+    X(MAC,    "rrrR", "Ra, Rb, Rc, Rd", "Rd = Ra × Rb + Rc",                1, Compute, Product,     "multiply-add", Matrix, D.add(c, D.mul(a, b)))  \
+    X(MAX,    "rrR",  "Ra, Rb, Rd",     "Rd = max(Ra, Rb)",                 1, Compute, Elementwise, "element", Alu, D.max(a, b))  \
+    X(SUB,    "rrR",  "Ra, Rb, Rd",     "Rd = Ra − Rb",                     1, Compute, Elementwise, "element", Alu, D.sub(a, b))  \
+    X(EXP,    "rR",   "Ra, Rd",         "Rd = exp(Ra)",                     1, Compute, Elementwise, "element", Special, D.exp(a))     \
+    X(ADD,    "rrR",  "Ra, Rb, Rd",     "Rd = Ra + Rb",                     1, Compute, Elementwise, "element", Alu, D.add(a, b))  \
+    X(MUL,    "rrR",  "Ra, Rb, Rd",     "Rd = Ra × Rb",                     1, Compute, Elementwise, "element", Alu, D.mul(a, b))  \
+    X(DIV,    "rrR",  "Ra, Rb, Rd",     "Rd = Ra / Rb",                     1, Compute, Elementwise, "element", Special, D.div(a, b))  \
+    X(LOG,    "rR",   "Ra, Rd",         "Rd = ln(Ra)",                      1, Compute, Elementwise, "element", Special, D.log(a))     \
+    X(ROWMAX, "rR",   "Ra, Rd",         "Rd = max of each row of Ra",       1, Compute, RowReduce,   "element reduced", Alu, D.max(a, b)) \
+    X(ROWSUM, "rR",   "Ra, Rd",         "Rd = sum of each row of Ra",       1, Compute, RowReduce,   "element reduced", Alu, D.add(a, b)) \
+    X(SET,    "irR",  "imm, Ra, Rd",    "Rd = imm, one row per row of Ra",  1, Move,    Fill,        "element", Alu, D.constant(imm)) \
+    X(CAUSAL, "rR",   "Ra, Rd",         "Rd = Ra on and below the diagonal, −∞ above it", 1, Move, Mask, "element", Alu, D.constant(-INFINITY))

@@ -214,6 +214,10 @@ TEST_CASE("cache run: the count-only walk sees what the machine's run sees, for 
             CHECK(walked.counts.dirty_bytes == r.counters.cache->dirty_bytes);
             CHECK(walked.cycles == r.counters.cycles);
             CHECK(walked.instructions == r.counters.instructions);
+            // What the timing pass reads: per opcode, the run's instructions and units of work.
+            REQUIRE(walked.launch_work.size() == 1);
+            CHECK(walked.launch_work[0].instructions == r.counters.by_opcode);
+            CHECK(walked.launch_work[0].work == r.counters.work_by_opcode);
             ++compared;
         }
     }

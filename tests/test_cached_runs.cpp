@@ -40,6 +40,12 @@ std::pair<std::uint64_t, std::uint64_t> compare_walks(const Program& p, CachedCo
     for (size_t k = 0; k < fast.launches.size(); ++k) check_same_counts(fast.launches[k], slow.launches[k]);
     CHECK(fast.instructions == slow.instructions);
     CHECK(fast.cycles == slow.cycles);
+    REQUIRE(fast.launch_work.size() == slow.launch_work.size());
+    for (size_t k = 0; k < fast.launch_work.size(); ++k) {
+        CHECK(fast.launch_work[k].instructions == slow.launch_work[k].instructions);
+        CHECK(fast.launch_work[k].work == slow.launch_work[k].work);
+        CHECK(fast.launch_work[k].blocks == slow.launch_work[k].blocks);
+    }
     return {slow.work, fast.work};
 }
 

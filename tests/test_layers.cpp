@@ -19,7 +19,7 @@ namespace {
 const std::map<std::string, std::set<std::string>>& allowed() {
     static const std::set<std::string> below_check = {"support", "isa", "sim/front", "sim/reference", "sim/lower", "sim/exec"};
     static const std::set<std::string> below_gpu = {"support", "isa", "sim/front", "sim/reference", "sim/lower", "sim/exec", "sim/check",
-                                                    "sim/analysis"};
+                                                    "sim/analysis", "sim/timing"};
     auto with = [](std::set<std::string> layers, std::initializer_list<const char*> more) {
         layers.insert(more.begin(), more.end());
         return layers;
@@ -33,6 +33,8 @@ const std::map<std::string, std::set<std::string>>& allowed() {
         {"sim/exec", {"support", "isa", "sim/front", "sim/reference", "sim/lower"}},
         {"sim/check", below_check},
         {"sim/analysis", {"support", "isa", "sim/front", "sim/reference", "sim/lower"}},
+        // The timing pass: the walk's counts on a named machine.
+        {"sim/timing", {"support", "isa", "sim/front", "sim/reference", "sim/lower", "sim/exec"}},
         // The kernels' boundary and the kernels themselves: nothing of the simulator, because
         // libtoysim_cuda.so links none of it.
         {"gpu/kernels", {}},

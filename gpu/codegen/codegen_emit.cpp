@@ -24,7 +24,7 @@ constexpr const char* kSpillPerBlockMarker = "@SPILL@";
 std::string device_semantics(Op op) {
     std::string text;
     switch (op) {
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) \
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) \
     case Op::NAME: text = #SEM; break;
         TOYSIM_OPCODES(X)
 #undef X

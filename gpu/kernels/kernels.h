@@ -43,6 +43,10 @@ struct KernelParam {
     std::string_view why_max = {};  // "one thread per output element of a t×t tile"
 };
 
+// Where a kernel's tile products run: CUDA cores (fused multiply-adds), warp-level tensor-core
+// instructions (WMMA or mma.sync, fp16/bf16 in, fp32 sums) or Hopper's warpgroup wgmma.
+enum class Products { CudaCores, WarpMma, Wgmma };
+
 struct KernelSpec {
     std::string_view name;     // what a program's `gpu` line names: "fa2_forward"
     std::string_view source;   // "gpu/kernels/attention_forward.cu"
@@ -61,6 +65,9 @@ struct KernelSpec {
     // A faster version of another kernel (fa2_v2_mma of fa2_forward): it has no program of its
     // own but runs with that kernel's program, `toysim gpu run fa2.toy --kernel fa2_v2_mma`.
     std::string_view version_of = {};
+    // Where its tile products run, as its code says: the time model (sim/timing/) takes the
+    // matching unit's rate.
+    Products products = Products::CudaCores;
 
     int find_array(std::string_view array) const;
     bool runs_in(DType t) const { return std::find(dtypes.begin(), dtypes.end(), t) != dtypes.end(); }

@@ -21,6 +21,18 @@ std::string list(const std::vector<std::string>& names) {
     return out;
 }
 
+// Where the kernel's products run, as the time model names the units: a catalog kernel's as
+// its row says, generated CUDA's on the tensor cores in tf32 where its products may run there.
+ProductUnit product_unit(const KernelSpec& kernel, const GpuRunResult& gpu) {
+    if (gpu.generated) return gpu.generated->tensor_cores ? ProductUnit::MmaTf32 : ProductUnit::CudaCores;
+    switch (kernel.products) {
+        case Products::CudaCores: return ProductUnit::CudaCores;
+        case Products::WarpMma: return ProductUnit::MmaF16;
+        case Products::Wgmma: return ProductUnit::WgmmaF16;
+    }
+    return ProductUnit::CudaCores;
+}
+
 // The walk through the modeled L2, into out.prediction and the stages' and arrays' predicted
 // bytes; or why there is none.
 void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel, const PredictOptions& o, GpuDiff& out) {
@@ -92,13 +104,36 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
         a.predicted_read_bytes = double(s.dram_read_bytes);
         a.predicted_write_bytes = double(s.dram_write_bytes);
     }
-    if (pr.per_launch)
+    const MachineSpec* machine = find_machine(cache_preset_of(gpu.device.name));  // the device as a named machine
+    if (!machine) pr.why_no_time = fmt::format("no named machine models {}", gpu.device.name);
+    else if (!pr.per_launch) pr.why_no_time = "the program's loops are not the kernel's launches";
+    else pr.machine = std::string(machine->name);
+    if (pr.per_launch) {
         for (std::size_t k = 0; k < stages; ++k) {
             const CacheCounts& c = walk.cold_launches ? counted.launches.at(k) : counted.counts;
-            out.stages[k].predicted_read_bytes = double(c.total.dram_read_bytes);
-            out.stages[k].predicted_write_bytes = double(c.total.dram_write_bytes);
-            out.stages[k].predicted_workers = k < pr.launch_workers.size() ? pr.launch_workers[k] : pr.workers;
+            StageDiff& stage = out.stages[k];
+            stage.predicted_read_bytes = double(c.total.dram_read_bytes);
+            stage.predicted_write_bytes = double(c.total.dram_write_bytes);
+            stage.predicted_workers = k < pr.launch_workers.size() ? pr.launch_workers[k] : pr.workers;
+            const LaunchWork& work = walk.cold_launches ? counted.launch_work.at(k) : counted.launch_work.front();
+            if (!machine) continue;
+            if (work.blocks == 0) {  // a serial launch: its loops say nothing of the kernel's threads
+                pr.why_no_time = fmt::format("launch {} of the program has no parallel loop: its time on the GPU depends on threads it does "
+                                             "not describe",
+                                             stage.stage);
+                machine = nullptr;
+                for (StageDiff& before : out.stages) before.predicted_time.reset();
+                continue;
+            }
+            LaunchShape shape;
+            shape.blocks = work.blocks;
+            shape.resident_per_sm = std::max(gpu.launch.stages[k].resident_blocks_per_sm, 1);
+            shape.products = product_unit(kernel, gpu);
+            shape.sector_bytes = q.cache->config.sector_bytes;
+            stage.predicted_time = predict_launch(*machine, work, c, shape);
         }
+        if (!machine) pr.machine.clear();
+    }
     out.prediction = pr;
 }
 
@@ -153,6 +188,7 @@ GpuDiff diff(const Program& p, const GpuRunResult& gpu, const PredictOptions& pr
         StageDiff s;
         s.stage = std::string(stage.name);
         s.measured = stage.measured;
+        s.measured_seconds = stage.time.ms.empty() ? 0 : stage.time.median() / 1e3;
         for (size_t k = 0; k < out.arrays.size(); ++k) {
             const double bytes = double(out.arrays[k].element_bytes);
             s.counted_read_bytes += double(stage.reads[k]) * bytes;

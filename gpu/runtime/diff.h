@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpu/runtime/run.h"
+#include "sim/timing/predict.h"
 
 namespace toysim::gpu {
 
@@ -35,6 +36,10 @@ struct StageDiff {
     MeasuredTraffic measured;
     std::optional<double> predicted_read_bytes, predicted_write_bytes;  // where the program's launches are known
     std::int64_t predicted_workers = 0;  // the workers its prediction ran on
+    // Its time on the named machine (sim/timing/), where the launch is known and the machine
+    // is; the measured time is the stage's median (GpuRunResult).
+    std::optional<LaunchTime> predicted_time;
+    double measured_seconds = 0;
 };
 
 // The modeled L2's prediction (sim/exec/cached_count.h): the program walked through the
@@ -49,6 +54,8 @@ struct Prediction {
     double read_bytes = 0, write_bytes = 0;
     std::uint64_t instructions = 0;
     double seconds = 0;          // the walk's
+    std::string machine;         // the named machine the times are predicted on ("": none)
+    std::string why_no_time;     // where there is no predicted time, why
 };
 
 struct PredictOptions {

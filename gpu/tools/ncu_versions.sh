@@ -19,6 +19,9 @@ command -v ncu >/dev/null || { echo "ncu_versions: no ncu on PATH"; exit 77; }
 metrics=sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active
 metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
 metrics+=,dram__bytes_read.sum,dram__bytes_write.sum,launch__registers_per_thread,gpu__time_duration.sum
+# For the time model: shared-memory wavefronts (each up to 128 bytes) of loads and stores, and
+# the instructions issued.
+metrics+=,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,smsp__inst_executed.sum
 
 fa2=programs/attention/fa2.toy causal=programs/attention/fa2_causal_heaviest_first.toy backward=programs/attention/fa2_backward.toy
 # name | program | options (the kernel, its tiles; 16 heads but for the backward, whose inputs O
@@ -56,7 +59,10 @@ short = {"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
          "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "conflicts ld",
          "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": "conflicts st",
          "dram__bytes_read.sum": "DRAM read B", "dram__bytes_write.sum": "DRAM write B",
-         "launch__registers_per_thread": "regs", "gpu__time_duration.sum": "time ns"}
+         "launch__registers_per_thread": "regs", "gpu__time_duration.sum": "time ns",
+         "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": "shared ld wavefronts",
+         "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": "shared st wavefronts",
+         "smsp__inst_executed.sum": "instructions"}
 lines = ["| run | kernel | " + " | ".join(short.values()) + " |", "|" + " --- |" * (2 + len(short))]
 for run in runs:
     name = run.split("|")[0]

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <queue>
+#include <utility>
 
 #include "sim/exec/dram_cache.h"
 #include "sim/exec/faults.h"
@@ -34,6 +35,7 @@ enum class Moved { Instruction, Halted, AtGrid, IterationDone, AtLaunch };
 // its start to its last access.
 struct IterationCost {
     std::uint64_t instructions = 0, cycles = 0, last_access = 0;
+    std::array<std::uint64_t, kOpCount> by_opcode{};  // its instructions per opcode (scalars: a unit each)
 };
 
 // A loop whose iterations may be counted in runs: no grid's (a grid's iterations go to workers
@@ -96,6 +98,7 @@ public:
             if (stopped == Moved::AtLaunch) {  // a new launch, from a cold cache
                 if (serial[0].released >= 0) {  // the first launch also has the code before its loop
                     out.launches.push_back(cache_->counts());
+                    out.launch_work.push_back(std::exchange(launch_work_, {}));
                     retired_lookups_ += cache_->lookups();
                     cache_.emplace(p_, o_.heads, o_.element_bytes);
                     ++launch_;
@@ -105,6 +108,7 @@ public:
             }
             run_grid(serial, static_cast<std::size_t>(p_.code[static_cast<size_t>(serial[0].pc)].loop));
         }
+        out.launch_work.push_back(launch_work_);
         if (o_.cold_launches) {
             out.launches.push_back(cache_->counts());
             out.counts = out.launches.front();
@@ -126,6 +130,7 @@ private:
     std::int64_t workers_;
     std::vector<LoopPlan> plans_;  // per loop; none in an element walk
     std::size_t launch_ = 0;  // with cold_launches: which launch the walk is in
+    LaunchWork launch_work_;  // the launch the walk is in
     std::uint64_t instructions_ = 0;
     std::uint64_t steps_ = 0;            // instructions, loop steps and runs walked: with lookups, against max_work
     std::uint64_t retired_lookups_ = 0;  // cache lines looked up in launches before this one
@@ -180,6 +185,7 @@ private:
     void run_grid(std::vector<Walker>& serial, std::size_t outer) {
         const LoopInfo& lo = p_.loops[outer];
         const std::size_t inner = grid_inner_loop(p_, outer);
+        ++launch_work_.grids;
         const Walker& first = serial[0];
         std::uint64_t start = 0;
         for (const Walker& w : serial) start = std::max(start, w.clock);
@@ -194,6 +200,7 @@ private:
                 next_exists = grid_first(p_, outer, inner, next_vars.data(), next_limit.data());
             }
             if (!next_exists) return false;
+            ++launch_work_.blocks;
             for (std::size_t k = outer; k <= inner; ++k) {
                 const auto slot = static_cast<std::size_t>(p_.loops[k].slot);
                 w.vars[slot] = next_vars[slot];
@@ -280,7 +287,10 @@ private:
             spend();
             ++instructions_;
             const std::uint64_t units = execute(w, in);
-            w.clock += units * static_cast<std::uint64_t>(p_.cycles[static_cast<size_t>(p_.op_at(w.pc))]);
+            const auto op = static_cast<size_t>(p_.op_at(w.pc));
+            w.clock += units * static_cast<std::uint64_t>(p_.cycles[op]);
+            ++launch_work_.instructions[op];
+            launch_work_.work[op] += units;
             ++w.pc;
             return Moved::Instruction;
         }
@@ -314,6 +324,7 @@ private:
             }
             plan.own.cycles += static_cast<std::uint64_t>(p_.cycles[static_cast<size_t>(p_.op_at(pc))]);
             ++plan.own.instructions;
+            ++plan.own.by_opcode[static_cast<size_t>(p_.op_at(pc))];
         }
         plan.runs = true;
         return plan;
@@ -333,6 +344,7 @@ private:
             const IterationCost& each = plans_[inner.loop].own;
             cost.instructions += trips * each.instructions;
             cost.cycles += trips * each.cycles;
+            for (size_t op = 0; op < each.by_opcode.size(); ++op) cost.by_opcode[op] += trips * each.by_opcode[op];
             if (inner.before_last_access) cost.last_access += trips * each.cycles;
             w.vars[slot] = std::max(lo, hi);
             w.limit[slot] = hi;
@@ -345,6 +357,10 @@ private:
     void count_iterations(Walker& w, const IterationCost& cost, std::uint64_t count) {
         w.clock += count * cost.cycles;
         instructions_ += count * cost.instructions;
+        for (size_t op = 0; op < cost.by_opcode.size(); ++op) {
+            launch_work_.instructions[op] += count * cost.by_opcode[op];
+            launch_work_.work[op] += count * cost.by_opcode[op];
+        }
     }
 
     // From the loop variable to the loop's end (which it is below), without overflow.

@@ -32,6 +32,7 @@
 // time; element_walk takes every iteration so, and a test checks both give the same counts.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -75,9 +76,20 @@ struct CachedCountOptions {
     bool cold_launches = false;
 };
 
+// What one launch executed, for the timing pass (sim/timing/): its instructions and units of
+// work per opcode (all heads), and the grid iterations it handed out (a GPU's blocks).
+struct LaunchWork {
+    std::array<std::uint64_t, kOpCount> instructions{};
+    std::array<std::uint64_t, kOpCount> work{};  // units of work: elements, multiply-adds
+    std::uint64_t blocks = 0;                    // grid iterations, all heads (0: no grid)
+    std::uint64_t grids = 0;                     // grids reached, all heads counted once
+};
+
 struct CachedCount {
     CacheCounts counts;                 // every launch's, summed
     std::vector<CacheCounts> launches;  // with cold_launches: one per top-level loop
+    // Per launch as `launches` (without cold_launches: one, the whole run).
+    std::vector<LaunchWork> launch_work;
     std::uint64_t instructions = 0;  // executed, all heads
     std::uint64_t cycles = 0;        // the makespan on the workers (with one head: the run's cycles)
     std::uint64_t work = 0;          // the walk's units of work (max_work's)

@@ -91,7 +91,7 @@ template <class Domain>
 #define TOYSIM_FAST_LABEL_Memory(NAME) &&exit,
 #define TOYSIM_FAST_LABEL_Move(NAME) &&op_##NAME,
 #define TOYSIM_FAST_LABEL_Compute(NAME) &&op_##NAME,
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) TOYSIM_FAST_LABEL_##CLASS(NAME)
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) TOYSIM_FAST_LABEL_##CLASS(NAME)
         TOYSIM_OPCODES(X)
 #undef X
 #undef TOYSIM_FAST_LABEL_Memory
@@ -194,7 +194,7 @@ loop_begin : {
         written[f.reg[sources]] = 1;                                                   \
         TOYSIM_FAST_NEXT();                                                            \
     }
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) TOYSIM_FAST_##CLASS(NAME, SIG, TOYSIM_SCALAR_SEM_##SHAPE(SEM))
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) TOYSIM_FAST_##CLASS(NAME, SIG, TOYSIM_SCALAR_SEM_##SHAPE(SEM))
     TOYSIM_OPCODES(X)
 #undef X
 #undef TOYSIM_FAST

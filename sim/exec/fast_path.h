@@ -23,7 +23,7 @@ namespace toysim {
 // the control of a loop that is not parallel (and the end of one that is, on one worker), or
 // nothing (Exit: the general executor takes over).
 enum class FastKind : std::uint8_t {
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) NAME,
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) NAME,
     TOYSIM_OPCODES(X)
 #undef X
     Load0, Load1, Load2, Load3,     // by the address's terms

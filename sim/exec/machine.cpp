@@ -272,7 +272,7 @@ void execute(const Program& p, const FastInst* fast, Domain& dom, MachineState<t
         if constexpr (Listening) ev.reg_new = result;                             \
         break;                                                                    \
     }
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) TOYSIM_ALU_##CLASS(NAME, SIG, TOYSIM_SCALAR_SEM_##SHAPE(SEM))
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) TOYSIM_ALU_##CLASS(NAME, SIG, TOYSIM_SCALAR_SEM_##SHAPE(SEM))
             TOYSIM_OPCODES(X)
 #undef X
 #undef TOYSIM_ALU

@@ -31,7 +31,7 @@ V stored_value(Op op, Domain& D, V a, [[maybe_unused]] V b) {
     case Op::NAME: return SEM;
 #define TOYSIM_STORED_Move(NAME, SEM)
 #define TOYSIM_STORED_Compute(NAME, SEM)
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) TOYSIM_STORED_##CLASS(NAME, SEM)
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) TOYSIM_STORED_##CLASS(NAME, SEM)
         TOYSIM_OPCODES(X)
 #undef X
 #undef TOYSIM_STORED_Memory
@@ -229,7 +229,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
             }
         };
         switch (t.op) {
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM)                                    \
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM)                                    \
     case Op::NAME:                                                                                         \
         if constexpr (OpShape::SHAPE == OpShape::RowReduce) fold([&]([[maybe_unused]] V a, [[maybe_unused]] V b) -> V { \
             [[maybe_unused]] V c = a;                                                                      \
@@ -329,7 +329,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
             for (std::int64_t j = 0; j < cols; ++j) built.at(i, j) = semantics(in[0].at(i, j), in[1].at(i, j), in[2].at(i, j));
     };
     switch (t.op) {
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) \
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) \
     case Op::NAME: apply([&]([[maybe_unused]] V a, [[maybe_unused]] V b, [[maybe_unused]] V c) -> V { return SEM; }); break;
         TOYSIM_OPCODES(X)
 #undef X

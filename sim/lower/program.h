@@ -157,7 +157,7 @@ struct TileInst {
 
 // Internal codes beyond the ISA's opcodes: loop control and the end of the program.
 enum class Code : std::uint8_t {
-#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, SEM) NAME,
+#define X(NAME, SIG, OPERANDS, MEANING, CYCLES, CLASS, SHAPE, UNIT, GPU, SEM) NAME,
     TOYSIM_OPCODES(X)
 #undef X
     LoopBegin,

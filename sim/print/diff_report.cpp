@@ -22,13 +22,49 @@ double measured_read(const gpu::GpuDiff& d) {
     return bytes;
 }
 
+std::string percent(double fraction) { return fmt::format("{:+.1f}%", 100 * fraction); }
+
+// A launch's predicted time: every bound, the one that decides, and the error against the
+// measured median.
+json time_json(const LaunchTime& t, double measured) {
+    json bounds = json::object();
+    for (int b = 0; b < kTimeBoundCount; ++b) bounds[std::string(time_bound_key(static_cast<TimeBound>(b)))] = t.each[static_cast<size_t>(b)];
+    json j{{"seconds", t.seconds}, {"bound", time_bound_key(t.bound)}, {"bounds", bounds}, {"launch_seconds", t.launch_seconds},
+           {"busiest_sm_blocks", t.busiest_sm_blocks}};
+    if (measured > 0) j["error"] = (t.seconds - measured) / measured;
+    return j;
+}
+
+std::string milliseconds(double seconds) { return fmt::format("{:.3f} ms", seconds * 1e3); }
+
+// The time table: per launch, predicted against measured, and what bounds the prediction.
+std::string format_time_table(const gpu::GpuDiff& d, Format format) {
+    const gpu::Prediction& pr = *d.prediction;
+    if (pr.machine.empty()) return pr.why_no_time.empty() ? "" : fmt::format("\nno predicted time: {}\n", pr.why_no_time);
+    Table t{{"launch", "time (predicted)", "time (measured)", "error", "bound", "next bound"}, {false, true, true, true, false, false}, {}};
+    for (const auto& s : d.stages) {
+        if (!s.predicted_time) continue;
+        const LaunchTime& p = *s.predicted_time;
+        // The runner-up says how far the decision is from changing.
+        int next = -1;
+        for (int b = 0; b < kTimeBoundCount; ++b)
+            if (b != static_cast<int>(p.bound) && (next < 0 || p.each[static_cast<size_t>(b)] > p.each[static_cast<size_t>(next)])) next = b;
+        t.rows.push_back({s.stage, milliseconds(p.seconds), s.measured_seconds > 0 ? milliseconds(s.measured_seconds) : "-",
+                          s.measured_seconds > 0 ? percent((p.seconds - s.measured_seconds) / s.measured_seconds) : "-",
+                          fmt::format("{} {}", time_bound_key(p.bound), milliseconds(p.each[static_cast<size_t>(p.bound)])),
+                          fmt::format("{} {}", time_bound_key(static_cast<TimeBound>(next)), milliseconds(p.each[static_cast<size_t>(next)]))});
+    }
+    return fmt::format("\npredicted time on machine {} (the slowest bound plus the launch's own {}), against the measured median\n", pr.machine,
+                       fmt::format("{:.2f} µs", d.stages.front().predicted_time ? d.stages.front().predicted_time->launch_seconds * 1e6 : 0.0)) +
+           render_table(t, format);
+}
+
 // (predicted − measured) / measured DRAM bytes read, all launches: the modeled L2's error.
 double read_error(const gpu::GpuDiff& d) {
     const double measured = measured_read(d);
     return measured > 0 ? (d.prediction->read_bytes - measured) / measured : 0;
 }
 
-std::string percent(double fraction) { return fmt::format("{:+.1f}%", 100 * fraction); }
 
 json diff_json(const std::string& path, const gpu::GpuRunResult& g, const gpu::GpuDiff& d, const std::string& source) {
     json params = json::object();
@@ -57,6 +93,8 @@ json diff_json(const std::string& path, const gpu::GpuRunResult& g, const gpu::G
             j["predicted_dram_write_bytes"] = *s.predicted_write_bytes;
             j["predicted_workers"] = s.predicted_workers;
         }
+        j["measured_seconds"] = s.measured_seconds;
+        if (s.predicted_time) j["predicted_time"] = time_json(*s.predicted_time, s.measured_seconds);
         stages.push_back(j);
     }
     json out{{"program", path},     {"kernel", g.kernel->name}, {"gpu", source},         {"device", g.device.name},
@@ -70,6 +108,8 @@ json diff_json(const std::string& path, const gpu::GpuRunResult& g, const gpu::G
                                  {"dram_read_bytes", p.read_bytes}, {"dram_write_bytes", p.write_bytes},
                                  {"instructions", p.instructions}};
         if (d.measured) out["prediction"]["read_error"] = read_error(d);
+        out["prediction"]["machine"] = p.machine.empty() ? json(nullptr) : json(p.machine);
+        if (!p.why_no_time.empty()) out["prediction"]["why_no_time"] = p.why_no_time;
     } else {
         out["prediction"] = nullptr;
         out["why_no_prediction"] = d.why_no_prediction;
@@ -158,6 +198,7 @@ std::string format_diff(const std::string& path, const gpu::GpuRunResult& g, con
         out += fmt::format("\npredicted by the modeled L2 (cache {}, {}: {}{}), against the measured DRAM\n", pr.cache, workers,
                            pr.workers_from, pr.per_launch ? (d.stages.size() > 1 ? "; each launch from a cold cache" : "") : "; one run of the whole program");
         out += render_table(predicted, format);
+        out += format_time_table(d, format);
     } else if (!d.why_no_prediction.empty()) {
         out += fmt::format("\nno prediction: {}\n", d.why_no_prediction);
     }

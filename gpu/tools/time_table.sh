@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The time model's error table: for every recorded cold run of a catalog kernel
+# (traces/gpu/*.cold.json), each launch's time predicted on the named machine (sim/timing/,
+# isa/machine.h) against the median the run measured on the H100. Needs no GPU: it reads the
+# recorded runs back with `toysim diff --gpu FILE`. Writes traces/gpu/time_prediction.md.
+#
+#   bash gpu/tools/time_table.sh [path/to/toysim]
+set -euo pipefail
+toysim=${1:-build/toysim}
+out=${TOYSIM_RESULTS_DIR:-traces/gpu}
+python3 - "$toysim" "$out" <<'PY'
+import json, statistics, subprocess, sys
+toysim, out = sys.argv[1], sys.argv[2]
+runs = ["matmul_inner", "matmul_outer", "matmul_outer.n1536", "matmul_outer.n1536.t16", "softmax_3pass", "softmax_online",
+        "standard_tiled.n4096.fp16", "standard_tiled.n4096.fp32", "fa1.n4096.fp16", "fa1.n4096.fp32",
+        "fa2.n4096.fp16", "fa2.n4096.fp32", "fa2_v1_wmma.n4096.fp16", "fa2_v2_mma.n4096.fp16", "fa2_v3_mma.n4096.fp16",
+        "fa2_backward.n1024.fp16", "fa2_backward_no_d_trick.n1024.fp16",
+        "fa2_v4_wgmma.n4096.fp16", "fa2_causal.n4096.fp16", "fa2_causal_v3_mma.n4096.fp16", "fa2_causal_v4_wgmma.n4096.fp16",
+        "fa2_backward_mma.n4096.fp16", "fa2_generated.n4096.fp16", "fa1_generated.n4096.fp16"]
+rows, errors, none = [], [], []
+for name in runs:
+    path = f"{out}/{name}.cold.json"
+    recorded = json.load(open(path))
+    d = json.loads(subprocess.run([toysim, "diff", recorded["program"], "--gpu", path, "--format", "json"],
+                                  check=True, capture_output=True, text=True).stdout)
+    shape = ", ".join(f"{k} = {v}" for k, v in recorded["params"].items())
+    kernel = d["kernel"] if d["kernel"] != "generated" else "CUDA generated from " + recorded["program"].split("/")[-1]
+    what = f"{kernel} ({shape}; {recorded['heads']} heads, {recorded['dtype']})"
+    p = d["prediction"]
+    if not any("predicted_time" in s for s in d["stages"]):
+        none.append(f"{what}: {p.get('why_no_time', 'no prediction')}")
+        continue
+    for s in d["stages"]:
+        t = s["predicted_time"]
+        label = what if len(d["stages"]) == 1 else f"{what}, its {s['stage']} launch"
+        rows.append((label, t["seconds"], s["measured_seconds"], t["error"], t["bound"]))
+        errors.append(t["error"])
+lines = ["| kernel and shape (cold L2), launch | predicted | measured (median of 20) | error | bound |",
+         "| --- | --- | --- | --- | --- |"]
+for label, predicted, measured, error, bound in rows:
+    lines.append(f"| {label} | {predicted * 1e3:.3f} ms | {measured * 1e3:.3f} ms | {100 * error:+.1f}% | {bound} |")
+absolute = [abs(e) for e in errors]
+lines.append("")
+lines.append(f"{len(errors)} launches: median |error| {100 * statistics.median(absolute):.1f}%, "
+             f"{sum(a <= 0.25 for a in absolute)} within ±25%, {sum(a <= 0.10 for a in absolute)} within ±10%; "
+             f"worst {100 * max(errors, key=abs):+.1f}%.")
+if none:
+    lines.append("")
+    lines.append("No predicted time:")
+    lines += [f"- {n}" for n in none]
+open(f"{out}/time_prediction.md", "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY

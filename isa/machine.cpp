@@ -1,0 +1,73 @@
+// The named machines (machine.h). Each value: the measured figure from the probe's committed
+// output, the row it is on, and the published figure beside it.
+#include "isa/machine.h"
+
+#include <algorithm>
+
+namespace toysim {
+
+namespace {
+
+constexpr MachineParamInfo kInfo[] = {
+#define X(NAME, KEY, UNIT, MEANING) {KEY, UNIT, MEANING},
+    TOYSIM_MACHINE_PARAMS(X)
+#undef X
+};
+
+constexpr std::string_view kH100Results = "gpu/results/machine_h100.txt";
+
+MachineSpec h100() {
+    MachineSpec m;
+    m.name = "h100";
+    m.device = "NVIDIA H100 80GB HBM3 (SXM5)";
+    m.results = kH100Results;
+    auto set = [&](MachineParam p, double measured, std::string_view row, std::string_view figure, std::string_view published) {
+        m.values[static_cast<size_t>(p)] = {measured, row, figure, published};
+    };
+    using P = MachineParam;
+    set(P::Sms, 132, "SMs", "132", "132 (H100 SXM5)");
+    set(P::ClockMhz, 1978, "SM clock under load", "1978 MHz", "1980 MHz max boost");
+    set(P::Fp32FlopsPerClock, 250.1, "FP32 FMA", "250.1 FLOP/clk/SM", "256 FLOP/clk/SM, 66.9 TFLOP/s (whitepaper)");
+    set(P::SfuPerClock, 16, "SFU ex2.approx.ftz.f32", "16.00 /clk/SM", "16 /clk/SM (CUDA guide, cc 9.0)");
+    // The tensor cores' figures are what the GPU gives as it runs them, its clock lowered under
+    // their load (1788 MHz for mma.sync, 1827 for wgmma): per second, not per clock.
+    set(P::MmaF16Tflops, 645, "mma.sync m16n8k16 fp16->fp32", "645 TFLOP/s", "989 TFLOP/s dense fp16 (whitepaper), which only wgmma reaches");
+    set(P::MmaTf32Tflops, 322, "mma.sync m16n8k8 tf32->fp32", "322 TFLOP/s", "495 TFLOP/s dense tf32 (whitepaper)");
+    set(P::WgmmaF16Tflops, 988, "wgmma m64n256k16 fp16->fp32", "988 TFLOP/s", "989 TFLOP/s dense fp16 (whitepaper)");
+    set(P::SharedBytesPerClock, 128, "shared memory load", "128.0 B/clk/SM", "128 B/clk/SM (32 banks × 4 B)");
+    set(P::L2BytesPerSecond, 7902, "L2 read (8 MiB, warm)", "median 7902", "");
+    set(P::DramBytesPerSecond, 3072, "HBM read", "median 3072", "3352 GB/s (HBM3: 2619 MHz × 2 × 5120 bit)");
+    set(P::DramLatency, 660, "global load, L2 miss (DRAM)", "660 cycles", "");
+    set(P::L2Latency, 272, "global load, L2 hit", "272 cycles", "");
+    set(P::SharedLatency, 23, "shared memory load", "23 cycles", "");
+    set(P::LaunchMicroseconds, 1.89, "launch-to-launch gap", "1.89 us", "");
+    set(P::RegistersPerSm, 65536, "registers per SM", "65536", "64K (CUDA guide)");
+    set(P::SharedPerSm, 233472, "shared memory per SM", "233472 B", "228 KB (CUDA guide)");
+    set(P::SharedPerBlock, 232448, "shared memory per block", "232448 B", "227 KB (CUDA guide)");
+    set(P::BlocksPerSm, 32, "threads, blocks per SM", "32", "32 (CUDA guide)");
+    set(P::ThreadsPerSm, 2048, "threads, blocks per SM", "2048", "2048 (CUDA guide)");
+    return m;
+}
+
+}  // namespace
+
+const MachineParamInfo& machine_param_info(MachineParam param) { return kInfo[static_cast<size_t>(param)]; }
+
+const std::vector<MachineSpec>& machines() {
+    static const std::vector<MachineSpec> all = {h100()};
+    return all;
+}
+
+const MachineSpec* find_machine(std::string_view name) {
+    const auto& all = machines();
+    auto it = std::find_if(all.begin(), all.end(), [&](const MachineSpec& m) { return m.name == name; });
+    return it == all.end() ? nullptr : &*it;
+}
+
+std::string machine_names() {
+    std::string out;
+    for (const MachineSpec& m : machines()) out += (out.empty() ? "" : ", ") + std::string(m.name);
+    return out;
+}
+
+}  // namespace toysim

@@ -1,0 +1,102 @@
+// The timing pass (predict.h).
+#include "sim/timing/predict.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace toysim {
+
+namespace {
+
+constexpr std::string_view kBoundKeys[] = {
+#define X(NAME, KEY, MEANING) KEY,
+    TOYSIM_TIME_BOUNDS(X)
+#undef X
+};
+constexpr std::string_view kBoundMeanings[] = {
+#define X(NAME, KEY, MEANING) MEANING,
+    TOYSIM_TIME_BOUNDS(X)
+#undef X
+};
+
+// Multiply-adds per second per SM where the products run.
+double product_rate(const MachineSpec& m, ProductUnit unit) {
+    switch (unit) {
+        case ProductUnit::CudaCores: break;
+        case ProductUnit::MmaF16: return m.macs_per_second_per_sm(MachineParam::MmaF16Tflops);
+        case ProductUnit::MmaTf32: return m.macs_per_second_per_sm(MachineParam::MmaTf32Tflops);
+        case ProductUnit::WgmmaF16: return m.macs_per_second_per_sm(MachineParam::WgmmaF16Tflops);
+    }
+    return m.alu_per_clock() * m.clock_hz();  // one fused multiply-add each
+}
+
+}  // namespace
+
+std::string_view product_unit_name(ProductUnit unit) {
+    switch (unit) {
+        case ProductUnit::CudaCores: return "CUDA cores";
+        case ProductUnit::MmaF16: return "tensor cores (mma.sync, fp16)";
+        case ProductUnit::MmaTf32: return "tensor cores (mma.sync, tf32)";
+        case ProductUnit::WgmmaF16: return "tensor cores (wgmma, fp16)";
+    }
+    return "";
+}
+
+std::string_view time_bound_key(TimeBound bound) { return kBoundKeys[static_cast<size_t>(bound)]; }
+std::string_view time_bound_meaning(TimeBound bound) { return kBoundMeanings[static_cast<size_t>(bound)]; }
+
+LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const CacheCounts& counts, const LaunchShape& shape) {
+    LaunchTime t;
+    const double clock = m.clock_hz();
+    const double sms = m[MachineParam::Sms];
+    const double blocks = static_cast<double>(std::max<std::uint64_t>(shape.blocks, 1));
+    const auto busiest = static_cast<std::uint64_t>(std::ceil(blocks / sms));
+    t.busiest_sm_blocks = busiest;
+    const double share = static_cast<double>(busiest) / blocks;  // of the launch's work, on the busiest SM
+
+    std::array<double, 4> unit_work{};  // per GpuUnit
+    std::array<double, 4> unit_instructions{};
+    for (int op = 0; op < kOpCount; ++op) {
+        unit_work[static_cast<size_t>(kOpGpuUnit[op])] += static_cast<double>(work.work[static_cast<size_t>(op)]);
+        unit_instructions[static_cast<size_t>(kOpGpuUnit[op])] += static_cast<double>(work.instructions[static_cast<size_t>(op)]);
+    }
+    auto at = [&](GpuUnit u) { return unit_work[static_cast<size_t>(u)]; };
+    t.flops = 2 * at(GpuUnit::Matrix);
+    auto& each = t.each;
+    auto set = [&](TimeBound b, double seconds) { each[static_cast<size_t>(b)] = seconds; };
+    set(TimeBound::Matrix, share * at(GpuUnit::Matrix) / product_rate(m, shape.products));
+    set(TimeBound::Special, share * at(GpuUnit::Special) / m[MachineParam::SfuPerClock] / clock);
+    set(TimeBound::Alu, share * at(GpuUnit::Alu) / m.alu_per_clock() / clock);
+
+    // The L2 sees every sector the program's LOADs and STOREs touch; DRAM what the cache model
+    // says misses and is written back.
+    const CacheStats& c = counts.total;
+    const double sector = shape.sector_bytes;
+    const double l2_bytes = static_cast<double>(c.hits() + c.misses()) * sector;
+    const double dram_bytes = static_cast<double>(c.dram_read_bytes + c.dram_write_bytes);
+    set(TimeBound::L2, l2_bytes / m.bytes_per_second(MachineParam::L2BytesPerSecond));
+    set(TimeBound::Dram, dram_bytes / m.bytes_per_second(MachineParam::DramBytesPerSecond));
+
+    // A block's chain: its instructions one after another, as a program without asynchronous
+    // copies runs them: each memory instruction's wait (hits at the L2's latency, the rest at
+    // DRAM's) and its bytes at one SM's share of the L2's bandwidth, then each unit's work at
+    // the whole SM's rate. R resident blocks run their chains side by side.
+    const double accesses = static_cast<double>(c.hits() + c.misses());
+    const double hit_share = accesses > 0 ? static_cast<double>(c.hits()) / accesses : 0;
+    const double wait = hit_share * m[MachineParam::L2Latency] + (1 - hit_share) * m[MachineParam::DramLatency];
+    const double sm_bytes_per_second = m.bytes_per_second(MachineParam::L2BytesPerSecond) / sms;
+    const double memory_chain = unit_instructions[static_cast<size_t>(GpuUnit::Memory)] * wait / clock + l2_bytes / sm_bytes_per_second;
+    const double compute_chain = at(GpuUnit::Matrix) / product_rate(m, shape.products) + at(GpuUnit::Special) / m[MachineParam::SfuPerClock] / clock +
+                                 at(GpuUnit::Alu) / m.alu_per_clock() / clock;
+    const double chain = (memory_chain + compute_chain) / blocks;
+    const double resident = static_cast<double>(std::max<std::int64_t>(shape.resident_per_sm, 1));
+    set(TimeBound::Chain, std::ceil(static_cast<double>(busiest) / resident) * chain);
+
+    const auto slowest = std::max_element(each.begin(), each.end());
+    t.bound = static_cast<TimeBound>(slowest - each.begin());
+    t.launch_seconds = m[MachineParam::LaunchMicroseconds] * 1e-6;
+    t.seconds = *slowest + t.launch_seconds;
+    return t;
+}
+
+}  // namespace toysim

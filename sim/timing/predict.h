@@ -1,0 +1,85 @@
+// The timing pass: a launch's time on a named machine (isa/machine.h), from what the count-only
+// walk through the cache counted (sim/exec/cached_count.h): each unit's work, the bytes that
+// reach the L2 and DRAM, and the blocks the grid hands out.
+//
+// A launch is predicted as the slowest of its bounds, each the time one part of the machine
+// would need if nothing else held it back:
+//
+//   matrix, special, alu   the busiest SM's share of the unit's work at the unit's rate. The
+//                          block scheduler deals B blocks to S SMs, so the busiest SM runs
+//                          ⌈B/S⌉ of them: (⌈B/S⌉ · work/B) / (rate per SM per clock · clock).
+//   l2, dram               all bytes at the whole GPU's bandwidth: bytes / (bytes per second).
+//   chain                  each block's instructions one after another, as a program without
+//                          asynchronous copies runs them: every LOAD and STORE waits for the
+//                          memory's latency (the L2's for the share the cache model says hits,
+//                          DRAM's for the rest) and moves its bytes at one SM's share of the L2's
+//                          bandwidth, and every product, EXP and element-wise instruction takes
+//                          its work at the SM's rate. R resident blocks run side by side, so the
+//                          busiest SM takes ⌈⌈B/S⌉/R⌉ chains.
+//
+// and the launch's own time (an empty kernel's) is added. This is the first form of the
+// model: the toy program does not yet say which of its tiles live in registers and which in
+// shared memory, nor which copies are asynchronous, so the model counts no shared-memory
+// traffic and overlaps nothing within a block (docs/gpu.md, "Predicted time", says where it is
+// weakest).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "isa/isa.h"
+#include "isa/machine.h"
+#include "sim/exec/cache.h"
+#include "sim/exec/cached_count.h"
+
+namespace toysim {
+
+// Where a tile product runs: on the CUDA cores (a fused multiply-add per multiply-add) or on
+// the tensor cores, by instruction kind and input type.
+enum class ProductUnit : std::uint8_t { CudaCores, MmaF16, MmaTf32, WgmmaF16 };
+std::string_view product_unit_name(ProductUnit unit);
+
+// What decides a launch's prediction: the bound that is slowest.
+#define TOYSIM_TIME_BOUNDS(X)                                                              \
+    X(Matrix, "matrix", "the products (tensor cores or CUDA cores, as the schedule says)") \
+    X(Special, "special", "EXP, LOG and DIV on the special-function unit")                  \
+    X(Alu, "alu", "element-wise work and reductions on the CUDA cores")                     \
+    X(L2, "l2", "bytes through the L2 at its bandwidth")                                    \
+    X(Dram, "dram", "bytes to and from DRAM at its bandwidth")                               \
+    X(Chain, "chain", "each block's instructions one after another (waits included), R blocks side by side")
+
+enum class TimeBound : std::uint8_t {
+#define X(NAME, KEY, MEANING) NAME,
+    TOYSIM_TIME_BOUNDS(X)
+#undef X
+};
+inline constexpr int kTimeBoundCount = 0
+#define X(NAME, KEY, MEANING) +1
+    TOYSIM_TIME_BOUNDS(X)
+#undef X
+    ;
+std::string_view time_bound_key(TimeBound bound);
+std::string_view time_bound_meaning(TimeBound bound);
+
+// How the launch runs: its blocks and how many an SM holds at once, and where its products run.
+struct LaunchShape {
+    std::uint64_t blocks = 1;          // grid iterations, all heads (a serial launch: one block)
+    std::int64_t resident_per_sm = 1;  // blocks an SM holds at once
+    ProductUnit products = ProductUnit::CudaCores;
+    std::uint32_t sector_bytes = 32;   // the cache's sector (what its hits and misses count)
+};
+
+struct LaunchTime {
+    double seconds = 0;                        // the slowest bound plus the launch's own time
+    TimeBound bound = TimeBound::Chain;      // which bound it is
+    std::array<double, kTimeBoundCount> each{};  // every bound, seconds
+    double launch_seconds = 0;                 // the launch's own time, included in seconds
+    std::uint64_t busiest_sm_blocks = 0;       // ⌈B/S⌉
+    double flops = 0;                          // 2 per multiply-add
+};
+
+LaunchTime predict_launch(const MachineSpec& machine, const LaunchWork& work, const CacheCounts& counts, const LaunchShape& shape);
+
+}  // namespace toysim

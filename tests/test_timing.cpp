@@ -1,0 +1,116 @@
+// The named machine (isa/machine.h) and the timing pass (sim/timing/predict.h): every constant
+// read back from the probe's committed results, and each bound worked by hand.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "isa/machine.h"
+#include "sim/timing/predict.h"
+#include "support.h"
+
+using namespace toysim;
+using namespace toysim::testing;
+
+namespace {
+
+const MachineSpec& h100() {
+    const MachineSpec* m = find_machine("h100");
+    REQUIRE(m != nullptr);
+    return *m;
+}
+
+std::uint64_t& units(LaunchWork& w, Op op) { return w.work[static_cast<size_t>(op)]; }
+std::uint64_t& count(LaunchWork& w, Op op) { return w.instructions[static_cast<size_t>(op)]; }
+
+}  // namespace
+
+TEST_CASE("machine: every h100 value is the figure on its row of the probe's results", "[time]") {
+    std::ifstream in(std::string(TOYSIM_SOURCE_DIR) + "/" + std::string(h100().results));
+    REQUIRE(in);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    for (int p = 0; p < kMachineParamCount; ++p) {
+        const MachineValue& v = h100().values[static_cast<size_t>(p)];
+        INFO(machine_param_info(static_cast<MachineParam>(p)).key << ": row " << v.row << ", figure " << v.figure);
+        bool found = false;
+        for (const std::string& line : lines)
+            found = found || (line.rfind(std::string(v.row) + " ", 0) == 0 && line.find(std::string(v.figure), v.row.size()) != std::string::npos);
+        CHECK(found);
+        // The figure's first number is the value.
+        const std::string figure(v.figure);
+        const auto digit = figure.find_first_of("0123456789");
+        REQUIRE(digit != std::string::npos);
+        CHECK(std::stod(figure.substr(digit)) == Approx(v.measured));
+    }
+    CHECK(find_machine("h200") == nullptr);
+    CHECK(machine_names() == "h100");
+}
+
+TEST_CASE("time: the products' bound on wgmma, and the busiest SM's extra block", "[time]") {
+    LaunchWork w;
+    units(w, Op::MAC) = 1'000'000'000;  // 10⁹ multiply-adds
+    count(w, Op::MAC) = 132;
+    CacheCounts c;
+    LaunchShape shape;
+    shape.blocks = 132;
+    shape.products = ProductUnit::WgmmaF16;
+    // 2·10⁹ FLOP at 988 TFLOP/s: 2.0243 µs, every SM one block.
+    LaunchTime t = predict_launch(h100(), w, c, shape);
+    CHECK(t.each[static_cast<size_t>(TimeBound::Matrix)] == Approx(2.0243e-6).epsilon(1e-4));
+    CHECK(t.bound == TimeBound::Matrix);
+    CHECK(t.seconds == Approx(2.0243e-6 + 1.89e-6).epsilon(1e-4));
+    CHECK(t.flops == 2e9);
+    // One block more: an SM runs two, so the launch takes twice one SM's share of 10⁹/133 each.
+    shape.blocks = 133;
+    t = predict_launch(h100(), w, c, shape);
+    CHECK(t.busiest_sm_blocks == 2);
+    CHECK(t.each[static_cast<size_t>(TimeBound::Matrix)] == Approx(2.0243e-6 * 132 * 2 / 133).epsilon(1e-4));
+    // On the CUDA cores: 125.05 fused multiply-adds a clock at 1978 MHz.
+    shape.blocks = 132;
+    shape.products = ProductUnit::CudaCores;
+    t = predict_launch(h100(), w, c, shape);
+    CHECK(t.each[static_cast<size_t>(TimeBound::Matrix)] == Approx(1e9 / 132 / (125.05 * 1.978e9)).epsilon(1e-4));
+}
+
+TEST_CASE("time: DRAM and L2 bounds, and a block's chain of waits", "[time]") {
+    LaunchWork w;
+    units(w, Op::LOAD) = count(w, Op::LOAD) = 13'200;  // 100 scalar loads a block, 132 blocks
+    CacheCounts c;
+    c.total.read_hits = 13'200;  // one 32-byte sector each, every one a hit
+    LaunchShape shape;
+    shape.blocks = 132;
+    LaunchTime t = predict_launch(h100(), w, c, shape);
+    // 100 waits of 272 cycles at 1978 MHz, and 3,200 bytes at one SM's share of 7902 GB/s.
+    CHECK(t.each[static_cast<size_t>(TimeBound::Chain)] == Approx(100 * 272 / 1.978e9 + 3200 / (7902e9 / 132)).epsilon(1e-4));
+    CHECK(t.bound == TimeBound::Chain);
+    CHECK(t.each[static_cast<size_t>(TimeBound::L2)] == Approx(13'200 * 32 / 7902e9).epsilon(1e-4));
+    // Two resident blocks wait side by side: 264 blocks take the time of 132.
+    shape.blocks = 264;
+    shape.resident_per_sm = 2;
+    units(w, Op::LOAD) = count(w, Op::LOAD) = 26'400;
+    c.total.read_hits = 26'400;
+    CHECK(predict_launch(h100(), w, c, shape).each[static_cast<size_t>(TimeBound::Chain)] == Approx(t.each[static_cast<size_t>(TimeBound::Chain)]).epsilon(1e-9));
+    // Misses wait DRAM's 660 cycles; 3072 MB from DRAM take a millisecond.
+    c.total.read_hits = 0;
+    c.total.read_misses = 26'400;
+    c.total.dram_read_bytes = 3'072'000'000;
+    t = predict_launch(h100(), w, c, shape);
+    CHECK(t.each[static_cast<size_t>(TimeBound::Dram)] == Approx(1e-3).epsilon(1e-9));
+    CHECK(t.bound == TimeBound::Dram);
+}
+
+TEST_CASE("time: a recorded H100 run read back, its prediction against its median", "[time][traces]") {
+    // fa2_v3_mma, n = 4096, d = 64, Br = 128, Bc = 64, 16 heads, fp16: 512 blocks, 2 resident per
+    // SM, so the busiest SM runs 4 in 2 chains; the chain bound decides.
+    CliResult r = run_cli({"diff", "programs/attention/fa2.toy", "--gpu", "traces/gpu/fa2_v3_mma.n4096.fp16.cold.json"});
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("predicted time on machine h100 (the slowest bound plus the launch's own 1.89 µs), against the measured median\n") !=
+          std::string::npos);
+    CHECK(r.out.find("fa2_v3_mma          0.183 ms         0.249 ms  -26.7%  chain 0.181 ms  matrix 0.110 ms\n") != std::string::npos);
+    // A program whose launch has no parallel loop says why it has no time.
+    r = run_cli({"diff", "programs/p5_online_softmax.toy", "--gpu", "traces/gpu/softmax_online.cold.json"});
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("no predicted time: launch softmax_online of the program has no parallel loop: its time on the GPU depends on threads "
+                     "it does not describe\n") != std::string::npos);
+}
