@@ -27,6 +27,9 @@ MachineSpec h100() {
     using P = MachineParam;
     set(P::Sms, 132, "SMs", "132", "132 (H100 SXM5)");
     set(P::ClockMhz, 1978, "SM clock under load", "1978 MHz", "1980 MHz max boost");
+    // The MHz column of the tensor-core rows: the clock the SMs ran at under that load.
+    set(P::MmaClockMhz, 1788, "mma.sync m16n8k16 fp16->fp32", "1788", "1830 MHz for the tensor peaks (whitepaper)");
+    set(P::WgmmaClockMhz, 1827, "wgmma m64n256k16 fp16->fp32", "1827", "1830 MHz for the tensor peaks (whitepaper)");
     set(P::Fp32FlopsPerClock, 250.1, "FP32 FMA", "250.1 FLOP/clk/SM", "256 FLOP/clk/SM, 66.9 TFLOP/s (whitepaper)");
     set(P::SfuPerClock, 16, "SFU ex2.approx.ftz.f32", "16.00 /clk/SM", "16 /clk/SM (CUDA guide, cc 9.0)");
     // The tensor cores' figures are what the GPU gives as it runs them, its clock lowered under

@@ -22,7 +22,9 @@ namespace toysim {
 // Each parameter: its key, its unit, and what it is. The order is the listing's.
 #define TOYSIM_MACHINE_PARAMS(X)                                                                                                    \
     X(Sms, "sms", "", "streaming multiprocessors (SMs)")                                                                          \
-    X(ClockMhz, "clock", "MHz", "SM clock while a kernel runs")                                                                     \
+    X(ClockMhz, "clock", "MHz", "SM clock while a kernel runs on the CUDA cores")                                                   \
+    X(MmaClockMhz, "mma_clock", "MHz", "SM clock while mma.sync keeps the tensor cores busy (lower: power)")                         \
+    X(WgmmaClockMhz, "wgmma_clock", "MHz", "SM clock while wgmma keeps the tensor cores busy")                                     \
     X(Fp32FlopsPerClock, "fp32", "FLOP/clk/SM", "fp32 FLOP per clock per SM on the CUDA cores (a fused multiply-add is 2)")         \
     X(SfuPerClock, "sfu", "/clk/SM", "special-function results (ex2, lg2, rcp) per clock per SM")                                   \
     X(MmaF16Tflops, "mma_f16", "TFLOP/s", "mma.sync m16n8k16, fp16 or bf16 in, fp32 sums: the whole GPU as it runs them")       \

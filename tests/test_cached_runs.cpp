@@ -45,6 +45,9 @@ std::pair<std::uint64_t, std::uint64_t> compare_walks(const Program& p, CachedCo
         CHECK(fast.launch_work[k].instructions == slow.launch_work[k].instructions);
         CHECK(fast.launch_work[k].work == slow.launch_work[k].work);
         CHECK(fast.launch_work[k].blocks == slow.launch_work[k].blocks);
+        CHECK(fast.launch_work[k].shared_elements == slow.launch_work[k].shared_elements);
+        CHECK(fast.launch_work[k].makespan_cycles == slow.launch_work[k].makespan_cycles);
+        CHECK(fast.launch_work[k].busy_cycles == slow.launch_work[k].busy_cycles);
     }
     return {slow.work, fast.work};
 }

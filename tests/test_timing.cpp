@@ -1,7 +1,10 @@
 // The named machine (isa/machine.h) and the timing pass (sim/timing/predict.h): every constant
 // read back from the probe's committed results, and each bound worked by hand.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <tuple>
 #include <sstream>
 #include <string>
 
@@ -101,16 +104,62 @@ TEST_CASE("time: DRAM and L2 bounds, and a block's chain of waits", "[time]") {
 }
 
 TEST_CASE("time: a recorded H100 run read back, its prediction against its median", "[time][traces]") {
-    // fa2_v3_mma, n = 4096, d = 64, Br = 128, Bc = 64, 16 heads, fp16: 512 blocks, 2 resident per
-    // SM, so the busiest SM runs 4 in 2 chains; the chain bound decides.
-    CliResult r = run_cli({"diff", "programs/attention/fa2.toy", "--gpu", "traces/gpu/fa2_v3_mma.n4096.fp16.cold.json"});
+    // fa2_v3_mma's schedule, n = 4096, d = 64, Br = 128, Bc = 64, 16 heads, fp16: 512 blocks, 2
+    // resident per SM, so the busiest SM runs 4 in 2 chains; the chain bound decides.
+    CliResult r = run_cli({"diff", "programs/attention/schedules/fa2_v3_mma.toy", "--gpu", "traces/gpu/fa2_v3_mma.n4096.fp16.cold.json"});
     REQUIRE(r.code == 0);
     CHECK(r.out.find("predicted time on machine h100 (the slowest bound plus the launch's own 1.89 µs), against the measured median\n") !=
           std::string::npos);
-    CHECK(r.out.find("fa2_v3_mma          0.183 ms         0.249 ms  -26.7%  chain 0.181 ms  matrix 0.110 ms\n") != std::string::npos);
+    CHECK(r.out.find("fa2_v3_mma          0.153 ms         0.249 ms  -38.7%  chain 0.151 ms  matrix 0.110 ms\n") != std::string::npos);
     // A program whose launch has no parallel loop says why it has no time.
     r = run_cli({"diff", "programs/p5_online_softmax.toy", "--gpu", "traces/gpu/softmax_online.cold.json"});
     REQUIRE(r.code == 0);
     CHECK(r.out.find("no predicted time: launch softmax_online of the program has no parallel loop: its time on the GPU depends on threads "
                      "it does not describe\n") != std::string::npos);
+}
+
+TEST_CASE("schedule lines: warps, where a tile lives, its stages, and their errors", "[time][language]") {
+    // The toy machine ignores them: fa2_v3_mma's schedule counts what fa2.toy counts.
+    CliResult plain = run_cli({"run", "programs/attention/fa2.toy", "--set", "n=33", "--set", "d=8", "--set", "Br=8", "--set", "Bc=5", "--format", "json"});
+    CliResult scheduled = run_cli({"run", "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=33", "--set", "d=8", "--set", "Br=8", "--set", "Bc=5",
+                                   "--format", "json"});
+    REQUIRE(plain.code == 0);
+    REQUIRE(scheduled.code == 0);
+    auto counters = [](const std::string& json) { return json.substr(json.find("\"counters\"")); };
+    CHECK(counters(plain.out) == counters(scheduled.out));
+
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {"registers 8\nwarps 0\n", "<stdin>:2:7: error: a worker has 1 to 32 warps, not 0\n"},
+        {"registers 8\nwarps 4\nwarps 2\n", "<stdin>:3:1: error: the number of warps is already declared\n"},
+        {"registers 8\ntile a[2][2] in cache\n", "<stdin>:2:17: error: a tile lives in registers or shared (memory), not 'cache'\n"},
+        {"registers 8\ntile a[2][2] in registers stages 2\n",
+         "<stdin>:2:34: error: asynchronous copies (stages) fill shared memory: the tile is in registers\n"},
+        {"registers 8\ntile a[2][2] in shared stages 9\n", "<stdin>:2:31: error: a tile has 1 to 8 stages, not 9\n"},
+    };
+    for (const auto& [text, message] : bad) {
+        INFO(text);
+        CliResult r = run_cli_input({"run", "-"}, text);
+        CHECK(r.code == 2);
+        CHECK(r.err.substr(0, r.err.find('\n') + 1) == message);
+    }
+}
+
+TEST_CASE("time: the schedules' shared-memory bytes are what Nsight counted on the H100", "[time][traces]") {
+    // fa2_v2_mma and fa2_v3_mma at n = 4096, d = 64, Br = 128, Bc = 64, 16 heads, fp16: 512
+    // blocks of 64 K/V tiles; each tile's K and V (64 × 64, 2 bytes) read by each warp from shared
+    // memory (8 warps in v2, 4 in v3), everything else in registers, the copies asynchronous:
+    // 512 · 64 · warps · 2 · 4096 · 2 bytes. Nsight's shared-load wavefronts (128 bytes each,
+    // gpu/results/ncu_versions_h100.md): 33,777,232 and 16,923,974.
+    const std::vector<std::tuple<std::string, double, double>> runs = {{"fa2_v2_mma", 512.0 * 64 * 8 * 2 * 4096 * 2, 33'777'232.0 * 128},
+                                                                      {"fa2_v3_mma", 512.0 * 64 * 4 * 2 * 4096 * 2, 16'923'974.0 * 128}};
+    for (const auto& [kernel, bytes, nsight] : runs) {
+        INFO(kernel);
+        CliResult r = run_cli({"diff", "programs/attention/schedules/" + kernel + ".toy", "--gpu", "traces/gpu/" + kernel + ".n4096.fp16.cold.json",
+                               "--format", "json"});
+        REQUIRE(r.code == 0);
+        const auto j = nlohmann::json::parse(r.out);
+        const double predicted = j.at("stages").at(0).at("predicted_time").at("shared_bytes").get<double>();
+        CHECK(predicted == bytes);
+        CHECK(std::abs(predicted - nsight) < 0.01 * nsight);
+    }
 }

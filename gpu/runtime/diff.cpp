@@ -130,6 +130,7 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
             shape.resident_per_sm = std::max(gpu.launch.stages[k].resident_blocks_per_sm, 1);
             shape.products = product_unit(kernel, gpu);
             shape.sector_bytes = q.cache->config.sector_bytes;
+            shape.tile_element_bytes = dtype_bytes(gpu.dtype);
             stage.predicted_time = predict_launch(*machine, work, c, shape);
         }
         if (!machine) pr.machine.clear();

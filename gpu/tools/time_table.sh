@@ -9,7 +9,7 @@ set -euo pipefail
 toysim=${1:-build/toysim}
 out=${TOYSIM_RESULTS_DIR:-traces/gpu}
 python3 - "$toysim" "$out" <<'PY'
-import json, statistics, subprocess, sys
+import json, os, statistics, subprocess, sys
 toysim, out = sys.argv[1], sys.argv[2]
 runs = ["matmul_inner", "matmul_outer", "matmul_outer.n1536", "matmul_outer.n1536.t16", "softmax_3pass", "softmax_online",
         "standard_tiled.n4096.fp16", "standard_tiled.n4096.fp32", "fa1.n4096.fp16", "fa1.n4096.fp32",
@@ -21,7 +21,11 @@ rows, errors, none = [], [], []
 for name in runs:
     path = f"{out}/{name}.cold.json"
     recorded = json.load(open(path))
-    d = json.loads(subprocess.run([toysim, "diff", recorded["program"], "--gpu", path, "--format", "json"],
+    # A kernel version's own schedule, where it has one (programs/attention/schedules/).
+    program = recorded["program"]
+    if os.path.exists(f"programs/attention/schedules/{recorded['kernel']}.toy"):
+        program = f"programs/attention/schedules/{recorded['kernel']}.toy"
+    d = json.loads(subprocess.run([toysim, "diff", program, "--gpu", path, "--format", "json"],
                                   check=True, capture_output=True, text=True).stdout)
     shape = ", ".join(f"{k} = {v}" for k, v in recorded["params"].items())
     kernel = d["kernel"] if d["kernel"] != "generated" else "CUDA generated from " + recorded["program"].split("/")[-1]

@@ -222,7 +222,11 @@ private:
         }
         interleave(workers, [&](Walker& w, std::size_t, Moved m) { return m == Moved::IterationDone && hand_out(w); });
         std::uint64_t end = start;
-        for (const Walker& w : workers) end = std::max(end, w.clock);
+        for (const Walker& w : workers) {
+            end = std::max(end, w.clock);
+            launch_work_.busy_cycles += w.clock - start;  // a worker takes its iterations back to back
+        }
+        launch_work_.makespan_cycles += end - start;
         for (Walker& w : serial) {
             w.pc = lo.body.second + 1;  // past the grid's outermost LoopEnd
             w.clock = end;
@@ -525,6 +529,16 @@ private:
             w.cols[static_cast<size_t>(dest.index)] = cols;
         };
         auto units = [](std::int64_t a, std::int64_t b, std::int64_t c = 1) { return static_cast<std::uint64_t>(a * b * c); };
+        // Shared memory's elements, for the timing pass: what the instruction reads from and
+        // writes to the tiles a GPU keeps there (not `in registers`).
+        auto in_shared = [&](int k) {
+            const TileOperand& a = t.args[static_cast<size_t>(k)];
+            return a.kind == TileOperand::Kind::Tile && !p_.tiles[static_cast<size_t>(a.index)].in_registers;
+        };
+        auto shared = [&](int k, std::uint64_t elements) {
+            if (in_shared(k)) launch_work_.shared_elements += elements;
+        };
+        const int last = t.count - 1;
         if (op.shape == OpShape::Memory) {
             const MemRef& m = p_.mems[static_cast<size_t>(t.mem)];
             SliceGeometry g = slice_geometry(p_, w.pc, m, w.vars.data());
@@ -534,17 +548,35 @@ private:
             }
             cache_->access({m.array, access_kind(t.op), g.address, g.rows, g.cols, g.row_stride, g.col_stride}, w.head);
             if (t.op == Op::LOAD) set_destination(g.rows, g.cols);
+            // An asynchronous copy (cp.async, TMA) writes shared memory without the load path
+            // (Nsight counts no store wavefronts for it): only a synchronous one's elements count.
+            if (t.op == Op::LOAD && dest.kind == TileOperand::Kind::Tile && p_.tiles[static_cast<size_t>(dest.index)].stages > 1) {
+                ++launch_work_.async_loads;
+                launch_work_.async_elements += units(g.rows, g.cols);
+            } else {
+                shared(t.op == Op::LOAD ? last : 0, units(g.rows, g.cols));
+            }
             return units(g.rows, g.cols);
         }
         if (op.shape == OpShape::RowReduce) {
             auto [rows, cols] = shape(0);
             set_destination(rows, 1);
+            shared(0, units(rows, cols));
+            shared(last, units(rows, 1));
             return units(rows, cols);
         }
         if (op.shape == OpShape::Product && t.args[0].kind == TileOperand::Kind::Tile && t.args[1].kind == TileOperand::Kind::Tile) {
             auto [rows, inner] = shape(0);
             std::int64_t cols = shape(1).second;
             set_destination(rows, cols);
+            // The rows split over the worker's warps: each reads its rows of the left operand
+            // once and all of the right operand.
+            const std::uint64_t before = launch_work_.shared_elements;
+            shared(0, units(rows, inner));
+            shared(1, units(inner, cols, std::min<std::int64_t>(p_.warps, rows)));
+            launch_work_.product_shared_elements += launch_work_.shared_elements - before;
+            if (t.op == Op::MAC) shared(2, units(rows, cols));
+            shared(last, units(rows, cols));
             return units(rows, cols, inner);
         }
         std::int64_t rows = 1, cols = 1;
@@ -555,9 +587,11 @@ private:
             for (int k = 0; k < op.register_sources(); ++k) {
                 rows = std::max(rows, shape(k).first);
                 cols = std::max(cols, shape(k).second);
+                shared(k, units(shape(k).first, shape(k).second));
             }
         }
         set_destination(rows, cols);
+        shared(last, units(rows, cols));
         return units(rows, cols);
     }
 };

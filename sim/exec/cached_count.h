@@ -83,6 +83,15 @@ struct LaunchWork {
     std::array<std::uint64_t, kOpCount> work{};  // units of work: elements, multiply-adds
     std::uint64_t blocks = 0;                    // grid iterations, all heads (0: no grid)
     std::uint64_t grids = 0;                     // grids reached, all heads counted once
+    // Elements read from and written to tiles in shared memory (not `in registers`); a
+    // product's right operand once for each of the worker's warps (`warps`).
+    std::uint64_t shared_elements = 0;
+    std::uint64_t product_shared_elements = 0;  // of those, what products read (wgmma reads it without the load path)
+    // LOADs into tiles with stages (asynchronous copies), and their elements.
+    std::uint64_t async_loads = 0, async_elements = 0;
+    // The grids' makespan on the workers and the workers' busy cycles, in the toy's cycles:
+    // makespan ÷ (busy ÷ blocks) is how many average blocks the busiest worker runs in turn.
+    std::uint64_t makespan_cycles = 0, busy_cycles = 0;
 };
 
 struct CachedCount {

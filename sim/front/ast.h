@@ -115,6 +115,12 @@ struct Tile {
     std::string name;
     std::vector<ExprPtr> dims;
     Loc loc;
+    // `in registers` or `in shared` after the shape: where a GPU kernel keeps it (the toy
+    // machine runs both alike; the timing pass counts shared memory's bytes). Default: shared.
+    bool in_registers = false;
+    // `stages S` after that: LOADs into it are asynchronous copies (cp.async, TMA), S of them in
+    // flight, so their waits overlap the work between (the timing pass). Null: synchronous.
+    ExprPtr stages;
 };
 
 // check TARGET = FUNCTION(ARG, ...) [within TOL]; TARGET and the reference may be indexed
@@ -206,6 +212,7 @@ struct Program {
     ExprPtr registers;
     ExprPtr workers;  // `workers P`: the machine's workers (null: 1)
     Loc workers_loc;
+    ExprPtr warps;    // `warps W`: on a GPU, the warps of a worker, over which a product's rows split (null: 4)
     std::vector<Param> params;  // and lets, in declaration order
     std::vector<Tile> tiles;
     std::vector<Array> arrays;

@@ -14,7 +14,7 @@ namespace toysim {
 const std::vector<std::string_view>& statement_keywords() {
     static const std::vector<std::string_view> words = {"registers", "param", "let",    "tile", "input", "output",
                                                         "scratch",   "check", "cost",   "expect", "test",  "gpu", "for",
-                                                        "workers",   "parallel", "cache"};
+                                                        "workers",   "parallel", "cache", "warps"};
     return words;
 }
 
@@ -298,6 +298,11 @@ private:
             program.workers_loc = head.loc;
             program.workers = expr();
             end_of_statement();
+        } else if (word == "warps") {
+            next();
+            if (program.warps) throw ToyError(head.loc, "the number of warps is already declared");
+            program.warps = expr();
+            end_of_statement();
         } else if (word == "param" || word == "let") {
             next();
             Param p;
@@ -317,6 +322,17 @@ private:
             t.loc = name.loc;
             t.dims = subscripts();
             if (t.dims.empty()) fail(peek(), "the tile's shape, such as [Br][d]");
+            if (peek().kind == Tok::Ident && peek().text == "in") {  // where a GPU keeps it
+                next();
+                const Token& place = expect_ident("'registers' or 'shared'");
+                if (place.text != "registers" && place.text != "shared")
+                    throw ToyError(place.loc, fmt::format("a tile lives in registers or shared (memory), not {}", quoted_name(place.text)));
+                t.in_registers = place.text == "registers";
+            }
+            if (peek().kind == Tok::Ident && peek().text == "stages") {  // asynchronous copies into it
+                next();
+                t.stages = expr();
+            }
             program.tiles.push_back(std::move(t));
             end_of_statement();
         } else if (word == "input" || word == "output" || word == "scratch") {

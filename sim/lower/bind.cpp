@@ -91,6 +91,11 @@ void Compiler::bind_machine() {
         p_.workers = w;
         p_.workers_loc = tree_->workers->loc;
     }
+    if (tree_->warps) {
+        std::int64_t w = constant(*tree_->warps, "the number of warps");
+        if (w < 1 || w > kMaxWarps) throw ToyError(tree_->warps->loc, fmt::format("a worker has 1 to {} warps, not {}", kMaxWarps, w));
+        p_.warps = w;
+    }
     if (tree_->cache) p_.cache = make_program_cache(tree_->cache->text, tree_->cache->loc);
     bind_tiles();
     definitely_written_.assign(static_cast<size_t>(p_.scalar_registers), false);
@@ -118,6 +123,13 @@ void Compiler::bind_tiles() {
         Tile b;
         b.name = t.name;
         b.loc = t.loc;
+        b.in_registers = t.in_registers;
+        if (t.stages) {
+            b.stages = constant(*t.stages, "a tile's stages");
+            if (b.stages < 1 || b.stages > 8) throw ToyError(t.stages->loc, fmt::format("a tile has 1 to 8 stages, not {}", b.stages));
+            if (b.in_registers && b.stages > 1)
+                throw ToyError(t.stages->loc, "asynchronous copies (stages) fill shared memory: the tile is in registers");
+        }
         b.rank = static_cast<int>(t.dims.size());
         std::vector<std::int64_t> dims;
         for (const auto& d : t.dims) {

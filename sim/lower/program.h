@@ -23,6 +23,8 @@ namespace toysim {
 // present flag and a read count: kStateBytesPerElement in sim/exec/state.h), so the limit is
 // 1.07 GiB of machine state; measured peak at the limit: docs/counters.md, "Speed".
 inline constexpr std::int64_t kMaxRunDram = std::int64_t{1} << 26;
+// `warps W` takes 1 to 32 (a block of at most 1024 threads); without it, 4.
+inline constexpr std::int64_t kMaxWarps = 32, kDefaultWarps = 4;
 // `workers P` takes 1 to this many (a GPU has at most a few hundred SMs).
 inline constexpr std::int64_t kMaxWorkers = 1024;
 
@@ -137,6 +139,8 @@ struct Tile {
     std::int64_t rows = 1, cols = 1;   // capacity; the current shape is set by what is written
     std::int64_t base = 0;             // first element in the tile storage
     Loc loc;
+    bool in_registers = false;         // `in registers`: on a GPU, in the warps' registers, not shared memory
+    std::int64_t stages = 1;           // `stages S`: LOADs into it are asynchronous copies, S in flight (1: synchronous)
 };
 
 // A register operand of a tile instruction: a tile, or a scalar register (a 1×1 tile).
@@ -278,6 +282,9 @@ struct Program {
     std::int64_t workers = 1;    // `workers P`: each with its own register file; DRAM is shared
     std::optional<ProgramCache> cache;  // `cache ...` or --cache: none, DRAM is the only memory
     Loc workers_loc;             // where `workers` is declared (none: the default, 1)
+    // `warps W`: on a GPU, the warps a worker's products split their rows over, each reading
+    // all of the right operand (the timing pass counts those reads); the machine ignores it.
+    std::int64_t warps = kDefaultWarps;
     bool has_parallel = false;   // some loop is `parallel for`
     std::int64_t race_cells = 0; // the race table's size: the elements of the arrays with a race_base
     int scalar_registers = 0;    // R0.. : what the tiles leave

@@ -30,7 +30,8 @@ json time_json(const LaunchTime& t, double measured) {
     json bounds = json::object();
     for (int b = 0; b < kTimeBoundCount; ++b) bounds[std::string(time_bound_key(static_cast<TimeBound>(b)))] = t.each[static_cast<size_t>(b)];
     json j{{"seconds", t.seconds}, {"bound", time_bound_key(t.bound)}, {"bounds", bounds}, {"launch_seconds", t.launch_seconds},
-           {"busiest_sm_blocks", t.busiest_sm_blocks}};
+           {"busiest_sm_blocks", t.busiest_sm_blocks},
+           {"shared_bytes", t.shared_bytes}};
     if (measured > 0) j["error"] = (t.seconds - measured) / measured;
     return j;
 }

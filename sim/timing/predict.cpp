@@ -27,7 +27,7 @@ double product_rate(const MachineSpec& m, ProductUnit unit) {
         case ProductUnit::MmaTf32: return m.macs_per_second_per_sm(MachineParam::MmaTf32Tflops);
         case ProductUnit::WgmmaF16: return m.macs_per_second_per_sm(MachineParam::WgmmaF16Tflops);
     }
-    return m.alu_per_clock() * m.clock_hz();  // one fused multiply-add each
+    return m.alu_per_clock() * m.clock_hz();  // one fused multiply-add each, at the CUDA cores' clock
 }
 
 }  // namespace
@@ -47,7 +47,11 @@ std::string_view time_bound_meaning(TimeBound bound) { return kBoundMeanings[sta
 
 LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const CacheCounts& counts, const LaunchShape& shape) {
     LaunchTime t;
-    const double clock = m.clock_hz();
+    // The clock the SMs run at: lower while the tensor cores are busy (the probe's MHz column),
+    // which slows every other unit of a tensor-core kernel with them.
+    const double clock = shape.products == ProductUnit::WgmmaF16                                     ? m[MachineParam::WgmmaClockMhz] * 1e6
+                         : shape.products == ProductUnit::MmaF16 || shape.products == ProductUnit::MmaTf32 ? m[MachineParam::MmaClockMhz] * 1e6
+                                                                                                          : m.clock_hz();
     const double sms = m[MachineParam::Sms];
     const double blocks = static_cast<double>(std::max<std::uint64_t>(shape.blocks, 1));
     const auto busiest = static_cast<std::uint64_t>(std::ceil(blocks / sms));
@@ -67,6 +71,13 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     set(TimeBound::Matrix, share * at(GpuUnit::Matrix) / product_rate(m, shape.products));
     set(TimeBound::Special, share * at(GpuUnit::Special) / m[MachineParam::SfuPerClock] / clock);
     set(TimeBound::Alu, share * at(GpuUnit::Alu) / m.alu_per_clock() / clock);
+    // wgmma reads its operands from shared memory itself, not through the loads' path.
+    const std::uint64_t shared_elements =
+        work.shared_elements - (shape.products == ProductUnit::WgmmaF16 ? work.product_shared_elements : 0);
+    const double shared_bytes = static_cast<double>(shared_elements) * shape.tile_element_bytes;
+    const double shared_rate = m[MachineParam::SharedBytesPerClock] * clock;  // one SM's
+    t.shared_bytes = shared_bytes;
+    set(TimeBound::Shared, share * shared_bytes / shared_rate);
 
     // The L2 sees every sector the program's LOADs and STOREs touch; DRAM what the cache model
     // says misses and is written back.
@@ -77,20 +88,31 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     set(TimeBound::L2, l2_bytes / m.bytes_per_second(MachineParam::L2BytesPerSecond));
     set(TimeBound::Dram, dram_bytes / m.bytes_per_second(MachineParam::DramBytesPerSecond));
 
-    // A block's chain: its instructions one after another, as a program without asynchronous
-    // copies runs them: each memory instruction's wait (hits at the L2's latency, the rest at
-    // DRAM's) and its bytes at one SM's share of the L2's bandwidth, then each unit's work at
-    // the whole SM's rate. R resident blocks run their chains side by side.
+    // A block's chain: its instructions one after another: each memory instruction's wait
+    // (hits at the L2's latency, the rest at DRAM's) and its bytes at one SM's share of the
+    // L2's bandwidth, then each unit's work at the whole SM's rate and its shared-memory bytes
+    // at the SM's bandwidth. R resident blocks run their chains side by side.
     const double accesses = static_cast<double>(c.hits() + c.misses());
     const double hit_share = accesses > 0 ? static_cast<double>(c.hits()) / accesses : 0;
     const double wait = hit_share * m[MachineParam::L2Latency] + (1 - hit_share) * m[MachineParam::DramLatency];
     const double sm_bytes_per_second = m.bytes_per_second(MachineParam::L2BytesPerSecond) / sms;
-    const double memory_chain = unit_instructions[static_cast<size_t>(GpuUnit::Memory)] * wait / clock + l2_bytes / sm_bytes_per_second;
+    // Copies into tiles with stages are asynchronous: they run while the block computes, so
+    // the chain takes the longer of the two; the other loads and stores wait in line.
+    const double memory_instructions = unit_instructions[static_cast<size_t>(GpuUnit::Memory)];
+    const double async_loads = static_cast<double>(work.async_loads);
+    const double async_bytes = std::min(l2_bytes, static_cast<double>(work.async_elements) * shape.tile_element_bytes);
+    const double sync_memory = (memory_instructions - async_loads) * wait / clock + (l2_bytes - async_bytes) / sm_bytes_per_second;
+    const double async_memory = async_loads * wait / clock + async_bytes / sm_bytes_per_second;
     const double compute_chain = at(GpuUnit::Matrix) / product_rate(m, shape.products) + at(GpuUnit::Special) / m[MachineParam::SfuPerClock] / clock +
-                                 at(GpuUnit::Alu) / m.alu_per_clock() / clock;
-    const double chain = (memory_chain + compute_chain) / blocks;
+                                 at(GpuUnit::Alu) / m.alu_per_clock() / clock + shared_bytes / shared_rate;
+    const double chain = (sync_memory + std::max(compute_chain, async_memory)) / blocks;
+    // The busiest worker runs `rounds` average blocks in turn: the toy machine's makespan of the
+    // grid on the GPU's resident blocks (R per SM × S), which sees blocks of unequal work (a
+    // causal mask) where ⌈⌈B/S⌉/R⌉ would not.
     const double resident = static_cast<double>(std::max<std::int64_t>(shape.resident_per_sm, 1));
-    set(TimeBound::Chain, std::ceil(static_cast<double>(busiest) / resident) * chain);
+    double rounds = std::ceil(static_cast<double>(busiest) / resident);
+    if (work.busy_cycles > 0) rounds = std::max(rounds, static_cast<double>(work.makespan_cycles) * blocks / static_cast<double>(work.busy_cycles));
+    set(TimeBound::Chain, rounds * chain);
 
     const auto slowest = std::max_element(each.begin(), each.end());
     t.bound = static_cast<TimeBound>(slowest - each.begin());

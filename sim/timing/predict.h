@@ -5,7 +5,9 @@
 // A launch is predicted as the slowest of its bounds, each the time one part of the machine
 // would need if nothing else held it back:
 //
-//   matrix, special, alu   the busiest SM's share of the unit's work at the unit's rate. The
+//   matrix, special, alu,  the busiest SM's share of the unit's work at the unit's rate (shared:
+//   shared                 the bytes of tiles kept in shared memory that instructions read and
+//                          write, a product's right operand once per warp). The
 //                          block scheduler deals B blocks to S SMs, so the busiest SM runs
 //                          ⌈B/S⌉ of them: (⌈B/S⌉ · work/B) / (rate per SM per clock · clock).
 //   l2, dram               all bytes at the whole GPU's bandwidth: bytes / (bytes per second).
@@ -14,14 +16,15 @@
 //                          memory's latency (the L2's for the share the cache model says hits,
 //                          DRAM's for the rest) and moves its bytes at one SM's share of the L2's
 //                          bandwidth, and every product, EXP and element-wise instruction takes
-//                          its work at the SM's rate. R resident blocks run side by side, so the
+//                          its work at the SM's rate, its shared-memory bytes at the SM's
+//                          bandwidth. R resident blocks run side by side, so the
 //                          busiest SM takes ⌈⌈B/S⌉/R⌉ chains.
 //
 // and the launch's own time (an empty kernel's) is added. This is the first form of the
-// model: the toy program does not yet say which of its tiles live in registers and which in
-// shared memory, nor which copies are asynchronous, so the model counts no shared-memory
-// traffic and overlaps nothing within a block (docs/gpu.md, "Predicted time", says where it is
-// weakest).
+// model: the toy program says where its tiles live (`in registers` or shared memory) and over
+// how many warps a product's rows split (`warps W`), but not yet which copies are
+// asynchronous, so the model overlaps nothing within a block (docs/gpu.md, "Predicted time",
+// says where it is weakest).
 #pragma once
 
 #include <array>
@@ -46,6 +49,7 @@ std::string_view product_unit_name(ProductUnit unit);
     X(Matrix, "matrix", "the products (tensor cores or CUDA cores, as the schedule says)") \
     X(Special, "special", "EXP, LOG and DIV on the special-function unit")                  \
     X(Alu, "alu", "element-wise work and reductions on the CUDA cores")                     \
+    X(Shared, "shared", "the tiles' bytes through shared memory")                           \
     X(L2, "l2", "bytes through the L2 at its bandwidth")                                    \
     X(Dram, "dram", "bytes to and from DRAM at its bandwidth")                               \
     X(Chain, "chain", "each block's instructions one after another (waits included), R blocks side by side")
@@ -69,6 +73,7 @@ struct LaunchShape {
     std::int64_t resident_per_sm = 1;  // blocks an SM holds at once
     ProductUnit products = ProductUnit::CudaCores;
     std::uint32_t sector_bytes = 32;   // the cache's sector (what its hits and misses count)
+    int tile_element_bytes = 4;        // a tile's element in shared memory (the storage type's)
 };
 
 struct LaunchTime {
@@ -78,6 +83,7 @@ struct LaunchTime {
     double launch_seconds = 0;                 // the launch's own time, included in seconds
     std::uint64_t busiest_sm_blocks = 0;       // ⌈B/S⌉
     double flops = 0;                          // 2 per multiply-add
+    double shared_bytes = 0;                   // through shared memory's load path (Nsight: wavefronts × 128)
 };
 
 LaunchTime predict_launch(const MachineSpec& machine, const LaunchWork& work, const CacheCounts& counts, const LaunchShape& shape);
