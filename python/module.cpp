@@ -180,7 +180,8 @@ std::tuple<std::string, std::string, std::optional<std::string>> trace_json(cons
 // `toysim cost --format json` (sim/cli/commands.cpp cost_command), and the formulas' JSON: the
 // same text, except for a program with a cache, whose JSON is the count through the cache (its
 // table shows the formulas first, as these are).
-std::pair<std::string, std::string> cost_json_text(const LoadedProgram& lp, std::int64_t heads, std::int64_t workers, bool cold_launches) {
+std::pair<std::string, std::string> cost_json_text(const LoadedProgram& lp, std::int64_t heads, std::int64_t workers, bool cold_launches,
+                                                   const std::string& machine) {
     return reported(&lp.source, [&] {
         const Program& p = *lp.program;
         auto formulas_json = [&] {
@@ -189,8 +190,8 @@ std::pair<std::string, std::string> cost_json_text(const LoadedProgram& lp, std:
             TimeFormulas time = derive_time(p);
             return json_text(cost_json(p, formulas, counted, prove_race_freedom(p), &time));
         };
-        const app::CostRequest request{heads, workers, cold_launches};
-        if (p.cache) {  // the count-only walk through the cache: the CLI's JSON, from the command layer
+        const app::CostRequest request{heads, workers, cold_launches, machine};
+        if (p.cache || !machine.empty()) {  // the count-only walk through the cache: the CLI's JSON, from the command layer
             std::string formulas = formulas_json();
             py::gil_scoped_release release;
             return std::make_pair(app::cost(p, request, Format::Json, kSpelling), formulas);
@@ -356,7 +357,7 @@ PYBIND11_MODULE(_toysim, m) {
         .def("at", &at_settings, py::arg("sets"))
         .def("run", &run, py::arg("max_steps") = py::none())
         .def("trace", &trace_json, py::arg("values"), py::arg("max_steps"))
-        .def("cost", &cost_json_text, py::arg("heads"), py::arg("workers"), py::arg("cold_launches"))
+        .def("cost", &cost_json_text, py::arg("heads"), py::arg("workers"), py::arg("cold_launches"), py::arg("machine"))
         .def("formula", &formula_value, py::arg("sets"), py::arg("which"), py::arg("array"))
         .def("sweep", &sweep, py::arg("settings"), py::arg("names"))
         .def("view", &view, py::arg("values"), py::arg("max_steps") = py::none());

@@ -2,13 +2,16 @@
 // read back from the probe's committed results, and each bound worked by hand.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <tuple>
 #include <sstream>
 #include <string>
 
+#include "gpu/kernels/kernels.h"
 #include "isa/machine.h"
+#include "sim/front/parser.h"
 #include "sim/timing/predict.h"
 #include "support.h"
 
@@ -162,4 +165,50 @@ TEST_CASE("time: the schedules' shared-memory bytes are what Nsight counted on t
         CHECK(predicted == bytes);
         CHECK(std::abs(predicted - nsight) < 0.01 * nsight);
     }
+}
+
+TEST_CASE("cost --machine: occupancy from the schedule, and each launch's predicted time", "[time][cost]") {
+    // v3's schedule at n = 4096, fp16: 4 warps (128 threads); K and V in shared memory, 2 stages
+    // of 64 × 64 × 2 bytes each (32,768 bytes); Q, P̃ (fp16) and S, O (fp32 sums) and the row
+    // statistics in registers: 99,328 bytes over 128 threads, 194 registers, + 32 = 226; 65,536
+    // registers hold 2 such blocks. Its launch as the diff of the recorded run predicts it.
+    CliResult r = run_cli({"cost", "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=4096", "--set", "d=64", "--set", "Br=128", "--set",
+                           "Bc=64", "--machine", "h100", "--heads", "16", "--dtype", "fp16"});
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("predicted time on machine h100 (16 heads; products on tensor cores (mma.sync, fp16)): a block of 128 threads, 32768 bytes of "
+                     "shared memory, 226 registers a thread; 2 resident an SM (registers stop one more)\n") != std::string::npos);
+    CHECK(r.out.find("line 69          0.153 ms    450.1  chain 0.151 ms  matrix 0.110 ms\n") != std::string::npos);
+    // In fp32 its registers do not fit: said, not predicted.
+    r = run_cli({"cost", "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=4096", "--set", "d=64", "--set", "Br=128", "--set", "Bc=64",
+                 "--machine", "h100"});
+    CHECK(r.code == 2);
+    CHECK(r.err == "programs/attention/schedules/fa2_v3_mma.toy: error: a block's tiles in registers need 292 registers a thread over 128 threads "
+                   "(warps 4); a thread has at most 255\n");
+    r = run_cli({"cost", "programs/attention/fa2.toy", "--machine", "h200"});
+    CHECK(r.code == 2);
+    CHECK(r.err == "programs/attention/fa2.toy: error: --machine 'h200': no such machine (the machines: h100; without it, the seeds' machine)\n");
+    r = run_cli({"cost", "programs/attention/fa2.toy", "--machine", "h100", "--workers", "4"});
+    CHECK(r.code == 2);
+    CHECK(r.err == "programs/attention/fa2.toy: error: --machine: a machine runs each top-level loop as a launch from a cold L2, on the blocks its "
+                   "SMs hold; leave out --workers\n");
+}
+
+TEST_CASE("schedules: each program's products line is its kernel's", "[time][gpu]") {
+    // programs/attention/schedules/KERNEL.toy says `products` as the catalog row says where
+    // the kernel's products run (gpu/kernels/catalog.cpp).
+    int checked = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/schedules")) {
+        const std::string kernel = entry.path().stem().string();
+        INFO(kernel);
+        const gpu::KernelSpec* spec = gpu::find_kernel(kernel);
+        REQUIRE(spec != nullptr);
+        const auto tree = std::make_shared<const ast::Program>(parse(SourceFile::read(entry.path().string())));
+        REQUIRE(tree->gpu_kernel);
+        CHECK(tree->gpu_kernel->name == kernel);
+        const Program p = compile(tree, {});
+        const char* expected = spec->products == gpu::Products::Wgmma ? "wgmma" : spec->products == gpu::Products::WarpMma ? "mma" : "cuda";
+        CHECK(p.products == expected);
+        ++checked;
+    }
+    CHECK(checked == 7);
 }

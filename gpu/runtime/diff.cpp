@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "gpu/codegen/codegen.h"
 #include "sim/analysis/cost.h"
 #include "sim/exec/cached_count.h"
 

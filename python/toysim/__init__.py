@@ -154,14 +154,15 @@ class Program:
             raise exc
         return trace
 
-    def cost(self, heads=1, workers=None, cold_launches=False):
-        """What it costs, without running: ``cost(heads=1, workers=None, cold_launches=False) -> Cost``.
+    def cost(self, heads=1, workers=None, cold_launches=False, machine=None):
+        """What it costs, without running: ``cost(heads=1, workers=None, cold_launches=False, machine=None) -> Cost``.
 
         As ``toysim cost --format json`` (``.json``); ``cost["reads"]["Q"]`` is a
         :class:`Formula`, callable with other parameters. ``heads``, ``workers`` and
-        ``cold_launches`` are the CLI's options for a program with a cache.
+        ``cold_launches`` are the CLI's options for a program with a cache; ``machine="h100"``
+        (``--machine``) adds each launch's predicted time, ``cost.json["predicted_time"]``.
         """
-        text, formulas = self._p.cost(heads, workers or 0, cold_launches)
+        text, formulas = self._p.cost(heads, workers or 0, cold_launches, machine or "")
         return Cost(self, _json.loads(text), _json.loads(formulas))
 
     def sweep(self, **lists):

@@ -7,6 +7,8 @@
 #include "sim/analysis/races.h"
 #include "sim/print/cost_report.h"
 #include "sim/print/report.h"
+#include "sim/timing/predict.h"
+#include "support/text.h"
 
 namespace toysim::app {
 
@@ -22,7 +24,9 @@ CachedCountOptions walk_options(const Program& p, const CostRequest& request, co
     return walk;
 }
 
-std::string cost(const Program& program, const CostRequest& request, Format format, const Spelling& spelling) {
+namespace {
+
+std::string cost_without_machine(const Program& program, const CostRequest& request, Format format, const Spelling& spelling) {
     const CachedCountOptions walk = walk_options(program, request, spelling);
     if (program.cache) {  // the count-only walk through the cache: what reaches DRAM
         CachedCount counted = count_through_cache(program, walk);
@@ -36,6 +40,33 @@ std::string cost(const Program& program, const CostRequest& request, Format form
     std::vector<ArrayFormulas> formulas = derive_formulas(program);
     TimeFormulas time = derive_time(program);
     return format_cost(program, formulas, counted, format, prove_race_freedom(program), &time);
+}
+
+}  // namespace
+
+std::string cost(const Program& program, const CostRequest& request, Format format, const Spelling& spelling) {
+    if (request.machine.empty()) return cost_without_machine(program, request, format, spelling);
+    const MachineSpec* machine = find_machine(request.machine);
+    if (!machine)
+        throw ToyError(fmt::format("{} {}: no such machine (the machines: {}; without it, the seeds' machine)", spelling.machine,
+                                   quoted_name(request.machine), machine_names()));
+    if (request.workers != 0 || request.cold_launches)
+        throw ToyError(fmt::format("{}: a machine runs each top-level loop as a launch from a cold L2, on the blocks its SMs hold; leave out {}",
+                                   spelling.machine, request.workers != 0 ? spelling.workers : spelling.cold_launches));
+    // The cost as it is without a machine, on the machine's cache where the program has none.
+    Program on_machine = program;
+    if (!on_machine.cache) on_machine.cache = make_program_cache(std::string(machine->name), Loc{});
+    CostRequest walk = request;
+    walk.machine.clear();
+    walk.cold_launches = true;
+    const ProgramTime time = predict_program(on_machine, *machine, request.heads);
+    std::string base = cost_without_machine(on_machine, walk, format, spelling);
+    if (format == Format::Json) {
+        auto j = nlohmann::ordered_json::parse(base);
+        j["predicted_time"] = program_time_json(on_machine, time, *machine, request.heads);
+        return json_text(j);
+    }
+    return base + "\n" + format_program_time(on_machine, time, *machine, request.heads, format);
 }
 
 }  // namespace toysim::app

@@ -17,6 +17,7 @@ struct CostRequest {
     std::int64_t heads = 1;      // independent copies of the problem sharing the cache
     std::int64_t workers = 0;    // a grid's workers (0: the program's)
     bool cold_launches = false;  // each top-level loop a launch from a cold cache
+    std::string machine;         // a named machine (isa/machine.h): each launch's predicted time too
 };
 
 // The walk's options for the request. A program without a cache walks nothing, and a request
@@ -25,7 +26,9 @@ struct CostRequest {
 CachedCountOptions walk_options(const Program& program, const CostRequest& request, const Spelling& spelling);
 
 // The cost as `format` prints it: the formulas (element counts, cycles); with a cache, the
-// walk's counts, after the formulas in a table. Throws ToyError (a count that overflows, a walk
+// walk's counts, after the formulas in a table; with a machine, each launch's predicted time
+// after them (JSON: under "predicted_time"), the program's cache or the machine's preset
+// walked with each top-level loop a launch from a cold L2. Throws ToyError (a count that overflows, a walk
 // too long).
 std::string cost(const Program& program, const CostRequest& request, Format format, const Spelling& spelling);
 

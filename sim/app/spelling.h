@@ -15,6 +15,7 @@ struct Spelling {
     std::string workers = "--workers";                 // cost: a grid's workers
     std::string cold_launches = "--cold-launches";     // cost: each launch from a cold cache
     std::string cache = "--cache h100";                // how a cache is given
+    std::string machine = "--machine";                 // cost: a named machine's predicted time
 
     static Spelling cli() { return {}; }
 };

@@ -204,6 +204,9 @@ Commands define_commands(CLI::App& app, Args& a) {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
     c.cost->add_flag("--cold-launches", a.cost.cold_launches,
                      "with a cache: each top-level loop is a GPU launch measured from a cold L2 (emptied before it)");
+    c.cost->add_option("--machine", a.cost.machine,
+                       "also predict each launch's time on a named machine (h100): its occupancy from the program's schedule, its "
+                       "L2 unless --cache or the program gives one");
     c.cost->add_option("--workers", a.cost.workers, "with a cache: the workers a grid runs on, as a GPU's resident blocks (default: the program's)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
     c.cost->footer("\nThe formulas come from the loops and slices of the program; the counts beside them come from a\n"
@@ -211,7 +214,8 @@ Commands define_commands(CLI::App& app, Args& a) {
                    "\nexamples:\n"
                    "  toysim cost programs/attention/fa2.toy\n"
                    "  toysim cost programs/attention/fa1.toy --set n=1000000 --set d=128 --set Bc=128\n"
-                   "  toysim cost programs/p4_softmax_3pass.toy --format json");
+                   "  toysim cost programs/p4_softmax_3pass.toy --format json\n"
+                   "  toysim cost programs/attention/schedules/fa2_v3_mma.toy --set n=4096 --set d=64 --set Br=128 --set Bc=64 --machine h100 --heads 16 --dtype fp16");
 
     c.compare = app.add_subcommand("compare", "Side-by-side cost table of several programs.");
     c.compare->add_option("files", a.compare.files, "the .toy programs")->required();

@@ -1,6 +1,7 @@
 // toysim run, trace and cost: one program each.
 #include <fmt/format.h>
 
+#include "isa/machine.h"
 #include "sim/analysis/cost.h"
 #include "sim/app/cost.h"
 #include "sim/app/requests.h"
@@ -50,8 +51,10 @@ int trace_command(const TraceArgs& o, Context& ctx) {
 
 int cost_command(const CostArgs& o, Context& ctx) {
     Program program = load_program(o.file, settings_from(o.sets), ctx);
-    apply_cache_options(program, o);
-    ctx.out << app::cost(program, {o.heads, o.workers, o.cold_launches}, parse_format(o.format), app::Spelling::cli());
+    CacheArgs cache = o;
+    if (find_machine(o.machine) && o.cache.empty() && !program.cache) cache.cache = o.machine;  // the machine's own L2 (its preset's name)
+    apply_cache_options(program, cache);
+    ctx.out << app::cost(program, {o.heads, o.workers, o.cold_launches, o.machine}, parse_format(o.format), app::Spelling::cli());
     return kOk;
 }
 

@@ -59,6 +59,7 @@ struct CostArgs : ProgramArgs, FormatArgs, CacheArgs {
     std::int64_t heads = 1;      // with a cache: copies of the problem sharing it
     std::int64_t workers = 0;    // with a cache: a grid's workers (0: the program's)
     bool cold_launches = false;  // with a cache: each top-level loop from a cold cache
+    std::string machine;         // a named machine: predicted time too
 };
 
 // What sweep and compare share: several runs side by side, and a plot of them.

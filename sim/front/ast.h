@@ -213,6 +213,8 @@ struct Program {
     ExprPtr workers;  // `workers P`: the machine's workers (null: 1)
     Loc workers_loc;
     ExprPtr warps;    // `warps W`: on a GPU, the warps of a worker, over which a product's rows split (null: 4)
+    std::string products;  // `products wgmma`: on a GPU, the unit tile products run on ("": CUDA cores)
+    Loc products_loc;
     std::vector<Param> params;  // and lets, in declaration order
     std::vector<Tile> tiles;
     std::vector<Array> arrays;

@@ -14,7 +14,7 @@ namespace toysim {
 const std::vector<std::string_view>& statement_keywords() {
     static const std::vector<std::string_view> words = {"registers", "param", "let",    "tile", "input", "output",
                                                         "scratch",   "check", "cost",   "expect", "test",  "gpu", "for",
-                                                        "workers",   "parallel", "cache", "warps"};
+                                                        "workers",   "parallel", "cache", "warps", "products"};
     return words;
 }
 
@@ -302,6 +302,15 @@ private:
             next();
             if (program.warps) throw ToyError(head.loc, "the number of warps is already declared");
             program.warps = expr();
+            end_of_statement();
+        } else if (word == "products") {
+            next();
+            if (!program.products.empty()) throw ToyError(head.loc, "the unit products run on is already declared");
+            const Token& unit = expect_ident("cuda, mma, mma_tf32 or wgmma");
+            if (unit.text != "cuda" && unit.text != "mma" && unit.text != "mma_tf32" && unit.text != "wgmma")
+                throw ToyError(unit.loc, fmt::format("products run on cuda (cores), mma, mma_tf32 or wgmma, not {}", quoted_name(unit.text)));
+            program.products = std::string(unit.text);
+            program.products_loc = unit.loc;
             end_of_statement();
         } else if (word == "param" || word == "let") {
             next();

@@ -285,6 +285,9 @@ struct Program {
     // `warps W`: on a GPU, the warps a worker's products split their rows over, each reading
     // all of the right operand (the timing pass counts those reads); the machine ignores it.
     std::int64_t warps = kDefaultWarps;
+    // `products UNIT`: on a GPU, what tile products run on: "cuda" (the CUDA cores, the
+    // default), "mma" (mma.sync or WMMA, fp16/bf16), "mma_tf32" or "wgmma".
+    std::string products = "cuda";
     bool has_parallel = false;   // some loop is `parallel for`
     std::int64_t race_cells = 0; // the race table's size: the elements of the arrays with a race_base
     int scalar_registers = 0;    // R0.. : what the tiles leave

@@ -179,3 +179,79 @@ std::string format_cost(const Program& p, const std::vector<ArrayFormulas>& form
 }
 
 }  // namespace toysim
+
+namespace toysim {
+
+namespace {
+
+// Each top-level loop's line, in order: the launches of `cost --machine`.
+std::vector<int> launch_lines(const Program& p) {
+    std::vector<int> lines;
+    for (const LoopInfo& l : p.loops)
+        if (l.slot == 0) lines.push_back(l.loc.line);
+    return lines;
+}
+
+std::string milliseconds_text(double seconds) { return fmt::format("{:.3f} ms", seconds * 1e3); }
+
+}  // namespace
+
+nlohmann::ordered_json program_time_json(const Program& program, const ProgramTime& time, const MachineSpec& machine, std::int64_t heads) {
+    using json = nlohmann::ordered_json;
+    const Occupancy& o = time.occupancy;
+    json launches = json::array();
+    const std::vector<int> lines = launch_lines(program);
+    for (size_t k = 0; k < time.launches.size(); ++k) {
+        const LaunchTime& t = time.launches[k];
+        json j{{"launch", k + 1}, {"line", k < lines.size() ? json(lines[k]) : json(nullptr)}};
+        if (!time.has_grid[k]) {
+            j["seconds"] = nullptr;
+            j["why"] = "no parallel loop: its time on a GPU depends on threads the program does not describe";
+        } else {
+            json bounds = json::object();
+            for (int b = 0; b < kTimeBoundCount; ++b) bounds[std::string(time_bound_key(static_cast<TimeBound>(b)))] = t.each[static_cast<size_t>(b)];
+            j["seconds"] = t.seconds;
+            j["bound"] = time_bound_key(t.bound);
+            j["bounds"] = bounds;
+            j["tflops"] = t.seconds > 0 ? t.flops / t.seconds / 1e12 : 0.0;
+            j["shared_bytes"] = t.shared_bytes;
+        }
+        launches.push_back(j);
+    }
+    return json{{"machine", machine.name},
+                {"heads", heads},
+                {"products", product_unit_name(time.products)},
+                {"occupancy", {{"threads", o.threads}, {"shared_bytes", o.shared_bytes}, {"registers_per_thread", o.registers_per_thread},
+                               {"resident_blocks_per_sm", o.resident}, {"limit", o.limit}}},
+                {"launches", launches},
+                {"seconds", time.seconds}};
+}
+
+std::string format_program_time(const Program& program, const ProgramTime& time, const MachineSpec& machine, std::int64_t heads, Format format) {
+    if (format == Format::Json) return json_text(program_time_json(program, time, machine, heads));
+    const Occupancy& o = time.occupancy;
+    std::string out = fmt::format(
+        "predicted time on machine {} ({} head{}; products on {}): a block of {} threads, {} bytes of shared memory, {} registers a "
+        "thread; {} resident an SM ({} stop one more)\n",
+        machine.name, heads, heads == 1 ? "" : "s", product_unit_name(time.products), o.threads, o.shared_bytes, o.registers_per_thread,
+        o.resident, o.limit);
+    Table t{{"launch", "time (predicted)", "TFLOP/s", "bound", "next bound"}, {false, true, true, false, false}, {}};
+    const std::vector<int> lines = launch_lines(program);
+    for (size_t k = 0; k < time.launches.size(); ++k) {
+        const std::string name = k < lines.size() ? fmt::format("line {}", lines[k]) : fmt::format("launch {}", k + 1);
+        if (!time.has_grid[k]) {
+            t.rows.push_back({name, "-", "-", "no parallel loop", "-"});
+            continue;
+        }
+        const LaunchTime& p = time.launches[k];
+        int next = -1;
+        for (int b = 0; b < kTimeBoundCount; ++b)
+            if (b != static_cast<int>(p.bound) && (next < 0 || p.each[static_cast<size_t>(b)] > p.each[static_cast<size_t>(next)])) next = b;
+        t.rows.push_back({name, milliseconds_text(p.seconds), p.flops > 0 ? fmt::format("{:.1f}", p.flops / p.seconds / 1e12) : "-",
+                          fmt::format("{} {}", time_bound_key(p.bound), milliseconds_text(p.each[static_cast<size_t>(p.bound)])),
+                          fmt::format("{} {}", time_bound_key(static_cast<TimeBound>(next)), milliseconds_text(p.each[static_cast<size_t>(next)]))});
+    }
+    return out + render_table(t, format);
+}
+
+}  // namespace toysim

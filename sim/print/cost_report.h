@@ -8,6 +8,7 @@
 #include "sim/analysis/cost.h"
 #include "sim/analysis/races.h"
 #include "sim/print/format.h"
+#include "sim/timing/predict.h"
 
 namespace toysim {
 
@@ -32,5 +33,14 @@ std::string format_cost(const Program& program, const std::vector<ArrayFormulas>
 nlohmann::ordered_json cost_json(const Program& program, const std::vector<ArrayFormulas>& formulas,
                                  const std::vector<ArrayTraffic>& counted, const std::vector<RaceProof>& races = {},
                                  const TimeFormulas* time = nullptr);
+
+// `cost --machine NAME`: the occupancy the schedule gives, then each launch's predicted time,
+// the bound that decides it and the next one (a launch without a grid: none, and why). JSON:
+// {"machine", "heads", "products", "occupancy": {"threads", "shared_bytes",
+// "registers_per_thread", "resident_blocks_per_sm", "limit"}, "launches": [{"launch", "line",
+// "blocks", "seconds", "bound", "bounds": {...}, "tflops"} or {"launch", "line", "seconds": null,
+// "why"}], "seconds"}.
+std::string format_program_time(const Program& program, const ProgramTime& time, const MachineSpec& machine, std::int64_t heads, Format format);
+nlohmann::ordered_json program_time_json(const Program& program, const ProgramTime& time, const MachineSpec& machine, std::int64_t heads);
 
 }  // namespace toysim

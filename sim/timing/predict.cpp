@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
+
+#include "support/diag.h"
 
 namespace toysim {
 
@@ -119,6 +122,78 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     t.launch_seconds = m[MachineParam::LaunchMicroseconds] * 1e-6;
     t.seconds = *slowest + t.launch_seconds;
     return t;
+}
+
+ProductUnit product_unit_of(const Program& program) {
+    if (program.products == "mma") return ProductUnit::MmaF16;
+    if (program.products == "mma_tf32") return ProductUnit::MmaTf32;
+    if (program.products == "wgmma") return ProductUnit::WgmmaF16;
+    return ProductUnit::CudaCores;
+}
+
+Occupancy occupancy(const Program& p, const MachineSpec& m, int element_bytes) {
+    Occupancy o;
+    o.threads = 32 * p.warps;
+    // A product's destination holds fp32 sums; every other tile the storage type.
+    std::vector<bool> sums(p.tiles.size(), false);
+    for (const TileInst& t : p.tile_insts) {
+        const TileOperand& dest = t.args[static_cast<size_t>(t.count - 1)];
+        if (kOpShape[static_cast<size_t>(t.op)] == OpShape::Product && dest.kind == TileOperand::Kind::Tile) sums[static_cast<size_t>(dest.index)] = true;
+    }
+    std::int64_t register_bytes = 0;
+    for (size_t k = 0; k < p.tiles.size(); ++k) {
+        const Tile& t = p.tiles[k];
+        const std::int64_t bytes = t.rows * t.cols * (sums[k] ? 4 : element_bytes);
+        if (t.in_registers) register_bytes += bytes;
+        else o.shared_bytes += bytes * t.stages;
+    }
+    o.registers_per_thread = 32 + (register_bytes / 4 + o.threads - 1) / o.threads;
+    const auto at = [&](MachineParam q) { return static_cast<std::int64_t>(m[q]); };
+    if (o.shared_bytes > at(MachineParam::SharedPerBlock))
+        throw ToyError(fmt::format("a block's tiles in shared memory need {} bytes; an SM of machine {} gives a block at most {}", o.shared_bytes,
+                                   m.name, at(MachineParam::SharedPerBlock)));
+    if (o.registers_per_thread > 255)
+        throw ToyError(fmt::format("a block's tiles in registers need {} registers a thread over {} threads (warps {}); a thread has at most 255",
+                                   o.registers_per_thread, o.threads, p.warps));
+    const std::pair<std::int64_t, const char*> limits[] = {
+        {at(MachineParam::BlocksPerSm), "blocks"},
+        {at(MachineParam::ThreadsPerSm) / o.threads, "threads"},
+        {o.shared_bytes > 0 ? at(MachineParam::SharedPerSm) / o.shared_bytes : at(MachineParam::BlocksPerSm), "shared memory"},
+        {at(MachineParam::RegistersPerSm) / (o.threads * o.registers_per_thread), "registers"},
+    };
+    o.resident = limits[0].first;
+    o.limit = limits[0].second;
+    for (const auto& [count, what] : limits)
+        if (count < o.resident) {
+            o.resident = count;
+            o.limit = what;
+        }
+    return o;
+}
+
+ProgramTime predict_program(const Program& program, const MachineSpec& m, std::int64_t heads) {
+    ProgramTime out;
+    Program p = program;
+    if (!p.cache) p.cache = make_program_cache(std::string(m.name), Loc{});
+    out.products = product_unit_of(p);
+    out.occupancy = occupancy(p, m, p.cache->element_bytes);
+    CachedCountOptions walk;
+    walk.heads = heads;
+    walk.cold_launches = true;
+    walk.workers = out.occupancy.resident * static_cast<std::int64_t>(m[MachineParam::Sms]);
+    const CachedCount counted = count_through_cache(p, walk);
+    for (size_t k = 0; k < counted.launches.size(); ++k) {
+        LaunchShape shape;
+        shape.blocks = counted.launch_work[k].blocks;
+        shape.resident_per_sm = out.occupancy.resident;
+        shape.products = out.products;
+        shape.sector_bytes = p.cache->config.sector_bytes;
+        shape.tile_element_bytes = p.cache->element_bytes;
+        out.has_grid.push_back(shape.blocks > 0);
+        out.launches.push_back(predict_launch(m, counted.launch_work[k], counted.launches[k], shape));
+        if (shape.blocks > 0) out.seconds += out.launches.back().seconds;
+    }
+    return out;
 }
 
 }  // namespace toysim

@@ -36,6 +36,8 @@
 #include "isa/machine.h"
 #include "sim/exec/cache.h"
 #include "sim/exec/cached_count.h"
+#include "sim/lower/program.h"
+#include <vector>
 
 namespace toysim {
 
@@ -87,5 +89,34 @@ struct LaunchTime {
 };
 
 LaunchTime predict_launch(const MachineSpec& machine, const LaunchWork& work, const CacheCounts& counts, const LaunchShape& shape);
+
+// The unit a program's `products` line names (cuda, mma, mma_tf32, wgmma).
+ProductUnit product_unit_of(const Program& program);
+
+// How many blocks of a program an SM holds at once, from its schedule, as the occupancy
+// calculator finds it for a kernel: threads = 32 · warps; shared memory = the tiles kept there
+// (× their stages); registers a thread = the bytes of the tiles kept in registers in 32-bit
+// registers, spread over the threads, plus 32 for addresses, indices and loop state (an
+// assumption: a kernel's own count is in its ptxas report). A tile holds `element_bytes` an
+// element, but a product's destination fp32 sums. Throws ToyError when one
+// block does not fit an SM.
+struct Occupancy {
+    std::int64_t threads = 0, shared_bytes = 0, registers_per_thread = 0;
+    std::int64_t resident = 0;  // blocks per SM
+    std::string limit;          // what stops one more: "shared memory", "registers", "threads", "blocks"
+};
+Occupancy occupancy(const Program& program, const MachineSpec& machine, int element_bytes);
+
+// A program's time on a named machine without a GPU: each top-level loop a launch from a cold
+// L2 (the program's cache, or the machine's preset), its grid on the resident blocks that
+// occupancy() finds × the SMs, `heads` copies sharing the L2.
+struct ProgramTime {
+    Occupancy occupancy;
+    ProductUnit products = ProductUnit::CudaCores;
+    std::vector<LaunchTime> launches;    // one per top-level loop
+    std::vector<bool> has_grid;          // per launch: false, a serial launch (no prediction)
+    double seconds = 0;                  // every launch's, summed
+};
+ProgramTime predict_program(const Program& program, const MachineSpec& machine, std::int64_t heads);
 
 }  // namespace toysim

@@ -110,3 +110,15 @@ def test_sweep_is_the_cli_sweep(path, own, swept, cli_sets):
             assert at(entry["counters"], json_path(name)) == value, name
         assert used <= set(counters)
         assert {"cycles", "reads", "writes", "traffic"} <= set(counters)
+
+
+def test_cost_on_a_machine_is_the_cli_cost():
+    # cost(machine="h100") is `toysim cost --machine h100`: the same JSON, predicted time included.
+    params = {"n": 4096, "d": 64, "Br": 64, "Bc": 64}
+    p = toysim.load("programs/attention/schedules/fa2_forward.toy", **params)
+    got = p.cost(heads=16, machine="h100").json
+    assert got == cli_json("cost", "programs/attention/schedules/fa2_forward.toy", *sets(**params), "--machine", "h100", "--heads", "16",
+                           "--format", "json")
+    assert got["predicted_time"]["occupancy"]["resident_blocks_per_sm"] == 2
+    with pytest.raises(toysim.ToyError, match=r"cost\(machine=\.\.\.\) 'h200': no such machine"):
+        p.cost(machine="h200")

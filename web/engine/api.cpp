@@ -172,7 +172,9 @@ int trace_request(const Json& request, Reply& reply, Where& where) {
 
 int cost_request(const Json& request, Reply& reply, Where& where) {
     Program program = load(request, where);
-    reply.out += app::cost(program, {}, format_of(request), app::Spelling::cli());
+    app::CostRequest cost;
+    cost.machine = text_field(request, "machine");  // "h100": each launch's predicted time too
+    reply.out += app::cost(program, cost, format_of(request), app::Spelling::cli());
     return kOk;
 }
 
