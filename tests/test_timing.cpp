@@ -138,6 +138,8 @@ TEST_CASE("schedule lines: warps, where a tile lives, its stages, and their erro
         {"registers 8\ntile a[2][2] in registers stages 2\n",
          "<stdin>:2:34: error: asynchronous copies (stages) fill shared memory: the tile is in registers\n"},
         {"registers 8\ntile a[2][2] in shared stages 9\n", "<stdin>:2:31: error: a tile has 1 to 8 stages, not 9\n"},
+        {"registers 8\nproducts tpu\n", "<stdin>:2:10: error: products run on cuda (cores), mma, mma_tf32 or wgmma, not 'tpu'\n"},
+        {"registers 8\nproducts mma\nproducts wgmma\n", "<stdin>:3:1: error: the unit products run on is already declared\n"},
     };
     for (const auto& [text, message] : bad) {
         INFO(text);

@@ -306,9 +306,7 @@ private:
         } else if (word == "products") {
             next();
             if (!program.products.empty()) throw ToyError(head.loc, "the unit products run on is already declared");
-            const Token& unit = expect_ident("cuda, mma, mma_tf32 or wgmma");
-            if (unit.text != "cuda" && unit.text != "mma" && unit.text != "mma_tf32" && unit.text != "wgmma")
-                throw ToyError(unit.loc, fmt::format("products run on cuda (cores), mma, mma_tf32 or wgmma, not {}", quoted_name(unit.text)));
+            const Token& unit = expect_ident("cuda, mma, mma_tf32 or wgmma");  // checked when bound
             program.products = std::string(unit.text);
             program.products_loc = unit.loc;
             end_of_statement();
@@ -338,10 +336,7 @@ private:
                     throw ToyError(place.loc, fmt::format("a tile lives in registers or shared (memory), not {}", quoted_name(place.text)));
                 t.in_registers = place.text == "registers";
             }
-            if (peek().kind == Tok::Ident && peek().text == "stages") {  // asynchronous copies into it
-                next();
-                t.stages = expr();
-            }
+            if (peek().kind == Tok::Ident && peek().text == "stages") t.stages = (next(), expr());  // asynchronous copies into it
             program.tiles.push_back(std::move(t));
             end_of_statement();
         } else if (word == "input" || word == "output" || word == "scratch") {

@@ -96,7 +96,12 @@ void Compiler::bind_machine() {
         if (w < 1 || w > kMaxWarps) throw ToyError(tree_->warps->loc, fmt::format("a worker has 1 to {} warps, not {}", kMaxWarps, w));
         p_.warps = w;
     }
-    if (!tree_->products.empty()) p_.products = tree_->products;
+    if (!tree_->products.empty()) {
+        const std::string& unit = tree_->products;
+        if (unit != "cuda" && unit != "mma" && unit != "mma_tf32" && unit != "wgmma")
+            throw ToyError(tree_->products_loc, fmt::format("products run on cuda (cores), mma, mma_tf32 or wgmma, not {}", quoted_name(unit)));
+        p_.products = unit;
+    }
     if (tree_->cache) p_.cache = make_program_cache(tree_->cache->text, tree_->cache->loc);
     bind_tiles();
     definitely_written_.assign(static_cast<size_t>(p_.scalar_registers), false);
