@@ -214,3 +214,19 @@ TEST_CASE("schedules: each program's products line is its kernel's", "[time][gpu
     }
     CHECK(checked == 7);
 }
+
+TEST_CASE("time: the issue bound, four warp instructions a clock", "[time]") {
+    // 16,896,000 element-wise lane operations over 132 blocks: 528,000 warp instructions, 4,000
+    // on each SM, 1,000 clocks at four a clock (1978 MHz): 505.6 ns. The CUDA cores' own bound
+    // (125.05 lanes a clock) is longer: 128,000 lanes an SM, 1,023.6 clocks.
+    LaunchWork w;
+    units(w, Op::ADD) = 16'896'000;
+    count(w, Op::ADD) = 132;
+    CacheCounts c;
+    LaunchShape shape;
+    shape.blocks = 132;
+    const LaunchTime t = predict_launch(h100(), w, c, shape);
+    CHECK(t.each[static_cast<size_t>(TimeBound::Issue)] == Approx(1000 / 1.978e9).epsilon(1e-9));
+    CHECK(t.each[static_cast<size_t>(TimeBound::Alu)] == Approx(128'000 / 125.05 / 1.978e9).epsilon(1e-9));
+    CHECK(t.bound == TimeBound::Alu);
+}

@@ -11,6 +11,11 @@ namespace toysim {
 
 namespace {
 
+// An H100 SM's four schedulers each issue one warp instruction a clock (NVIDIA H100
+// whitepaper, "SM architecture"); the FMA probe's 250.1 FLOP/clk/SM (gpu/results/
+// machine_h100.txt) is 3.9 of them.
+constexpr double kIssuePerClock = 4;
+
 constexpr std::string_view kBoundKeys[] = {
 #define X(NAME, KEY, MEANING) KEY,
     TOYSIM_TIME_BOUNDS(X)
@@ -81,6 +86,23 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     const double shared_rate = m[MachineParam::SharedBytesPerClock] * clock;  // one SM's
     t.shared_bytes = shared_bytes;
     set(TimeBound::Shared, share * shared_bytes / shared_rate);
+
+    // Warp instructions, at the SM's issue rate.
+    const double nonproduct_shared = static_cast<double>(work.shared_elements - work.product_shared_elements);
+    double product_instructions = 0;
+    switch (shape.products) {
+        case ProductUnit::CudaCores:  // an FFMA a lane, and 2 of a 4×4 patch's 8 loads a lane for its 16 multiply-adds where operands are shared
+            product_instructions = at(GpuUnit::Matrix) / 32 * (1 + (work.product_shared_elements > 0 ? 0.5 : 0.0));
+            break;
+        case ProductUnit::MmaF16:
+        case ProductUnit::MmaTf32: product_instructions = at(GpuUnit::Matrix) / 2048 + static_cast<double>(work.product_shared_elements) / 256; break;
+        case ProductUnit::WgmmaF16: product_instructions = at(GpuUnit::Matrix) / (64.0 * 256 * 16 / 4); break;
+    }
+    const double memory_bytes = at(GpuUnit::Memory) * shape.tile_element_bytes;
+    const double warp_instructions =
+        (at(GpuUnit::Alu) + at(GpuUnit::Special) + nonproduct_shared) / 32 + product_instructions + memory_bytes / 512;
+    const double issue_rate = kIssuePerClock * clock;
+    set(TimeBound::Issue, share * warp_instructions / issue_rate);
 
     // The L2 sees every sector the program's LOADs and STOREs touch; DRAM what the cache model
     // says misses and is written back.

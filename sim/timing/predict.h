@@ -10,6 +10,13 @@
 //                          write, a product's right operand once per warp). The
 //                          block scheduler deals B blocks to S SMs, so the busiest SM runs
 //                          ⌈B/S⌉ of them: (⌈B/S⌉ · work/B) / (rate per SM per clock · clock).
+//   issue                  the busiest SM's warp instructions at 4 a clock (an H100 SM's four
+//                          schedulers issue one each a clock; the FMA probe's 250.1 FLOP/clk/SM
+//                          is 3.9 warp FFMAs a clock): a lane's element-wise op or shared-memory
+//                          access is 1/32 of one, a CUDA-core multiply-add 1/32 plus its loads (a
+//                          lane's 4×4 patch of results reads 8 operands for 16 multiply-adds, as
+//                          the course's CUDA-core kernels do), an mma.sync 2048 multiply-adds, a
+//                          global load or store 512 bytes (16 a lane).
 //   l2, dram               all bytes at the whole GPU's bandwidth: bytes / (bytes per second).
 //   chain                  each block's instructions one after another, as a program without
 //                          asynchronous copies runs them: every LOAD and STORE waits for the
@@ -52,6 +59,7 @@ std::string_view product_unit_name(ProductUnit unit);
     X(Special, "special", "EXP, LOG and DIV on the special-function unit")                  \
     X(Alu, "alu", "element-wise work and reductions on the CUDA cores")                     \
     X(Shared, "shared", "the tiles' bytes through shared memory")                           \
+    X(Issue, "issue", "warp instructions at the SM's four schedulers' one a clock each")    \
     X(L2, "l2", "bytes through the L2 at its bandwidth")                                    \
     X(Dram, "dram", "bytes to and from DRAM at its bandwidth")                               \
     X(Chain, "chain", "each block's instructions one after another (waits included), R blocks side by side")
