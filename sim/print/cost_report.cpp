@@ -192,9 +192,19 @@ std::vector<int> launch_lines(const Program& p) {
     return lines;
 }
 
+}  // namespace
+
 std::string milliseconds_text(double seconds) { return fmt::format("{:.3f} ms", seconds * 1e3); }
 
-}  // namespace
+std::string bound_text(const LaunchTime& time, TimeBound bound) {
+    return fmt::format("{} {}", time_bound_key(bound), milliseconds_text(time.each[static_cast<size_t>(bound)]));
+}
+
+nlohmann::ordered_json bounds_json(const LaunchTime& time) {
+    auto bounds = nlohmann::ordered_json::object();
+    for (int b = 0; b < kTimeBoundCount; ++b) bounds[std::string(time_bound_key(static_cast<TimeBound>(b)))] = time.each[static_cast<size_t>(b)];
+    return bounds;
+}
 
 nlohmann::ordered_json program_time_json(const Program& program, const ProgramTime& time, const MachineSpec& machine, std::int64_t heads) {
     using json = nlohmann::ordered_json;
@@ -208,11 +218,9 @@ nlohmann::ordered_json program_time_json(const Program& program, const ProgramTi
             j["seconds"] = nullptr;
             j["why"] = "no parallel loop: its time on a GPU depends on threads the program does not describe";
         } else {
-            json bounds = json::object();
-            for (int b = 0; b < kTimeBoundCount; ++b) bounds[std::string(time_bound_key(static_cast<TimeBound>(b)))] = t.each[static_cast<size_t>(b)];
             j["seconds"] = t.seconds;
             j["bound"] = time_bound_key(t.bound);
-            j["bounds"] = bounds;
+            j["bounds"] = bounds_json(t);
             j["tflops"] = t.seconds > 0 ? t.flops / t.seconds / 1e12 : 0.0;
             j["shared_bytes"] = t.shared_bytes;
         }
@@ -244,12 +252,8 @@ std::string format_program_time(const Program& program, const ProgramTime& time,
             continue;
         }
         const LaunchTime& p = time.launches[k];
-        int next = -1;
-        for (int b = 0; b < kTimeBoundCount; ++b)
-            if (b != static_cast<int>(p.bound) && (next < 0 || p.each[static_cast<size_t>(b)] > p.each[static_cast<size_t>(next)])) next = b;
         t.rows.push_back({name, milliseconds_text(p.seconds), p.flops > 0 ? fmt::format("{:.1f}", p.flops / p.seconds / 1e12) : "-",
-                          fmt::format("{} {}", time_bound_key(p.bound), milliseconds_text(p.each[static_cast<size_t>(p.bound)])),
-                          fmt::format("{} {}", time_bound_key(static_cast<TimeBound>(next)), milliseconds_text(p.each[static_cast<size_t>(next)]))});
+                          bound_text(p, p.bound), bound_text(p, runner_up(p))});
     }
     return out + render_table(t, format);
 }

@@ -34,6 +34,12 @@ nlohmann::ordered_json cost_json(const Program& program, const std::vector<Array
                                  const std::vector<ArrayTraffic>& counted, const std::vector<RaceProof>& races = {},
                                  const TimeFormulas* time = nullptr);
 
+// A launch's predicted time as `cost --machine` and `diff` print it: "1.087 ms"; a bound with
+// its time, "chain 0.151 ms"; every bound's seconds as a JSON object keyed by bound.
+std::string milliseconds_text(double seconds);
+std::string bound_text(const LaunchTime& time, TimeBound bound);
+nlohmann::ordered_json bounds_json(const LaunchTime& time);
+
 // `cost --machine NAME`: the occupancy the schedule gives, then each launch's predicted time,
 // the bound that decides it and the next one (a launch without a grid: none, and why). JSON:
 // {"machine", "heads", "products", "occupancy": {"threads", "shared_bytes",

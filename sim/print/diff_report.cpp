@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "sim/print/cost_report.h"
 #include "sim/print/plot.h"
 #include "sim/print/format.h"
 
@@ -27,16 +28,12 @@ std::string percent(double fraction) { return fmt::format("{:+.1f}%", 100 * frac
 // A launch's predicted time: every bound, the one that decides, and the error against the
 // measured median.
 json time_json(const LaunchTime& t, double measured) {
-    json bounds = json::object();
-    for (int b = 0; b < kTimeBoundCount; ++b) bounds[std::string(time_bound_key(static_cast<TimeBound>(b)))] = t.each[static_cast<size_t>(b)];
-    json j{{"seconds", t.seconds}, {"bound", time_bound_key(t.bound)}, {"bounds", bounds}, {"launch_seconds", t.launch_seconds},
+    json j{{"seconds", t.seconds}, {"bound", time_bound_key(t.bound)}, {"bounds", bounds_json(t)}, {"launch_seconds", t.launch_seconds},
            {"busiest_sm_blocks", t.busiest_sm_blocks},
            {"shared_bytes", t.shared_bytes}};
     if (measured > 0) j["error"] = (t.seconds - measured) / measured;
     return j;
 }
-
-std::string milliseconds(double seconds) { return fmt::format("{:.3f} ms", seconds * 1e3); }
 
 // The time table: per launch, predicted against measured, and what bounds the prediction.
 std::string format_time_table(const gpu::GpuDiff& d, Format format) {
@@ -46,14 +43,9 @@ std::string format_time_table(const gpu::GpuDiff& d, Format format) {
     for (const auto& s : d.stages) {
         if (!s.predicted_time) continue;
         const LaunchTime& p = *s.predicted_time;
-        // The runner-up says how far the decision is from changing.
-        int next = -1;
-        for (int b = 0; b < kTimeBoundCount; ++b)
-            if (b != static_cast<int>(p.bound) && (next < 0 || p.each[static_cast<size_t>(b)] > p.each[static_cast<size_t>(next)])) next = b;
-        t.rows.push_back({s.stage, milliseconds(p.seconds), s.measured_seconds > 0 ? milliseconds(s.measured_seconds) : "-",
-                          s.measured_seconds > 0 ? percent((p.seconds - s.measured_seconds) / s.measured_seconds) : "-",
-                          fmt::format("{} {}", time_bound_key(p.bound), milliseconds(p.each[static_cast<size_t>(p.bound)])),
-                          fmt::format("{} {}", time_bound_key(static_cast<TimeBound>(next)), milliseconds(p.each[static_cast<size_t>(next)]))});
+        t.rows.push_back({s.stage, milliseconds_text(p.seconds), s.measured_seconds > 0 ? milliseconds_text(s.measured_seconds) : "-",
+                          s.measured_seconds > 0 ? percent((p.seconds - s.measured_seconds) / s.measured_seconds) : "-", bound_text(p, p.bound),
+                          bound_text(p, runner_up(p))});
     }
     return fmt::format("\npredicted time on machine {} (the slowest bound plus the launch's own {}), against the measured median\n", pr.machine,
                        fmt::format("{:.2f} µs", d.stages.front().predicted_time ? d.stages.front().predicted_time->launch_seconds * 1e6 : 0.0)) +

@@ -76,16 +76,21 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     t.flops = 2 * at(GpuUnit::Matrix);
     auto& each = t.each;
     auto set = [&](TimeBound b, double seconds) { each[static_cast<size_t>(b)] = seconds; };
-    set(TimeBound::Matrix, share * at(GpuUnit::Matrix) / product_rate(m, shape.products));
-    set(TimeBound::Special, share * at(GpuUnit::Special) / m[MachineParam::SfuPerClock] / clock);
-    set(TimeBound::Alu, share * at(GpuUnit::Alu) / m.alu_per_clock() / clock);
     // wgmma reads its operands from shared memory itself, not through the loads' path.
     const std::uint64_t shared_elements =
         work.shared_elements - (shape.products == ProductUnit::WgmmaF16 ? work.product_shared_elements : 0);
     const double shared_bytes = static_cast<double>(shared_elements) * shape.tile_element_bytes;
-    const double shared_rate = m[MachineParam::SharedBytesPerClock] * clock;  // one SM's
     t.shared_bytes = shared_bytes;
-    set(TimeBound::Shared, share * shared_bytes / shared_rate);
+    // Each unit's time for the whole launch's work on one SM: the busiest SM takes its share
+    // of it (the throughput bounds), and a block 1/B of it (its chain, below).
+    const double matrix_seconds = at(GpuUnit::Matrix) / product_rate(m, shape.products);
+    const double special_seconds = at(GpuUnit::Special) / m[MachineParam::SfuPerClock] / clock;
+    const double alu_seconds = at(GpuUnit::Alu) / m.alu_per_clock() / clock;
+    const double shared_seconds = shared_bytes / (m[MachineParam::SharedBytesPerClock] * clock);
+    set(TimeBound::Matrix, share * matrix_seconds);
+    set(TimeBound::Special, share * special_seconds);
+    set(TimeBound::Alu, share * alu_seconds);
+    set(TimeBound::Shared, share * shared_seconds);
 
     // Warp instructions, at the SM's issue rate.
     const double nonproduct_shared = static_cast<double>(work.shared_elements - work.product_shared_elements);
@@ -128,8 +133,7 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     const double async_bytes = std::min(l2_bytes, static_cast<double>(work.async_elements) * shape.tile_element_bytes);
     const double sync_memory = (memory_instructions - async_loads) * wait / clock + (l2_bytes - async_bytes) / sm_bytes_per_second;
     const double async_memory = async_loads * wait / clock + async_bytes / sm_bytes_per_second;
-    const double compute_chain = at(GpuUnit::Matrix) / product_rate(m, shape.products) + at(GpuUnit::Special) / m[MachineParam::SfuPerClock] / clock +
-                                 at(GpuUnit::Alu) / m.alu_per_clock() / clock + shared_bytes / shared_rate;
+    const double compute_chain = matrix_seconds + special_seconds + alu_seconds + shared_seconds;
     const double chain = (sync_memory + std::max(compute_chain, async_memory)) / blocks;
     // The busiest worker runs `rounds` average blocks in turn: the toy machine's makespan of the
     // grid on the GPU's resident blocks (R per SM × S), which sees blocks of unequal work (a
@@ -144,6 +148,13 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     t.launch_seconds = m[MachineParam::LaunchMicroseconds] * 1e-6;
     t.seconds = *slowest + t.launch_seconds;
     return t;
+}
+
+TimeBound runner_up(const LaunchTime& time) {
+    int next = -1;
+    for (int b = 0; b < kTimeBoundCount; ++b)
+        if (b != static_cast<int>(time.bound) && (next < 0 || time.each[static_cast<size_t>(b)] > time.each[static_cast<size_t>(next)])) next = b;
+    return static_cast<TimeBound>(next);
 }
 
 ProductUnit product_unit_of(const Program& program) {

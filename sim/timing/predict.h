@@ -97,6 +97,8 @@ struct LaunchTime {
 };
 
 LaunchTime predict_launch(const MachineSpec& machine, const LaunchWork& work, const CacheCounts& counts, const LaunchShape& shape);
+// The slowest bound after the one that decides: how far the decision is from changing.
+TimeBound runner_up(const LaunchTime& time);
 
 // The unit a program's `products` line names (cuda, mma, mma_tf32, wgmma).
 ProductUnit product_unit_of(const Program& program);
