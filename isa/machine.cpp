@@ -43,6 +43,14 @@ MachineSpec h100() {
     set(P::DramLatency, 660, "global load, L2 miss (DRAM)", "660 cycles", "");
     set(P::L2Latency, 272, "global load, L2 hit", "272 cycles", "");
     set(P::SharedLatency, 23, "shared memory load", "23 cycles", "");
+    // One warp's dependent chains: what an instruction waits for the one before when no other
+    // warp has work for its scheduler.
+    set(P::AluLatency, 5.0, "FFMA", "5.0 cycles", "4 cycles (Hopper microbenchmarks, Luo et al. 2024)");
+    set(P::SfuLatency, 17.0, "MUFU.EX2", "17.0 cycles", "");
+    set(P::ShuffleLatency, 24.0, "shfl.sync", "24.0 cycles", "");
+    set(P::MmaLatency, 24.0, "mma.sync m16n8k16 (latency)", "24.0 cycles", "");
+    set(P::WgmmaLatency, 118.3, "wgmma m64n128k16 (latency)", "118.3 cycles", "");
+    set(P::BarrierCycles, 21.3, "__syncthreads (4 warps)", "21.3 cycles", "");
     set(P::LaunchMicroseconds, 1.89, "launch-to-launch gap", "1.89 us", "");
     set(P::RegistersPerSm, 65536, "registers per SM", "65536", "64K (CUDA guide)");
     set(P::SharedPerSm, 233472, "shared memory per SM", "233472 B", "228 KB (CUDA guide)");

@@ -36,6 +36,12 @@ namespace toysim {
     X(DramLatency, "dram_latency", "cycles", "a load that misses the L2, one thread, pointer chase")                                \
     X(L2Latency, "l2_latency", "cycles", "a load that hits the L2")                                                                 \
     X(SharedLatency, "shared_latency", "cycles", "a shared-memory load")                                                            \
+    X(AluLatency, "alu_latency", "cycles", "an fp32 fused multiply-add that needs the one before's result")                        \
+    X(SfuLatency, "sfu_latency", "cycles", "an ex2 on the special-function unit that needs the one before's result")              \
+    X(ShuffleLatency, "shuffle_latency", "cycles", "a warp shuffle (shfl.sync) that needs the one before's result")                 \
+    X(MmaLatency, "mma_latency", "cycles", "an mma.sync m16n8k16 that adds to the one before's sums")                              \
+    X(WgmmaLatency, "wgmma_latency", "cycles", "a wgmma m64n128k16 from issue to its wait's end")                                 \
+    X(BarrierCycles, "barrier", "cycles", "a block's barrier (__syncthreads, 4 warps) with nothing to wait for")                     \
     X(LaunchMicroseconds, "launch", "µs", "from one kernel's end to the next one's start, back to back on one stream")            \
     X(RegistersPerSm, "registers", "/SM", "32-bit registers per SM")                                                                \
     X(SharedPerSm, "shared_per_sm", "B", "shared memory per SM")                                                                    \

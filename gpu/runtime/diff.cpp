@@ -132,6 +132,7 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
             shape.products = product_unit(kernel, gpu);
             shape.sector_bytes = q.cache->config.sector_bytes;
             shape.tile_element_bytes = dtype_bytes(gpu.dtype);
+            shape.warps = q.warps;
             stage.predicted_time = predict_launch(*machine, work, c, shape);
         }
         if (!machine) pr.machine.clear();

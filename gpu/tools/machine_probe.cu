@@ -335,6 +335,56 @@ __global__ void chase_shared(int steps, unsigned long long* out) {
     out[0] = c1 - c0, out[1] = g1 - g0, out[2] = a;
 }
 
+// ---- Latency of the units: one warp (a block of 4 for the barrier) runs a chain in which each
+// instruction needs the one before's result, so cycles a step is that instruction's latency:
+// what a dependent instruction waits when no other warp has work for the scheduler. ----
+enum Chain { kChainFma, kChainEx2, kChainShfl, kChainMma, kChainBarrier, kChainWgmma };
+template <int kKind>
+__global__ void chain_kernel(int steps, unsigned long long* out) {
+    float x = threadIdx.x * 1e-3f - 1.0f;
+    unsigned u = threadIdx.x;
+    uint32_t a[4], b[2];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) a[r] = operand(0, threadIdx.x * 8 + r);
+    b[0] = operand(0, threadIdx.x * 8 + 5), b[1] = operand(0, threadIdx.x * 8 + 6);
+    float d[4] = {};
+#ifdef PROBE_SM90A
+    __shared__ __align__(128) __half a_tile[64 * 16];
+    __shared__ __align__(128) __half b_tile[128 * 16];
+    float acc[64] = {};
+    if constexpr (kKind == kChainWgmma) {
+        for (int i = threadIdx.x; i < 64 * 16; i += blockDim.x) a_tile[i] = __float2half(((i * 37) % 17 - 8) * 0.0625f);
+        for (int i = threadIdx.x; i < 128 * 16; i += blockDim.x) b_tile[i] = __float2half(((i * 53) % 13 - 6) * 0.0625f);
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+#endif
+    __syncthreads();
+    const unsigned long long c0 = clock64();
+#pragma unroll 8
+    for (int i = 0; i < steps; ++i) {
+        if constexpr (kKind == kChainFma) asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x) : "f"(0.999f), "f"(1e-3f));
+        else if constexpr (kKind == kChainEx2) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x));
+        else if constexpr (kKind == kChainShfl) asm volatile("shfl.sync.bfly.b32 %0, %0, 1, 0x1f, 0xffffffff;" : "+r"(u));
+        else if constexpr (kKind == kChainMma) mma<0>(d, a, b);
+        else if constexpr (kKind == kChainBarrier) __syncthreads();
+#ifdef PROBE_SM90A
+        else {
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+            wgmma<128>(acc, tile_descriptor(a_tile), tile_descriptor(b_tile));
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        }
+#endif
+    }
+    const unsigned long long c1 = clock64();
+    float s = x + float(u) + d[0] + d[1] + d[2] + d[3];
+#ifdef PROBE_SM90A
+#pragma unroll
+    for (int r = 0; r < 64; ++r) s += acc[r];
+#endif
+    if (threadIdx.x == 0) out[0] = c1 - c0, out[1] = s == 1234.5f;
+}
+
 // ---- Launches: an empty kernel, and one that spins a fixed time and notes when it ran, so that
 // the idle time between two queued kernels can be read off the GPU's own timer. ----
 __global__ void empty_kernel() {}
@@ -566,6 +616,7 @@ int main() {
     mma_row("mma.sync m16n8k8 tf32->fp32", 2, 2.0 * 16 * 8 * 8, "2048 FLOP/clk/SM, 495 TFLOP/s dense (whitepaper)");
 
     // ---- 8. wgmma ----
+    bool have_sm90a = false;
     {
         int* built = nullptr;
         check(cudaMalloc(&built, sizeof(int)), "cudaMalloc");
@@ -576,6 +627,7 @@ int main() {
         const auto n256 = p.time([&] { wgmma_kernel<256><<<sms, threads>>>(p.out, iters, built, p.stamps); }, sms, 3);
         int was_built = 0;
         check(cudaMemcpy(&was_built, built, sizeof(int), cudaMemcpyDeviceToHost), "built");
+        have_sm90a = was_built != 0;
         const char* published = "4096 FLOP/clk/SM, 989 TFLOP/s dense (whitepaper, anchors)";
         if (!was_built) {
             row("wgmma fp16->fp32, smem x smem", "not measured", "", "", "this build has no sm_90a code (TOYSIM_HOPPER_ARCHITECTURES)", published);
@@ -630,6 +682,30 @@ int main() {
         check(cudaDeviceSynchronize(), "chase");
         report("shared memory load", "ld.shared.u32 of the address of the next word");
         cudaFree(next_dev);
+        cudaFree(result);
+    }
+
+    section("latency (one warp, dependent chain)");
+    {
+        unsigned long long* result = nullptr;
+        check(cudaMalloc(&result, 2 * sizeof(unsigned long long)), "cudaMalloc");
+        const int steps = 4096;
+        auto chain_row = [&](const char* name, auto kernel, unsigned threads, const char* how, const char* published) {
+            kernel<<<1, threads>>>(steps, result);  // warm-up: the code in the instruction cache
+            check(cudaDeviceSynchronize(), "chain");
+            kernel<<<1, threads>>>(steps, result);
+            check(cudaDeviceSynchronize(), "chain");
+            unsigned long long got[2];
+            check(cudaMemcpy(got, result, sizeof got, cudaMemcpyDeviceToHost), "chain");
+            row(name, fmt("%.1f cycles", double(got[0]) / steps), "", "", how, published);
+        };
+        chain_row("FFMA", chain_kernel<kChainFma>, 32, "fma.rn.f32 x = x*b + c, 4096 in a chain", "4 cycles (Hopper microbenchmarks, Luo et al. 2024)");
+        chain_row("MUFU.EX2", chain_kernel<kChainEx2>, 32, "ex2.approx.ftz.f32 x = 2^x, 4096 in a chain", "");
+        chain_row("shfl.sync", chain_kernel<kChainShfl>, 32, "shfl.sync.bfly of the previous result", "");
+        chain_row("mma.sync m16n8k16 (latency)", chain_kernel<kChainMma>, 32, "fp16->fp32, one accumulator: each mma waits for the last", "");
+        chain_row("__syncthreads (4 warps)", chain_kernel<kChainBarrier>, 128, "bar.sync 0, a block of 128 threads, nothing between", "");
+        if (have_sm90a)
+            chain_row("wgmma m64n128k16 (latency)", chain_kernel<kChainWgmma>, 128, "one warpgroup: fence, wgmma, commit, wait 0; A, B in smem", "");
         cudaFree(result);
     }
 

@@ -290,11 +290,22 @@ private:
             }
             spend();
             ++instructions_;
+            const std::uint64_t shared_before = launch_work_.shared_elements, product_before = launch_work_.product_shared_elements,
+                                async_before = launch_work_.async_loads;
             const std::uint64_t units = execute(w, in);
             const auto op = static_cast<size_t>(p_.op_at(w.pc));
             w.clock += units * static_cast<std::uint64_t>(p_.cycles[op]);
             ++launch_work_.instructions[op];
             launch_work_.work[op] += units;
+            if (launch_work_.by_pc.empty()) launch_work_.by_pc.resize(p_.code.size());
+            InstructionWork& each = launch_work_.by_pc[static_cast<size_t>(w.pc)];
+            ++each.executions;
+            each.op = static_cast<int>(op);
+            each.work += units;
+            each.shared_elements += launch_work_.shared_elements - shared_before;
+            each.product_shared_elements += launch_work_.product_shared_elements - product_before;
+            each.async = launch_work_.async_loads != async_before;
+            each.writes_shared = writes_shared(in);
             ++w.pc;
             return Moved::Instruction;
         }
@@ -501,6 +512,15 @@ private:
         w.pc = l.body.second;
         w.iteration_turn = turns_;
         return true;
+    }
+
+    // A tile instruction whose result is a tile in shared memory (not `in registers`).
+    bool writes_shared(const Inst& in) const {
+        if (in.code != Code::Tile) return false;
+        const TileInst& t = p_.tile_insts[static_cast<size_t>(in.mem)];
+        const TileOperand& dest = t.args[static_cast<size_t>(t.count - 1)];
+        return dest.kind == TileOperand::Kind::Tile && !p_.tiles[static_cast<size_t>(dest.index)].in_registers && t.op != Op::STORE &&
+               t.op != Op::STORE_ADD;
     }
 
     // An instruction's accesses and its units of work, from the tiles' shapes as the machine

@@ -76,6 +76,17 @@ struct CachedCountOptions {
     bool cold_launches = false;
 };
 
+// One instruction of the program as a launch executed it (all heads), for the timing pass's
+// chain: how often, its units of work and shared-memory elements in all, and whether it is an
+// asynchronous copy or leaves its result in shared memory (where the block's other warps read
+// it after a barrier). Scalar instructions counted in runs are in LaunchWork's totals only.
+struct InstructionWork {
+    std::uint64_t executions = 0, work = 0, shared_elements = 0, product_shared_elements = 0;
+    int op = 0;                  // its Op
+    bool async = false;          // a LOAD into a tile with stages
+    bool writes_shared = false;  // its destination is a tile in shared memory
+};
+
 // What one launch executed, for the timing pass (sim/timing/): its instructions and units of
 // work per opcode (all heads), and the grid iterations it handed out (a GPU's blocks).
 struct LaunchWork {
@@ -92,6 +103,7 @@ struct LaunchWork {
     // The grids' makespan on the workers and the workers' busy cycles, in the toy's cycles:
     // makespan ÷ (busy ÷ blocks) is how many average blocks the busiest worker runs in turn.
     std::uint64_t makespan_cycles = 0, busy_cycles = 0;
+    std::vector<InstructionWork> by_pc;  // per Program::code entry; empty where none ran
 };
 
 struct CachedCount {

@@ -38,6 +38,156 @@ double product_rate(const MachineSpec& m, ProductUnit unit) {
     return m.alu_per_clock() * m.clock_hz();  // one fused multiply-add each, at the CUDA cores' clock
 }
 
+// A CUDA-core product's lanes load 4 consecutive elements at a time (a float4, or 4 halves in
+// 8 bytes: the course's kernels' load4), and convert each 16-bit one to fp32 before the
+// fused multiply-add (there is no fp16 FFMA into an fp32 sum).
+constexpr double kElementsPerLoad = 4;
+
+// Elements a product's lanes read from shared memory for `macs` multiply-adds, of which the
+// tile-level count is `product_shared` (each operand once per warp, cached_count.cpp): on the
+// CUDA cores each lane reads its patch's operands itself, 2p elements a step of the inner
+// dimension for p² multiply-adds; mma.sync's ldmatrix reads the tile-level count; wgmma reads
+// through the tensor cores' own path, not the load path.
+double product_shared_elements(double macs, double product_shared, const LaunchShape& shape) {
+    if (product_shared <= 0) return 0;
+    switch (shape.products) {
+        case ProductUnit::CudaCores: return macs * 2.0 / shape.lane_patch;
+        case ProductUnit::MmaF16:
+        case ProductUnit::MmaTf32: return product_shared;
+        case ProductUnit::WgmmaF16: return 0;
+    }
+    return 0;
+}
+
+// Warp instructions for `work` units on `unit` (the issue bound in predict.h): a lane's
+// element-wise op 1/32 of one; a CUDA-core multiply-add 1/32, and its operand loads
+// (kElementsPerLoad a load) and 16-bit conversions; an mma.sync 2048 multiply-adds and an
+// ldmatrix a lane's 8 elements; a wgmma a warpgroup's 64×256×16 over its 4 warps; a global
+// load or store 16 bytes a lane. `product_shared`: the tile-level shared-memory elements a
+// product reads (its other shared elements are the caller's, 1/32 each).
+double warp_instructions_of(GpuUnit unit, double work, double product_shared, const LaunchShape& shape) {
+    switch (unit) {
+        case GpuUnit::Memory: return work * shape.tile_element_bytes / 512;
+        case GpuUnit::Special:
+        case GpuUnit::Alu: return work / 32;
+        case GpuUnit::Matrix: break;
+    }
+    const double operands = product_shared_elements(work, product_shared, shape);
+    switch (shape.products) {
+        case ProductUnit::CudaCores:
+            return (work + operands / kElementsPerLoad + (shape.tile_element_bytes < 4 ? operands : 0)) / 32;
+        case ProductUnit::MmaF16:
+        case ProductUnit::MmaTf32: return work / 2048 + operands / 256;
+        case ProductUnit::WgmmaF16: return work / (64.0 * 256 * 16 / 4);
+    }
+    return 0;
+}
+
+// Bytes through shared memory's load path: the elements instructions read and write there
+// (`shared`, of which `product_shared` a product's operands, tile-level), with a product's
+// operands as its lanes read them (product_shared_elements).
+double shared_bytes_of(double macs, double shared, double product_shared, const LaunchShape& shape) {
+    return (shared - product_shared + product_shared_elements(macs, product_shared, shape)) * shape.tile_element_bytes;
+}
+
+// The chain bound: see predict.h.
+double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCounts& counts, const LaunchShape& shape, double clock,
+                     std::uint64_t busiest) {
+    const double sms = m[MachineParam::Sms];
+    const double blocks = static_cast<double>(std::max<std::uint64_t>(shape.blocks, 1));
+    const double resident = static_cast<double>(std::max<std::int64_t>(shape.resident_per_sm, 1));
+    // Blocks an SM runs side by side, in step, and the share of its four schedulers (and the
+    // units each has a quarter of) their warps reach.
+    const double together = std::min(resident, static_cast<double>(busiest));
+    const double reach = std::min(1.0, together * std::max(shape.warps, 1) / 4.0);
+    const CacheStats& c = counts.total;
+    const double accesses = static_cast<double>(c.hits() + c.misses());
+    const double hit_share = accesses > 0 ? static_cast<double>(c.hits()) / accesses : 0;
+    const double cycle = 1 / clock;
+    // Memory: a load waits the latency (the L2's for the share the cache model says hits, DRAM's
+    // for the rest); its bytes move at the SM's share of the L2's bandwidth and, of what misses,
+    // of DRAM's.
+    const double memory_wait = (hit_share * m[MachineParam::L2Latency] + (1 - hit_share) * m[MachineParam::DramLatency]) * cycle;
+    const double l2_share = m.bytes_per_second(MachineParam::L2BytesPerSecond) / sms;
+    const double dram_share = m.bytes_per_second(MachineParam::DramBytesPerSecond) / sms;
+    // The L2 moves whole sectors: a launch whose accesses touch more sector bytes than they
+    // use moves each load's bytes × that ratio.
+    double memory_units = 0;
+    for (int op = 0; op < kOpCount; ++op)
+        if (kOpGpuUnit[op] == GpuUnit::Memory) memory_units += static_cast<double>(work.work[static_cast<size_t>(op)]);
+    const double sector_bytes = accesses * shape.sector_bytes;
+    const double moved = memory_units > 0 ? std::max(1.0, sector_bytes / (memory_units * shape.tile_element_bytes)) : 1.0;
+    const bool tensor = shape.products != ProductUnit::CudaCores;
+    const double product_latency = shape.products == ProductUnit::WgmmaF16 ? m[MachineParam::WgmmaLatency]
+                                   : tensor                                 ? m[MachineParam::MmaLatency]
+                                                                            : m[MachineParam::AluLatency];
+    // A row's sums sit on a quad of lanes in the tensor cores' fragment layout (PTX ISA, mma
+    // m16n8k16), on up to a warp's 32 lanes otherwise: 2 or 5 shuffle steps.
+    const double reduce_steps = tensor ? 2 : 5;
+    double sync = 0, compute = 0, copies = 0;
+    auto phase = [&](int op, double executions, double units, double shared, double product_shared, bool async, bool writes_shared) {
+        if (executions <= 0) return;
+        const double w = units / executions, sh = shared / executions, psh = product_shared / executions;
+        const GpuUnit unit = kOpGpuUnit[op];
+        // The work of `together` blocks in step, on the units their warps reach.
+        double busy = together * warp_instructions_of(unit, w, psh, shape) / (kIssuePerClock * clock * reach);
+        const double shared_bytes = shared_bytes_of(unit == GpuUnit::Matrix ? w : 0, sh, psh, shape);
+        busy = std::max(busy, together * shared_bytes / (m[MachineParam::SharedBytesPerClock] * clock));
+        double latency = 0;
+        switch (unit) {
+            case GpuUnit::Memory: {
+                const double bytes = together * w * shape.tile_element_bytes * moved;
+                busy = std::max({busy, bytes / l2_share, bytes * (1 - hit_share) / dram_share});
+                if (op == static_cast<int>(Op::LOAD)) latency = memory_wait;  // a store does not wait
+                break;
+            }
+            case GpuUnit::Matrix:
+                busy = std::max(busy, together * w / (product_rate(m, shape.products) * reach));
+                latency = product_latency * cycle;
+                break;
+            case GpuUnit::Special:
+                busy = std::max(busy, together * w / (m[MachineParam::SfuPerClock] * clock * reach));
+                latency = m[MachineParam::SfuLatency] * cycle;
+                break;
+            case GpuUnit::Alu:
+                busy = std::max(busy, together * w / (m.alu_per_clock() * clock * reach));
+                latency = (m[MachineParam::AluLatency] +
+                           (kOpShape[static_cast<size_t>(op)] == OpShape::RowReduce ? reduce_steps * m[MachineParam::ShuffleLatency] : 0)) *
+                          cycle;
+                break;
+        }
+        const bool loads_shared = op == static_cast<int>(Op::LOAD) && sh > 0;
+        if (writes_shared || loads_shared) latency += m[MachineParam::BarrierCycles] * cycle;
+        const double seconds = executions * (busy + latency);
+        if (async) copies += seconds;
+        else if (unit == GpuUnit::Memory) sync += seconds;
+        else compute += seconds;
+    };
+    std::array<std::uint64_t, kOpCount> executions{}, units{};
+    for (std::size_t pc = 0; pc < work.by_pc.size(); ++pc) {
+        const InstructionWork& i = work.by_pc[pc];
+        if (i.executions == 0) continue;
+        const int op = i.op;
+        executions[static_cast<size_t>(op)] += i.executions;
+        units[static_cast<size_t>(op)] += i.work;
+        phase(op, static_cast<double>(i.executions), static_cast<double>(i.work), static_cast<double>(i.shared_elements),
+              static_cast<double>(i.product_shared_elements), i.async, i.writes_shared);
+    }
+    // The scalar instructions counted in runs: one instruction, one unit each.
+    for (int op = 0; op < kOpCount; ++op) {
+        const double rest = static_cast<double>(work.instructions[static_cast<size_t>(op)] - executions[static_cast<size_t>(op)]);
+        if (rest > 0) phase(op, rest, rest, 0, 0, false, false);
+    }
+    // Copies with stages run while the block computes; the other loads and stores wait in line.
+    const double chain = (sync + std::max(compute, copies)) / blocks;
+    // The busiest SM runs `rounds` of `together` average blocks: ⌈⌈B/S⌉/R⌉, or the toy
+    // machine's makespan of the grid on the GPU's resident blocks (R per SM × S), which sees
+    // blocks of unequal work (a causal mask) where ⌈⌈B/S⌉/R⌉ would not.
+    double rounds = std::ceil(static_cast<double>(busiest) / together);
+    if (work.busy_cycles > 0) rounds = std::max(rounds, static_cast<double>(work.makespan_cycles) * blocks / static_cast<double>(work.busy_cycles));
+    return rounds * chain;
+}
+
 }  // namespace
 
 std::string_view product_unit_name(ProductUnit unit) {
@@ -77,9 +227,8 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     auto& each = t.each;
     auto set = [&](TimeBound b, double seconds) { each[static_cast<size_t>(b)] = seconds; };
     // wgmma reads its operands from shared memory itself, not through the loads' path.
-    const std::uint64_t shared_elements =
-        work.shared_elements - (shape.products == ProductUnit::WgmmaF16 ? work.product_shared_elements : 0);
-    const double shared_bytes = static_cast<double>(shared_elements) * shape.tile_element_bytes;
+    const double shared_bytes = shared_bytes_of(at(GpuUnit::Matrix), static_cast<double>(work.shared_elements),
+                                                static_cast<double>(work.product_shared_elements), shape);
     t.shared_bytes = shared_bytes;
     // Each unit's time for the whole launch's work on one SM: the busiest SM takes its share
     // of it (the throughput bounds), and a block 1/B of it (its chain, below).
@@ -93,21 +242,10 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     set(TimeBound::Shared, share * shared_seconds);
 
     // Warp instructions, at the SM's issue rate.
-    const double nonproduct_shared = static_cast<double>(work.shared_elements - work.product_shared_elements);
-    double product_instructions = 0;
-    switch (shape.products) {
-        case ProductUnit::CudaCores:  // an FFMA a lane, and 2 of a 4×4 patch's 8 loads a lane for its 16 multiply-adds where operands are shared
-            product_instructions = at(GpuUnit::Matrix) / 32 * (1 + (work.product_shared_elements > 0 ? 0.5 : 0.0));
-            break;
-        case ProductUnit::MmaF16:
-        case ProductUnit::MmaTf32: product_instructions = at(GpuUnit::Matrix) / 2048 + static_cast<double>(work.product_shared_elements) / 256; break;
-        case ProductUnit::WgmmaF16: product_instructions = at(GpuUnit::Matrix) / (64.0 * 256 * 16 / 4); break;
-    }
-    const double memory_bytes = at(GpuUnit::Memory) * shape.tile_element_bytes;
-    const double warp_instructions =
-        (at(GpuUnit::Alu) + at(GpuUnit::Special) + nonproduct_shared) / 32 + product_instructions + memory_bytes / 512;
-    const double issue_rate = kIssuePerClock * clock;
-    set(TimeBound::Issue, share * warp_instructions / issue_rate);
+    double warp_instructions = static_cast<double>(work.shared_elements - work.product_shared_elements) / 32;
+    for (GpuUnit u : {GpuUnit::Memory, GpuUnit::Matrix, GpuUnit::Special, GpuUnit::Alu})
+        warp_instructions += warp_instructions_of(u, at(u), u == GpuUnit::Matrix ? static_cast<double>(work.product_shared_elements) : 0, shape);
+    set(TimeBound::Issue, share * warp_instructions / (kIssuePerClock * clock));
 
     // The L2 sees every sector the program's LOADs and STOREs touch; DRAM what the cache model
     // says misses and is written back.
@@ -118,31 +256,7 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     set(TimeBound::L2, l2_bytes / m.bytes_per_second(MachineParam::L2BytesPerSecond));
     set(TimeBound::Dram, dram_bytes / m.bytes_per_second(MachineParam::DramBytesPerSecond));
 
-    // A block's chain: its instructions one after another: each memory instruction's wait
-    // (hits at the L2's latency, the rest at DRAM's) and its bytes at one SM's share of the
-    // L2's bandwidth, then each unit's work at the whole SM's rate and its shared-memory bytes
-    // at the SM's bandwidth. R resident blocks run their chains side by side.
-    const double accesses = static_cast<double>(c.hits() + c.misses());
-    const double hit_share = accesses > 0 ? static_cast<double>(c.hits()) / accesses : 0;
-    const double wait = hit_share * m[MachineParam::L2Latency] + (1 - hit_share) * m[MachineParam::DramLatency];
-    const double sm_bytes_per_second = m.bytes_per_second(MachineParam::L2BytesPerSecond) / sms;
-    // Copies into tiles with stages are asynchronous: they run while the block computes, so
-    // the chain takes the longer of the two; the other loads and stores wait in line.
-    const double memory_instructions = unit_instructions[static_cast<size_t>(GpuUnit::Memory)];
-    const double async_loads = static_cast<double>(work.async_loads);
-    const double async_bytes = std::min(l2_bytes, static_cast<double>(work.async_elements) * shape.tile_element_bytes);
-    const double sync_memory = (memory_instructions - async_loads) * wait / clock + (l2_bytes - async_bytes) / sm_bytes_per_second;
-    const double async_memory = async_loads * wait / clock + async_bytes / sm_bytes_per_second;
-    const double compute_chain = matrix_seconds + special_seconds + alu_seconds + shared_seconds;
-    const double chain = (sync_memory + std::max(compute_chain, async_memory)) / blocks;
-    // The busiest worker runs `rounds` average blocks in turn: the toy machine's makespan of the
-    // grid on the GPU's resident blocks (R per SM × S), which sees blocks of unequal work (a
-    // causal mask) where ⌈⌈B/S⌉/R⌉ would not.
-    const double resident = static_cast<double>(std::max<std::int64_t>(shape.resident_per_sm, 1));
-    double rounds = std::ceil(static_cast<double>(busiest) / resident);
-    if (work.busy_cycles > 0) rounds = std::max(rounds, static_cast<double>(work.makespan_cycles) * blocks / static_cast<double>(work.busy_cycles));
-    set(TimeBound::Chain, rounds * chain);
-
+    set(TimeBound::Chain, chain_seconds(m, work, counts, shape, clock, busiest));
     const auto slowest = std::max_element(each.begin(), each.end());
     t.bound = static_cast<TimeBound>(slowest - each.begin());
     t.launch_seconds = m[MachineParam::LaunchMicroseconds] * 1e-6;
@@ -222,6 +336,7 @@ ProgramTime predict_program(const Program& program, const MachineSpec& m, std::i
         shape.products = out.products;
         shape.sector_bytes = p.cache->config.sector_bytes;
         shape.tile_element_bytes = p.cache->element_bytes;
+        shape.warps = p.warps;
         out.has_grid.push_back(shape.blocks > 0);
         out.launches.push_back(predict_launch(m, counted.launch_work[k], counted.launches[k], shape));
         if (shape.blocks > 0) out.seconds += out.launches.back().seconds;

@@ -84,6 +84,11 @@ struct LaunchShape {
     ProductUnit products = ProductUnit::CudaCores;
     std::uint32_t sector_bytes = 32;   // the cache's sector (what its hits and misses count)
     int tile_element_bytes = 4;        // a tile's element in shared memory (the storage type's)
+    int warps = 4;                     // a block's warps
+    // A CUDA-core product: each lane's results, a lane_patch × lane_patch square (4: the
+    // course's kernels; 1: generated code, an element a thread), read 2·lane_patch operands
+    // from shared memory a step of the inner dimension.
+    int lane_patch = 4;
 };
 
 struct LaunchTime {
