@@ -34,6 +34,19 @@ ProductUnit product_unit(const KernelSpec& kernel, const GpuRunResult& gpu) {
     return ProductUnit::CudaCores;
 }
 
+// The threads of a generated stage's first kernel (gpu/codegen/codegen.h).
+int generated_threads(const GeneratedProgram& g, std::size_t stage) {
+    std::function<int(const std::vector<GeneratedStep>&)> first = [&](const std::vector<GeneratedStep>& steps) {
+        for (const GeneratedStep& s : steps) {
+            if (s.kernel >= 0) return g.kernels.at(static_cast<size_t>(s.kernel)).threads;
+            if (const int t = first(s.body); t > 0) return t;
+        }
+        return 0;
+    };
+    const int threads = stage < g.stages.size() ? first(g.stages[stage].steps) : 0;
+    return threads > 0 ? threads : 128;
+}
+
 // The walk through the modeled L2, into out.prediction and the stages' and arrays' predicted
 // bytes; or why there is none.
 void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel, const PredictOptions& o, GpuDiff& out) {
@@ -133,6 +146,10 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
             shape.sector_bytes = q.cache->config.sector_bytes;
             shape.tile_element_bytes = dtype_bytes(gpu.dtype);
             shape.warps = q.warps;
+            if (gpu.generated) {  // what the code generator emits: its block size, tiles in shared memory as fp32
+                shape.warps = generated_threads(*gpu.generated, k) / 32;
+                shape.shared_element_bytes = 4;
+            }
             stage.predicted_time = predict_launch(*machine, work, c, shape);
         }
         if (!machine) pr.machine.clear();

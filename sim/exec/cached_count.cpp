@@ -68,6 +68,7 @@ public:
     Walk(const Program& p, const CachedCountOptions& o)
         : p_(p), o_(o), workers_(o.workers ? o.workers : p.workers), config_(p.cache.value().config), sets_(config_.sets()) {
         cache_.emplace(p, o.heads, o.element_bytes);
+        sums_ = tiles_holding_sums(p);
         launch_at_.assign(p.code.size(), false);
         if (o.cold_launches)
             for (size_t pc = 0; pc < p.code.size(); ++pc)
@@ -131,6 +132,7 @@ private:
     std::vector<LoopPlan> plans_;  // per loop; none in an element walk
     std::size_t launch_ = 0;  // with cold_launches: which launch the walk is in
     LaunchWork launch_work_;  // the launch the walk is in
+    std::vector<bool> sums_;  // per tile: a product's destination (fp32 sums on a GPU)
     std::uint64_t instructions_ = 0;
     std::uint64_t steps_ = 0;            // instructions, loop steps and runs walked: with lookups, against max_work
     std::uint64_t retired_lookups_ = 0;  // cache lines looked up in launches before this one
@@ -291,7 +293,7 @@ private:
             spend();
             ++instructions_;
             const std::uint64_t shared_before = launch_work_.shared_elements, product_before = launch_work_.product_shared_elements,
-                                async_before = launch_work_.async_loads;
+                                sums_before = launch_work_.shared_sum_elements, async_before = launch_work_.async_loads;
             const std::uint64_t units = execute(w, in);
             const auto op = static_cast<size_t>(p_.op_at(w.pc));
             w.clock += units * static_cast<std::uint64_t>(p_.cycles[op]);
@@ -304,6 +306,7 @@ private:
             each.work += units;
             each.shared_elements += launch_work_.shared_elements - shared_before;
             each.product_shared_elements += launch_work_.product_shared_elements - product_before;
+            each.shared_sum_elements += launch_work_.shared_sum_elements - sums_before;
             each.async = launch_work_.async_loads != async_before;
             each.writes_shared = writes_shared(in);
             ++w.pc;
@@ -556,7 +559,9 @@ private:
             return a.kind == TileOperand::Kind::Tile && !p_.tiles[static_cast<size_t>(a.index)].in_registers;
         };
         auto shared = [&](int k, std::uint64_t elements) {
-            if (in_shared(k)) launch_work_.shared_elements += elements;
+            if (!in_shared(k)) return;
+            launch_work_.shared_elements += elements;
+            if (sums_[static_cast<size_t>(t.args[static_cast<size_t>(k)].index)]) launch_work_.shared_sum_elements += elements;
         };
         const int last = t.count - 1;
         if (op.shape == OpShape::Memory) {
@@ -617,6 +622,15 @@ private:
 };
 
 }  // namespace
+
+std::vector<bool> tiles_holding_sums(const Program& p) {
+    std::vector<bool> sums(p.tiles.size(), false);
+    for (const TileInst& t : p.tile_insts) {
+        const TileOperand& dest = t.args[static_cast<size_t>(t.count - 1)];
+        if (kOpShape[static_cast<size_t>(t.op)] == OpShape::Product && dest.kind == TileOperand::Kind::Tile) sums[static_cast<size_t>(dest.index)] = true;
+    }
+    return sums;
+}
 
 void add(CacheCounts& sum, const CacheCounts& more) {
     sum.total += more.total;

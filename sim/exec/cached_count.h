@@ -81,7 +81,7 @@ struct CachedCountOptions {
 // asynchronous copy or leaves its result in shared memory (where the block's other warps read
 // it after a barrier). Scalar instructions counted in runs are in LaunchWork's totals only.
 struct InstructionWork {
-    std::uint64_t executions = 0, work = 0, shared_elements = 0, product_shared_elements = 0;
+    std::uint64_t executions = 0, work = 0, shared_elements = 0, product_shared_elements = 0, shared_sum_elements = 0;
     int op = 0;                  // its Op
     bool async = false;          // a LOAD into a tile with stages
     bool writes_shared = false;  // its destination is a tile in shared memory
@@ -98,6 +98,7 @@ struct LaunchWork {
     // product's right operand once for each of the worker's warps (`warps`).
     std::uint64_t shared_elements = 0;
     std::uint64_t product_shared_elements = 0;  // of those, what products read (wgmma reads it without the load path)
+    std::uint64_t shared_sum_elements = 0;      // of those, in tiles that hold a product's fp32 sums (tiles_holding_sums)
     // LOADs into tiles with stages (asynchronous copies), and their elements.
     std::uint64_t async_loads = 0, async_elements = 0;
     // The grids' makespan on the workers and the workers' busy cycles, in the toy's cycles:
@@ -122,5 +123,9 @@ void add(CacheCounts& sum, const CacheCounts& more);
 // The program must have a cache. Throws ToyError for a slice outside its array or a bound that
 // overflows, WalkTooLong past max_work.
 CachedCount count_through_cache(const Program& program, const CachedCountOptions& options = {});
+
+// Per tile: whether some product writes it, so that a GPU keeps it as fp32 sums whatever the
+// arrays' storage type (the timing pass's shared-memory bytes and registers).
+std::vector<bool> tiles_holding_sums(const Program& p);
 
 }  // namespace toysim

@@ -75,7 +75,7 @@ double warp_instructions_of(GpuUnit unit, double work, double product_shared, co
     const double operands = product_shared_elements(work, product_shared, shape);
     switch (shape.products) {
         case ProductUnit::CudaCores:
-            return (work + operands / kElementsPerLoad + (shape.tile_element_bytes < 4 ? operands : 0)) / 32;
+            return (work + operands / kElementsPerLoad + (shape.shared_bytes() < 4 ? operands : 0)) / 32;
         case ProductUnit::MmaF16:
         case ProductUnit::MmaTf32: return work / 2048 + operands / 256;
         case ProductUnit::WgmmaF16: return work / (64.0 * 256 * 16 / 4);
@@ -86,8 +86,9 @@ double warp_instructions_of(GpuUnit unit, double work, double product_shared, co
 // Bytes through shared memory's load path: the elements instructions read and write there
 // (`shared`, of which `product_shared` a product's operands, tile-level), with a product's
 // operands as its lanes read them (product_shared_elements).
-double shared_bytes_of(double macs, double shared, double product_shared, const LaunchShape& shape) {
-    return (shared - product_shared + product_shared_elements(macs, product_shared, shape)) * shape.tile_element_bytes;
+double shared_bytes_of(double macs, double shared, double product_shared, double sums, const LaunchShape& shape) {
+    const double widened = std::max(0, 4 - shape.shared_bytes());  // a sum's element is fp32
+    return (shared - product_shared + product_shared_elements(macs, product_shared, shape)) * shape.shared_bytes() + sums * widened;
 }
 
 // The chain bound: see predict.h.
@@ -125,13 +126,13 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
     // m16n8k16), on up to a warp's 32 lanes otherwise: 2 or 5 shuffle steps.
     const double reduce_steps = tensor ? 2 : 5;
     double sync = 0, compute = 0, copies = 0;
-    auto phase = [&](int op, double executions, double units, double shared, double product_shared, bool async, bool writes_shared) {
+    auto phase = [&](int op, double executions, double units, double shared, double product_shared, double sums, bool async, bool writes_shared) {
         if (executions <= 0) return;
         const double w = units / executions, sh = shared / executions, psh = product_shared / executions;
         const GpuUnit unit = kOpGpuUnit[op];
         // The work of `together` blocks in step, on the units their warps reach.
         double busy = together * warp_instructions_of(unit, w, psh, shape) / (kIssuePerClock * clock * reach);
-        const double shared_bytes = shared_bytes_of(unit == GpuUnit::Matrix ? w : 0, sh, psh, shape);
+        const double shared_bytes = shared_bytes_of(unit == GpuUnit::Matrix ? w : 0, sh, psh, sums / executions, shape);
         busy = std::max(busy, together * shared_bytes / (m[MachineParam::SharedBytesPerClock] * clock));
         double latency = 0;
         switch (unit) {
@@ -171,12 +172,12 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
         executions[static_cast<size_t>(op)] += i.executions;
         units[static_cast<size_t>(op)] += i.work;
         phase(op, static_cast<double>(i.executions), static_cast<double>(i.work), static_cast<double>(i.shared_elements),
-              static_cast<double>(i.product_shared_elements), i.async, i.writes_shared);
+              static_cast<double>(i.product_shared_elements), static_cast<double>(i.shared_sum_elements), i.async, i.writes_shared);
     }
     // The scalar instructions counted in runs: one instruction, one unit each.
     for (int op = 0; op < kOpCount; ++op) {
         const double rest = static_cast<double>(work.instructions[static_cast<size_t>(op)] - executions[static_cast<size_t>(op)]);
-        if (rest > 0) phase(op, rest, rest, 0, 0, false, false);
+        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false);
     }
     // Copies with stages run while the block computes; the other loads and stores wait in line.
     const double chain = (sync + std::max(compute, copies)) / blocks;
@@ -228,7 +229,7 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     auto set = [&](TimeBound b, double seconds) { each[static_cast<size_t>(b)] = seconds; };
     // wgmma reads its operands from shared memory itself, not through the loads' path.
     const double shared_bytes = shared_bytes_of(at(GpuUnit::Matrix), static_cast<double>(work.shared_elements),
-                                                static_cast<double>(work.product_shared_elements), shape);
+                                                static_cast<double>(work.product_shared_elements), static_cast<double>(work.shared_sum_elements), shape);
     t.shared_bytes = shared_bytes;
     // Each unit's time for the whole launch's work on one SM: the busiest SM takes its share
     // of it (the throughput bounds), and a block 1/B of it (its chain, below).
@@ -282,11 +283,7 @@ Occupancy occupancy(const Program& p, const MachineSpec& m, int element_bytes) {
     Occupancy o;
     o.threads = 32 * p.warps;
     // A product's destination holds fp32 sums; every other tile the storage type.
-    std::vector<bool> sums(p.tiles.size(), false);
-    for (const TileInst& t : p.tile_insts) {
-        const TileOperand& dest = t.args[static_cast<size_t>(t.count - 1)];
-        if (kOpShape[static_cast<size_t>(t.op)] == OpShape::Product && dest.kind == TileOperand::Kind::Tile) sums[static_cast<size_t>(dest.index)] = true;
-    }
+    const std::vector<bool> sums = tiles_holding_sums(p);
     std::int64_t register_bytes = 0;
     for (size_t k = 0; k < p.tiles.size(); ++k) {
         const Tile& t = p.tiles[k];

@@ -83,7 +83,9 @@ struct LaunchShape {
     std::int64_t resident_per_sm = 1;  // blocks an SM holds at once
     ProductUnit products = ProductUnit::CudaCores;
     std::uint32_t sector_bytes = 32;   // the cache's sector (what its hits and misses count)
-    int tile_element_bytes = 4;        // a tile's element in shared memory (the storage type's)
+    int tile_element_bytes = 4;        // an element of the arrays (the storage type's)
+    int shared_element_bytes = 0;      // a tile's element in shared memory; 0: the arrays' (generated code keeps fp32)
+    int shared_bytes() const { return shared_element_bytes > 0 ? shared_element_bytes : tile_element_bytes; }
     int warps = 4;                     // a block's warps
     // A CUDA-core product: each lane's results, a lane_patch × lane_patch square (4: the
     // course's kernels; 1: generated code, an element a thread), read 2·lane_patch operands
