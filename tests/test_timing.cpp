@@ -230,6 +230,29 @@ TEST_CASE("cost --machine: occupancy from the schedule, and each launch's predic
                    "SMs hold; leave out --workers\n");
 }
 
+TEST_CASE("run --machine: the run, then each launch's predicted time as cost --machine gives it", "[time][cli]") {
+    const std::vector<std::string> program = {"programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=1024", "--set", "d=64", "--set", "Br=128",
+                                              "--set", "Bc=64", "--machine", "h100", "--dtype", "fp16"};
+    auto with = [&](std::vector<std::string> head) {
+        head.insert(head.end(), program.begin(), program.end());
+        return run_cli(head);
+    };
+    const CliResult run = with({"run"}), cost = with({"cost"});
+    REQUIRE(run.code == 0);
+    REQUIRE(cost.code == 0);
+    const std::string section = "predicted time on machine h100 (1 head; products on tensor cores (mma.sync, fp16))";
+    REQUIRE(run.out.find(section) != std::string::npos);
+    CHECK(run.out.substr(run.out.find(section)) == cost.out.substr(cost.out.find(section)));
+    const CliResult json = with({"run", "--format", "json"});
+    REQUIRE(json.code == 0);
+    const auto j = nlohmann::json::parse(json.out);
+    CHECK(j.at("predicted_time").at("launches").size() == 1);
+    CHECK(j.contains("counters"));
+    const CliResult bad = run_cli({"run", "programs/p1_c00.toy", "--machine", "h200"});
+    CHECK(bad.code == 2);
+    CHECK(bad.err == "programs/p1_c00.toy: error: --machine 'h200': no such machine (the machines: h100; without it, the seeds' machine)\n");
+}
+
 TEST_CASE("schedules: each program's products line is its kernel's", "[time][gpu]") {
     // programs/attention/schedules/KERNEL.toy says `products` as the catalog row says where
     // the kernel's products run (gpu/kernels/catalog.cpp).

@@ -46,27 +46,40 @@ std::string cost_without_machine(const Program& program, const CostRequest& requ
 
 std::string cost(const Program& program, const CostRequest& request, Format format, const Spelling& spelling) {
     if (request.machine.empty()) return cost_without_machine(program, request, format, spelling);
-    const MachineSpec* machine = find_machine(request.machine);
-    if (!machine)
-        throw ToyError(fmt::format("{} {}: no such machine (the machines: {}; without it, the seeds' machine)", spelling.machine,
-                                   quoted_name(request.machine), machine_names()));
+    const MachineSpec& machine = named_machine(request.machine, spelling);
     if (request.workers != 0 || request.cold_launches)
         throw ToyError(fmt::format("{}: a machine runs each top-level loop as a launch from a cold L2, on the blocks its SMs hold; leave out {}",
                                    spelling.machine, request.workers != 0 ? spelling.workers : spelling.cold_launches));
     // The cost as it is without a machine, on the machine's cache where the program has none.
-    Program on_machine = program;
-    if (!on_machine.cache) on_machine.cache = make_program_cache(std::string(machine->name), Loc{});
+    const Program on_machine = on_cache_of(program, machine);
     CostRequest walk = request;
     walk.machine.clear();
     walk.cold_launches = true;
-    const ProgramTime time = predict_program(on_machine, *machine, request.heads);
-    std::string base = cost_without_machine(on_machine, walk, format, spelling);
+    return with_predicted_time(on_machine, machine, request.heads, format, cost_without_machine(on_machine, walk, format, spelling));
+}
+
+const MachineSpec& named_machine(const std::string& name, const Spelling& spelling) {
+    const MachineSpec* machine = find_machine(name);
+    if (!machine)
+        throw ToyError(fmt::format("{} {}: no such machine (the machines: {}; without it, the seeds' machine)", spelling.machine, quoted_name(name),
+                                   machine_names()));
+    return *machine;
+}
+
+Program on_cache_of(const Program& program, const MachineSpec& machine) {
+    Program on_machine = program;
+    if (!on_machine.cache) on_machine.cache = make_program_cache(std::string(machine.name), Loc{});
+    return on_machine;
+}
+
+std::string with_predicted_time(const Program& program, const MachineSpec& machine, std::int64_t heads, Format format, const std::string& base) {
+    const ProgramTime time = predict_program(program, machine, heads);
     if (format == Format::Json) {
         auto j = nlohmann::ordered_json::parse(base);
-        j["predicted_time"] = program_time_json(on_machine, time, *machine, request.heads);
+        j["predicted_time"] = program_time_json(program, time, machine, heads);
         return json_text(j);
     }
-    return base + "\n" + format_program_time(on_machine, time, *machine, request.heads, format);
+    return base + "\n" + format_program_time(program, time, machine, heads, format);
 }
 
 }  // namespace toysim::app

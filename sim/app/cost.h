@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "isa/machine.h"
 #include "sim/app/spelling.h"
 #include "sim/exec/cached_count.h"
 #include "sim/lower/program.h"
@@ -31,5 +32,14 @@ CachedCountOptions walk_options(const Program& program, const CostRequest& reque
 // walked with each top-level loop a launch from a cold L2. Throws ToyError (a count that overflows, a walk
 // too long).
 std::string cost(const Program& program, const CostRequest& request, Format format, const Spelling& spelling);
+
+// The named machine, or a ToyError that lists the machines.
+const MachineSpec& named_machine(const std::string& name, const Spelling& spelling);
+// The program on the machine's own L2 where it declares no cache.
+Program on_cache_of(const Program& program, const MachineSpec& machine);
+// `base` (a command's output in `format`) with each launch's predicted time on the machine
+// after it (JSON: the object with "predicted_time" added), `heads` copies sharing the L2:
+// what `cost --machine` and `run --machine` add.
+std::string with_predicted_time(const Program& program, const MachineSpec& machine, std::int64_t heads, Format format, const std::string& base);
 
 }  // namespace toysim::app

@@ -125,6 +125,8 @@ Commands define_commands(CLI::App& app, Args& a) {
         ->check(positive);
     add_force(c.run, a.run.force);
     add_cache(c.run, a.run);
+    c.run->add_option("--machine", a.run.machine,
+                      "also predict each launch's time on a named machine (h100), as 'toysim cost --machine' does (one head)");
     c.run->footer("\nexamples:\n"
                   "  toysim run programs/p1_c00.toy\n"
                   "  toysim run programs/p4_softmax_3pass.toy --set n=1000000\n"

@@ -11,10 +11,22 @@
 
 namespace toysim::cli {
 
+namespace {
+
+// --cache and --dtype, with a named machine's own L2 (its preset has its name) where neither
+// the options nor the program give a cache: what a machine's prediction walks.
+void apply_cache_and_machine(Program& program, const CacheArgs& options, const std::string& machine) {
+    CacheArgs cache = options;
+    if (!machine.empty() && cache.cache.empty() && !program.cache) cache.cache = std::string(app::named_machine(machine, app::Spelling::cli()).name);
+    apply_cache_options(program, cache);
+}
+
+}  // namespace
+
 int run_command(const RunArgs& o, Context& ctx) {
     app::check_show_format(o.shown_arrays, parse_format(o.format), o.format);
     Program program = load_program(o.file, settings_from(o.sets), ctx);
-    apply_cache_options(program, o);
+    apply_cache_and_machine(program, o, o.machine);
     const std::vector<int> shown = app::shown_arrays(program, o.shown_arrays);
     RunOptions options;
     if (o.max_steps) options.max_steps = o.max_steps;
@@ -23,7 +35,10 @@ int run_command(const RunArgs& o, Context& ctx) {
     // still exit 2, with the error on stderr).
     bool json = o.format == "json";
     RunResult r = run_with_progress(program, options, ctx, "run", work, json);
-    ctx.out << format_run(program, r, parse_format(o.format), o.stats);
+    const std::string run = format_run(program, r, parse_format(o.format), o.stats);
+    ctx.out << (o.machine.empty() || r.fault ? run
+                                             : app::with_predicted_time(program, app::named_machine(o.machine, app::Spelling::cli()), 1,
+                                                                        parse_format(o.format), run));
     if (r.fault) {
         ctx.err << format_error(with_hint(*r.fault), ctx.source.get());
         return kBadInput;
@@ -51,9 +66,7 @@ int trace_command(const TraceArgs& o, Context& ctx) {
 
 int cost_command(const CostArgs& o, Context& ctx) {
     Program program = load_program(o.file, settings_from(o.sets), ctx);
-    CacheArgs cache = o;
-    if (find_machine(o.machine) && o.cache.empty() && !program.cache) cache.cache = o.machine;  // the machine's own L2 (its preset's name)
-    apply_cache_options(program, cache);
+    apply_cache_and_machine(program, o, o.machine);
     ctx.out << app::cost(program, {o.heads, o.workers, o.cold_launches, o.machine}, parse_format(o.format), app::Spelling::cli());
     return kOk;
 }

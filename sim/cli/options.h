@@ -28,6 +28,7 @@ struct CacheArgs {
 };
 
 struct RunArgs : ProgramArgs, FormatArgs, CacheArgs {
+    std::string machine;  // a named machine: predicted time after the run
     bool stats = false;
     std::vector<std::string> shown_arrays;  // --show
     std::uint64_t max_steps = 0;            // 0: the default
