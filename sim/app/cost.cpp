@@ -26,15 +26,17 @@ CachedCountOptions walk_options(const Program& p, const CostRequest& request, co
 
 namespace {
 
+// The count-only walk's table (after the formulas' element counts, in a table).
+std::string format_walk(const Program& program, const CachedCount& counted, const CachedCountOptions& walk, Format format) {
+    std::string out;
+    if (format == Format::Table || format == Format::Markdown)
+        out = format_cost(program, derive_formulas(program), count_traffic(program), format, prove_race_freedom(program), nullptr) + "\n";
+    return out + format_cached_count(program, counted, walk, format);
+}
+
 std::string cost_without_machine(const Program& program, const CostRequest& request, Format format, const Spelling& spelling) {
     const CachedCountOptions walk = walk_options(program, request, spelling);
-    if (program.cache) {  // the count-only walk through the cache: what reaches DRAM
-        CachedCount counted = count_through_cache(program, walk);
-        std::string out;
-        if (format == Format::Table || format == Format::Markdown)  // the formulas first (element counts)
-            out = format_cost(program, derive_formulas(program), count_traffic(program), format, prove_race_freedom(program), nullptr) + "\n";
-        return out + format_cached_count(program, counted, walk, format);
-    }
+    if (program.cache) return format_walk(program, count_through_cache(program, walk), walk, format);  // what reaches DRAM
     // The counts first: an overflow is reported as the count's, whichever compiler built this.
     std::vector<ArrayTraffic> counted = count_traffic(program);
     std::vector<ArrayFormulas> formulas = derive_formulas(program);
@@ -50,12 +52,11 @@ std::string cost(const Program& program, const CostRequest& request, Format form
     if (request.workers != 0 || request.cold_launches)
         throw ToyError(fmt::format("{}: a machine runs each top-level loop as a launch from a cold L2, on the blocks its SMs hold; leave out {}",
                                    spelling.machine, request.workers != 0 ? spelling.workers : spelling.cold_launches));
-    // The cost as it is without a machine, on the machine's cache where the program has none.
+    // The walk the prediction reads (on the machine's cache where the program has none, its
+    // grids on the resident blocks of every SM), counted once and shown as cost shows a walk.
     const Program on_machine = on_cache_of(program, machine);
-    CostRequest walk = request;
-    walk.machine.clear();
-    walk.cold_launches = true;
-    return with_predicted_time(on_machine, machine, request.heads, format, cost_without_machine(on_machine, walk, format, spelling));
+    const ProgramTime time = predict_program(on_machine, machine, request.heads);
+    return with_predicted_time(on_machine, machine, time, request.heads, format, format_walk(on_machine, time.counted, time.walk, format));
 }
 
 const MachineSpec& named_machine(const std::string& name, const Spelling& spelling) {
@@ -73,7 +74,11 @@ Program on_cache_of(const Program& program, const MachineSpec& machine) {
 }
 
 std::string with_predicted_time(const Program& program, const MachineSpec& machine, std::int64_t heads, Format format, const std::string& base) {
-    const ProgramTime time = predict_program(program, machine, heads);
+    return with_predicted_time(program, machine, predict_program(program, machine, heads), heads, format, base);
+}
+
+std::string with_predicted_time(const Program& program, const MachineSpec& machine, const ProgramTime& time, std::int64_t heads, Format format,
+                                const std::string& base) {
     if (format == Format::Json) {
         auto j = nlohmann::ordered_json::parse(base);
         j["predicted_time"] = program_time_json(program, time, machine, heads);

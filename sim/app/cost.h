@@ -10,6 +10,7 @@
 #include "sim/exec/cached_count.h"
 #include "sim/lower/program.h"
 #include "sim/print/format.h"
+#include "sim/timing/predict.h"
 
 namespace toysim::app {
 
@@ -41,5 +42,7 @@ Program on_cache_of(const Program& program, const MachineSpec& machine);
 // after it (JSON: the object with "predicted_time" added), `heads` copies sharing the L2:
 // what `cost --machine` and `run --machine` add.
 std::string with_predicted_time(const Program& program, const MachineSpec& machine, std::int64_t heads, Format format, const std::string& base);
+std::string with_predicted_time(const Program& program, const MachineSpec& machine, const ProgramTime& time, std::int64_t heads, Format format,
+                                const std::string& base);
 
 }  // namespace toysim::app

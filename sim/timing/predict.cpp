@@ -321,11 +321,12 @@ ProgramTime predict_program(const Program& program, const MachineSpec& m, std::i
     if (!p.cache) p.cache = make_program_cache(std::string(m.name), Loc{});
     out.products = product_unit_of(p);
     out.occupancy = occupancy(p, m, p.cache->element_bytes);
-    CachedCountOptions walk;
+    CachedCountOptions& walk = out.walk;
     walk.heads = heads;
     walk.cold_launches = true;
     walk.workers = out.occupancy.resident * static_cast<std::int64_t>(m[MachineParam::Sms]);
-    const CachedCount counted = count_through_cache(p, walk);
+    out.counted = count_through_cache(p, walk);
+    const CachedCount& counted = out.counted;
     for (size_t k = 0; k < counted.launches.size(); ++k) {
         LaunchShape shape;
         shape.blocks = counted.launch_work[k].blocks;

@@ -133,6 +133,8 @@ struct ProgramTime {
     std::vector<LaunchTime> launches;    // one per top-level loop
     std::vector<bool> has_grid;          // per launch: false, a serial launch (no prediction)
     double seconds = 0;                  // every launch's, summed
+    CachedCountOptions walk;             // the walk the prediction read, and what it counted
+    CachedCount counted;
 };
 ProgramTime predict_program(const Program& program, const MachineSpec& machine, std::int64_t heads);
 
