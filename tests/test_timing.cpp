@@ -124,6 +124,10 @@ TEST_CASE("time: a block's chain, an instruction at a time, with its latency", "
     shape.blocks = 132;
     LaunchTime t = predict_launch(h100(), w, c, shape);
     CHECK(t.each[static_cast<size_t>(TimeBound::Chain)] == Approx((256 + 17) / 1.978e9).epsilon(1e-6));
+    // Its parts: the SFU's clocks, and the wait for its last result.
+    CHECK(t.chain[static_cast<size_t>(ChainPart::Special)] == Approx(256 / 1.978e9).epsilon(1e-6));
+    CHECK(t.chain[static_cast<size_t>(ChainPart::Waits)] == Approx(17 / 1.978e9).epsilon(1e-6));
+    CHECK(t.chain[static_cast<size_t>(ChainPart::Products)] == 0);
     // Two blocks an SM, in step: they share the SFU (512 clocks), and wait its latency once.
     shape.blocks = 264;
     shape.resident_per_sm = 2;
@@ -215,6 +219,10 @@ TEST_CASE("cost --machine: occupancy from the schedule, and each launch's predic
     CHECK(r.out.find("predicted time on machine h100 (16 heads; products on tensor cores (mma.sync, fp16)): a block of 128 threads, 32768 bytes of "
                      "shared memory, 226 registers a thread; 2 resident an SM (registers stop one more)\n") != std::string::npos);
     CHECK(r.out.find("line 69          0.244 ms    281.2  chain 0.242 ms  matrix 0.110 ms\n") != std::string::npos);
+    // The chain's parts: v3's copies of K and V (2 stages) overlap the products, EXP and row work.
+    CHECK(r.out.find("the chain on the busiest SM, by part (copies overlap the rest):\n"
+                     "  line 69: memory 0.003 ms, copies 0.114 ms, products 0.110 ms, special 0.076 ms, alu 0.038 ms, waits 0.016 ms\n") !=
+          std::string::npos);
     // In fp32 its registers do not fit: said, not predicted.
     r = run_cli({"cost", "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=4096", "--set", "d=64", "--set", "Br=128", "--set", "Bc=64",
                  "--machine", "h100"});

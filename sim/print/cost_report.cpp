@@ -206,6 +206,21 @@ nlohmann::ordered_json bounds_json(const LaunchTime& time) {
     return bounds;
 }
 
+nlohmann::ordered_json chain_json(const LaunchTime& time) {
+    auto parts = nlohmann::ordered_json::object();
+    for (int p = 0; p < kChainPartCount; ++p) parts[std::string(chain_part_key(static_cast<ChainPart>(p)))] = time.chain[static_cast<size_t>(p)];
+    return parts;
+}
+
+std::string chain_text(const LaunchTime& time) {
+    std::string out;
+    for (int p = 0; p < kChainPartCount; ++p) {
+        const double seconds = time.chain[static_cast<size_t>(p)];
+        if (seconds > 0) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", chain_part_key(static_cast<ChainPart>(p)), milliseconds_text(seconds));
+    }
+    return out.empty() ? "nothing" : out;
+}
+
 nlohmann::ordered_json program_time_json(const Program& program, const ProgramTime& time, const MachineSpec& machine, std::int64_t heads) {
     using json = nlohmann::ordered_json;
     const Occupancy& o = time.occupancy;
@@ -221,6 +236,7 @@ nlohmann::ordered_json program_time_json(const Program& program, const ProgramTi
             j["seconds"] = t.seconds;
             j["bound"] = time_bound_key(t.bound);
             j["bounds"] = bounds_json(t);
+            j["chain"] = chain_json(t);
             j["tflops"] = t.seconds > 0 ? t.flops / t.seconds / 1e12 : 0.0;
             j["shared_bytes"] = t.shared_bytes;
         }
@@ -255,7 +271,15 @@ std::string format_program_time(const Program& program, const ProgramTime& time,
         t.rows.push_back({name, milliseconds_text(p.seconds), p.flops > 0 ? fmt::format("{:.1f}", p.flops / p.seconds / 1e12) : "-",
                           bound_text(p, p.bound), bound_text(p, runner_up(p))});
     }
-    return out + render_table(t, format);
+    out += render_table(t, format);
+    // Where each launch's chain goes: what a program's lines change when a schedule changes.
+    std::string parts;
+    for (size_t k = 0; k < time.launches.size(); ++k)
+        if (time.has_grid[k])
+            parts += fmt::format("{}{}: {}\n", format == Format::Markdown ? "- " : "  ",
+                                 k < lines.size() ? fmt::format("line {}", lines[k]) : fmt::format("launch {}", k + 1), chain_text(time.launches[k]));
+    if (!parts.empty()) out += "\nthe chain on the busiest SM, by part (copies overlap the rest):\n" + parts;
+    return out;
 }
 
 }  // namespace toysim

@@ -39,12 +39,16 @@ nlohmann::ordered_json cost_json(const Program& program, const std::vector<Array
 std::string milliseconds_text(double seconds);
 std::string bound_text(const LaunchTime& time, TimeBound bound);
 nlohmann::ordered_json bounds_json(const LaunchTime& time);
+// The chain bound's parts: a JSON object keyed by part; "memory 0.012 ms, products 0.110 ms, ..."
+// (the parts that take any time).
+nlohmann::ordered_json chain_json(const LaunchTime& time);
+std::string chain_text(const LaunchTime& time);
 
 // `cost --machine NAME`: the occupancy the schedule gives, then each launch's predicted time,
 // the bound that decides it and the next one (a launch without a grid: none, and why). JSON:
 // {"machine", "heads", "products", "occupancy": {"threads", "shared_bytes",
 // "registers_per_thread", "resident_blocks_per_sm", "limit"}, "launches": [{"launch", "line",
-// "blocks", "seconds", "bound", "bounds": {...}, "tflops"} or {"launch", "line", "seconds": null,
+// "blocks", "seconds", "bound", "bounds": {...}, "chain": {...}, "tflops"} or {"launch", "line", "seconds": null,
 // "why"}], "seconds"}.
 std::string format_program_time(const Program& program, const ProgramTime& time, const MachineSpec& machine, std::int64_t heads, Format format);
 nlohmann::ordered_json program_time_json(const Program& program, const ProgramTime& time, const MachineSpec& machine, std::int64_t heads);

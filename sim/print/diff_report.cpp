@@ -28,7 +28,7 @@ std::string percent(double fraction) { return fmt::format("{:+.1f}%", 100 * frac
 // A launch's predicted time: every bound, the one that decides, and the error against the
 // measured median.
 json time_json(const LaunchTime& t, double measured) {
-    json j{{"seconds", t.seconds}, {"bound", time_bound_key(t.bound)}, {"bounds", bounds_json(t)}, {"launch_seconds", t.launch_seconds},
+    json j{{"seconds", t.seconds}, {"bound", time_bound_key(t.bound)}, {"bounds", bounds_json(t)}, {"chain", chain_json(t)}, {"launch_seconds", t.launch_seconds},
            {"busiest_sm_blocks", t.busiest_sm_blocks},
            {"shared_bytes", t.shared_bytes}};
     if (measured > 0) j["error"] = (t.seconds - measured) / measured;

@@ -21,6 +21,16 @@ constexpr std::string_view kBoundKeys[] = {
     TOYSIM_TIME_BOUNDS(X)
 #undef X
 };
+constexpr std::string_view kPartKeys[] = {
+#define X(NAME, KEY, MEANING) KEY,
+    TOYSIM_CHAIN_PARTS(X)
+#undef X
+};
+constexpr std::string_view kPartMeanings[] = {
+#define X(NAME, KEY, MEANING) MEANING,
+    TOYSIM_CHAIN_PARTS(X)
+#undef X
+};
 constexpr std::string_view kBoundMeanings[] = {
 #define X(NAME, KEY, MEANING) MEANING,
     TOYSIM_TIME_BOUNDS(X)
@@ -91,9 +101,9 @@ double shared_bytes_of(double macs, double shared, double product_shared, double
     return (shared - product_shared + product_shared_elements(macs, product_shared, shape)) * shape.shared_bytes() + sums * widened;
 }
 
-// The chain bound: see predict.h.
+// The chain bound (see predict.h), with its parts into `parts`.
 double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCounts& counts, const LaunchShape& shape, double clock,
-                     std::uint64_t busiest) {
+                     std::uint64_t busiest, std::array<double, kChainPartCount>& parts) {
     const double sms = m[MachineParam::Sms];
     const double blocks = static_cast<double>(std::max<std::uint64_t>(shape.blocks, 1));
     const double resident = static_cast<double>(std::max<std::int64_t>(shape.resident_per_sm, 1));
@@ -160,9 +170,18 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
         const bool loads_shared = op == static_cast<int>(Op::LOAD) && sh > 0;
         if (writes_shared || loads_shared) latency += m[MachineParam::BarrierCycles] * cycle;
         const double seconds = executions * (busy + latency);
-        if (async) copies += seconds;
-        else if (unit == GpuUnit::Memory) sync += seconds;
-        else compute += seconds;
+        auto part = [&](ChainPart p) -> double& { return parts[static_cast<size_t>(p)]; };
+        if (async) {
+            copies += seconds;
+            part(ChainPart::Copies) += seconds;
+        } else if (unit == GpuUnit::Memory) {
+            sync += seconds;
+            part(ChainPart::Memory) += seconds;
+        } else {
+            compute += seconds;
+            part(unit == GpuUnit::Matrix ? ChainPart::Products : unit == GpuUnit::Special ? ChainPart::Special : ChainPart::Alu) += executions * busy;
+            part(ChainPart::Waits) += executions * latency;
+        }
     };
     std::array<std::uint64_t, kOpCount> executions{}, units{};
     for (std::size_t pc = 0; pc < work.by_pc.size(); ++pc) {
@@ -186,6 +205,7 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
     // blocks of unequal work (a causal mask) where ⌈⌈B/S⌉/R⌉ would not.
     double rounds = std::ceil(static_cast<double>(busiest) / together);
     if (work.busy_cycles > 0) rounds = std::max(rounds, static_cast<double>(work.makespan_cycles) * blocks / static_cast<double>(work.busy_cycles));
+    for (double& p : parts) p *= rounds / blocks;
     return rounds * chain;
 }
 
@@ -201,6 +221,8 @@ std::string_view product_unit_name(ProductUnit unit) {
     return "";
 }
 
+std::string_view chain_part_key(ChainPart part) { return kPartKeys[static_cast<size_t>(part)]; }
+std::string_view chain_part_meaning(ChainPart part) { return kPartMeanings[static_cast<size_t>(part)]; }
 std::string_view time_bound_key(TimeBound bound) { return kBoundKeys[static_cast<size_t>(bound)]; }
 std::string_view time_bound_meaning(TimeBound bound) { return kBoundMeanings[static_cast<size_t>(bound)]; }
 
@@ -257,7 +279,7 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     set(TimeBound::L2, l2_bytes / m.bytes_per_second(MachineParam::L2BytesPerSecond));
     set(TimeBound::Dram, dram_bytes / m.bytes_per_second(MachineParam::DramBytesPerSecond));
 
-    set(TimeBound::Chain, chain_seconds(m, work, counts, shape, clock, busiest));
+    set(TimeBound::Chain, chain_seconds(m, work, counts, shape, clock, busiest, t.chain));
     const auto slowest = std::max_element(each.begin(), each.end());
     t.bound = static_cast<TimeBound>(slowest - each.begin());
     t.launch_seconds = m[MachineParam::LaunchMicroseconds] * 1e-6;

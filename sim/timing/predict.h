@@ -93,10 +93,36 @@ struct LaunchShape {
     int lane_patch = 4;
 };
 
+// Where the chain bound's time goes, on the busiest SM: the loads and stores that wait in line
+// (their latency and bytes), the asynchronous copies (overlapped with the rest: the chain takes
+// the longer), and the products, the special-function unit and element-wise work at the rate
+// the blocks get, and the latencies their results are waited for.
+#define TOYSIM_CHAIN_PARTS(X)                                         \
+    X(Memory, "memory", "loads and stores, waited for")              \
+    X(Copies, "copies", "asynchronous copies (overlapping the rest)") \
+    X(Products, "products", "products")                               \
+    X(Special, "special", "EXP, LOG, DIV")                            \
+    X(Alu, "alu", "element-wise work and reductions")                 \
+    X(Waits, "waits", "latencies of results waited for")
+
+enum class ChainPart : std::uint8_t {
+#define X(NAME, KEY, MEANING) NAME,
+    TOYSIM_CHAIN_PARTS(X)
+#undef X
+};
+inline constexpr int kChainPartCount = 0
+#define X(NAME, KEY, MEANING) +1
+    TOYSIM_CHAIN_PARTS(X)
+#undef X
+    ;
+std::string_view chain_part_key(ChainPart part);
+std::string_view chain_part_meaning(ChainPart part);
+
 struct LaunchTime {
     double seconds = 0;                        // the slowest bound plus the launch's own time
     TimeBound bound = TimeBound::Chain;      // which bound it is
     std::array<double, kTimeBoundCount> each{};  // every bound, seconds
+    std::array<double, kChainPartCount> chain{};  // the chain bound's parts, seconds
     double launch_seconds = 0;                 // the launch's own time, included in seconds
     std::uint64_t busiest_sm_blocks = 0;       // ⌈B/S⌉
     double flops = 0;                          // 2 per multiply-add
