@@ -18,6 +18,11 @@ runs = ["matmul_inner", "matmul_outer", "matmul_outer.n1536", "matmul_outer.n153
         "fa2_v4_wgmma.n4096.fp16", "fa2_causal.n4096.fp16", "fa2_causal_v3_mma.n4096.fp16", "fa2_causal_v4_wgmma.n4096.fp16",
         "fa2_backward_mma.n4096.fp16", "fa2_generated.n4096.fp16", "fa1_generated.n4096.fp16"]
 rows, errors, none = [], [], []
+# v0 to v4 of FA2's forward (n = 4096, d = 64, 16 heads, fp16): where each one's chain goes.
+versions = {"fa2.n4096.fp16": "v0 CUDA cores", "fa2_v1_wmma.n4096.fp16": "v1 WMMA", "fa2_v2_mma.n4096.fp16": "v2 mma.sync",
+            "fa2_v3_mma.n4096.fp16": "v3 mma.sync, 4 warps", "fa2_v4_wgmma.n4096.fp16": "v4 wgmma + TMA"}
+parts = ["memory", "copies", "products", "special", "alu", "waits"]
+version_rows = []
 for name in runs:
     path = f"{out}/{name}.cold.json"
     recorded = json.load(open(path))
@@ -34,6 +39,10 @@ for name in runs:
     if not any("predicted_time" in s for s in d["stages"]):
         none.append(f"{what}: {p.get('why_no_time', 'no prediction')}")
         continue
+    if name in versions:
+        s, t = d["stages"][0], d["stages"][0]["predicted_time"]
+        version_rows.append(f"| {versions[name]} | " + " | ".join(f"{t['chain'][k] * 1e3:.3f}" for k in parts) +
+                            f" | {t['seconds'] * 1e3:.3f} ms | {s['measured_seconds'] * 1e3:.3f} ms |")
     for s in d["stages"]:
         t = s["predicted_time"]
         label = what if len(d["stages"]) == 1 else f"{what}, its {s['stage']} launch"
@@ -48,6 +57,10 @@ lines.append("")
 lines.append(f"{len(errors)} launches: median |error| {100 * statistics.median(absolute):.1f}%, "
              f"{sum(a <= 0.25 for a in absolute)} within ±25%, {sum(a <= 0.10 for a in absolute)} within ±10%; "
              f"worst {100 * max(errors, key=abs):+.1f}%.")
+lines += ["", "FA2's forward, v0 to v4 (n = 4096, d = 64, 16 heads, fp16): the chain bound's parts on the busiest SM, in ms "
+          "(copies overlap the rest; the chain is memory + the longer of copies and the others)", "",
+          "| version | memory | copies | products | special | alu | waits | predicted | measured |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"] + version_rows
 if none:
     lines.append("")
     lines.append("No predicted time:")
