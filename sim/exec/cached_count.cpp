@@ -26,6 +26,7 @@ struct Walker {
     std::int64_t head = 0;
     std::int32_t released = -1;  // the launch boundary (a pc) it has passed last
     std::uint64_t iteration_turn = 0;  // the turn (Walk::turns_) in which its innermost loop's iteration began
+    bool in_grid = false;              // a grid's worker (else a serial walker)
 };
 
 // What a walker did when asked for one instruction (or a run of iterations: Instruction too).
@@ -188,6 +189,7 @@ private:
         const LoopInfo& lo = p_.loops[outer];
         const std::size_t inner = grid_inner_loop(p_, outer);
         ++launch_work_.grids;
+        launch_work_.heads = o_.heads;
         const Walker& first = serial[0];
         std::uint64_t start = 0;
         for (const Walker& w : serial) start = std::max(start, w.clock);
@@ -219,6 +221,7 @@ private:
         for (std::int64_t k = 0; k < count; ++k) {
             Walker w = first;
             w.clock = start;
+            w.in_grid = true;
             if (!hand_out(w)) break;
             workers.push_back(std::move(w));
         }
@@ -308,6 +311,7 @@ private:
             each.product_shared_elements += launch_work_.product_shared_elements - product_before;
             each.shared_sum_elements += launch_work_.shared_sum_elements - sums_before;
             each.async = launch_work_.async_loads != async_before;
+            each.in_grid = w.in_grid;
             each.writes_shared = writes_shared(in);
             ++w.pc;
             return Moved::Instruction;

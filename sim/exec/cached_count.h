@@ -85,6 +85,7 @@ struct InstructionWork {
     int op = 0;                  // its Op
     bool async = false;          // a LOAD into a tile with stages
     bool writes_shared = false;  // its destination is a tile in shared memory
+    bool in_grid = false;        // run by a grid's blocks (else by the launch's serial code)
 };
 
 // What one launch executed, for the timing pass (sim/timing/): its instructions and units of
@@ -94,6 +95,7 @@ struct LaunchWork {
     std::array<std::uint64_t, kOpCount> work{};  // units of work: elements, multiply-adds
     std::uint64_t blocks = 0;                    // grid iterations, all heads (0: no grid)
     std::uint64_t grids = 0;                     // grids reached, all heads counted once
+    std::int64_t heads = 1;                      // the walk's heads (each runs the launch's serial code)
     // Elements read from and written to tiles in shared memory (not `in registers`); a
     // product's right operand once for each of the worker's warps (`warps`).
     std::uint64_t shared_elements = 0;

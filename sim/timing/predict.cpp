@@ -190,8 +190,13 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
         const int op = i.op;
         executions[static_cast<size_t>(op)] += i.executions;
         units[static_cast<size_t>(op)] += i.work;
-        phase(op, static_cast<double>(i.executions), static_cast<double>(i.work), static_cast<double>(i.shared_elements),
-              static_cast<double>(i.product_shared_elements), static_cast<double>(i.shared_sum_elements), i.async, i.writes_shared);
+        // A launch's serial code (a tile loaded before its grid) runs in every block of the grid
+        // on a GPU, whose blocks share no shared memory: each head's once for each of its blocks.
+        const double copies_of =
+            i.in_grid || work.grids == 0 ? 1.0 : blocks / static_cast<double>(work.grids) / static_cast<double>(std::max<std::int64_t>(work.heads, 1));
+        phase(op, copies_of * static_cast<double>(i.executions), copies_of * static_cast<double>(i.work),
+              copies_of * static_cast<double>(i.shared_elements), copies_of * static_cast<double>(i.product_shared_elements),
+              copies_of * static_cast<double>(i.shared_sum_elements), i.async, i.writes_shared);
     }
     // The scalar instructions counted in runs: one instruction, one unit each.
     for (int op = 0; op < kOpCount; ++op) {
@@ -282,7 +287,9 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     set(TimeBound::Chain, chain_seconds(m, work, counts, shape, clock, busiest, t.chain));
     const auto slowest = std::max_element(each.begin(), each.end());
     t.bound = static_cast<TimeBound>(slowest - each.begin());
-    t.launch_seconds = m[MachineParam::LaunchMicroseconds] * 1e-6;
+    // Each grid the launch reaches is a kernel launch of its own (a host loop around a grid
+    // launches it every iteration), all heads in one.
+    t.launch_seconds = m[MachineParam::LaunchMicroseconds] * 1e-6 * static_cast<double>(std::max<std::uint64_t>(work.grids, 1));
     t.seconds = *slowest + t.launch_seconds;
     return t;
 }
