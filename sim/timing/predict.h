@@ -6,32 +6,33 @@
 // would need if nothing else held it back:
 //
 //   matrix, special, alu,  the busiest SM's share of the unit's work at the unit's rate (shared:
-//   shared                 the bytes of tiles kept in shared memory that instructions read and
-//                          write, a product's right operand once per warp). The
-//                          block scheduler deals B blocks to S SMs, so the busiest SM runs
-//                          ⌈B/S⌉ of them: (⌈B/S⌉ · work/B) / (rate per SM per clock · clock).
+//   shared                 the bytes instructions move through shared memory, a product's
+//                          operands as its lanes read them, a product's destination as fp32
+//                          sums). The block scheduler deals B blocks to S SMs, so the busiest
+//                          SM runs ⌈B/S⌉ of them: (⌈B/S⌉ · work/B) / (rate per SM per clock · clock).
 //   issue                  the busiest SM's warp instructions at 4 a clock (an H100 SM's four
 //                          schedulers issue one each a clock; the FMA probe's 250.1 FLOP/clk/SM
-//                          is 3.9 warp FFMAs a clock): a lane's element-wise op or shared-memory
-//                          access is 1/32 of one, a CUDA-core multiply-add 1/32 plus its loads (a
-//                          lane's 4×4 patch of results reads 8 operands for 16 multiply-adds, as
-//                          the course's CUDA-core kernels do), an mma.sync 2048 multiply-adds, a
-//                          global load or store 512 bytes (16 a lane).
+//                          is 3.9 warp FFMAs a clock): warp_instructions_of in predict.cpp.
 //   l2, dram               all bytes at the whole GPU's bandwidth: bytes / (bytes per second).
-//   chain                  each block's instructions one after another, as a program without
-//                          asynchronous copies runs them: every LOAD and STORE waits for the
-//                          memory's latency (the L2's for the share the cache model says hits,
-//                          DRAM's for the rest) and moves its bytes at one SM's share of the L2's
-//                          bandwidth, and every product, EXP and element-wise instruction takes
-//                          its work at the SM's rate, its shared-memory bytes at the SM's
-//                          bandwidth. R resident blocks run side by side, so the
-//                          busiest SM takes ⌈⌈B/S⌉/R⌉ chains.
+//   chain                  each block's instructions one after another, as its warps run them
+//                          between barriers. Each instruction is a phase: the longest of its
+//                          unit's work, its warp instructions and its shared-memory bytes, at
+//                          the share of the SM it gets (R resident blocks run in step and share
+//                          every unit; a block of W warps reaches W of the 4 schedulers), then
+//                          the latency of its last result (a LOAD: the L2's or DRAM's by the
+//                          cache model's hit rate; a product: mma.sync's, wgmma's or an FFMA's;
+//                          EXP: MUFU's; a row reduction: its shuffles), and a barrier where it
+//                          leaves its result in shared memory. A LOAD's bytes move at the SM's
+//                          share of the L2's bandwidth and, of what misses, of DRAM's. Copies
+//                          into tiles with stages run beside the rest (the chain takes the
+//                          longer); a launch's serial code runs in every block. The busiest SM
+//                          runs ⌈⌈B/S⌉/R⌉ rounds, or the toy machine's makespan of the grid on
+//                          R·S workers where blocks are unequal (a causal mask).
 //
-// and the launch's own time (an empty kernel's) is added. This is the first form of the
-// model: the toy program says where its tiles live (`in registers` or shared memory) and over
-// how many warps a product's rows split (`warps W`), but not yet which copies are
-// asynchronous, so the model overlaps nothing within a block (docs/gpu.md, "Predicted time",
-// says where it is weakest).
+// and the launch's own time (an empty kernel's, once for each grid it reaches) is added. The
+// program says what the kernel's schedule is: where its tiles live (`in registers`, `in
+// shared`, with `stages` for asynchronous copies), its warps and the unit its products run on;
+// docs/gpu.md, "Predicted time", says where the model is weakest.
 #pragma once
 
 #include <array>
