@@ -1,9 +1,11 @@
 // The named machine (isa/machine.h) and the timing pass (sim/timing/predict.h): every constant
 // read back from the probe's committed results, and each bound worked by hand.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <tuple>
 #include <sstream>
@@ -259,6 +261,28 @@ TEST_CASE("run --machine: the run, then each launch's predicted time as cost --m
     const CliResult bad = run_cli({"run", "programs/p1_c00.toy", "--machine", "h200"});
     CHECK(bad.code == 2);
     CHECK(bad.err == "programs/p1_c00.toy: error: --machine 'h200': no such machine (the machines: h100; without it, the seeds' machine)\n");
+}
+
+TEST_CASE("sweep --machine: each run's predicted time after the table, and --plot-y time draws it", "[time][cli][plot]") {
+    const std::string svg = (std::filesystem::temp_directory_path() / "toysim_sweep_time.svg").string();
+    const CliResult r = run_cli({"sweep", "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=1024,4096", "--set", "d=64", "--set", "Br=128",
+                                 "--set", "Bc=64", "--machine", "h100", "--dtype", "fp16", "--plot", svg, "--plot-y", "time"});
+    REQUIRE(r.code == 0);
+    // Each point as cost --machine predicts it at one head.
+    const CliResult one = run_cli({"cost", "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=4096", "--set", "d=64", "--set", "Br=128",
+                                   "--set", "Bc=64", "--machine", "h100", "--dtype", "fp16", "--format", "json"});
+    REQUIRE(one.code == 0);
+    const double seconds = nlohmann::json::parse(one.out).at("predicted_time").at("seconds").get<double>();
+    CHECK(r.out.find(fmt::format("predicted time on machine h100 (1 head; every launch with a grid, summed):\n  n=1024 d=64 Br=128 Bc=64: ")) !=
+          std::string::npos);
+    CHECK(r.out.find(fmt::format("  n=4096 d=64 Br=128 Bc=64: {:.3f} ms\n", seconds * 1e3)) != std::string::npos);
+    std::ifstream drawn(svg);
+    const std::string text((std::istreambuf_iterator<char>(drawn)), std::istreambuf_iterator<char>());
+    CHECK(text.find("predicted time on h100 (ms)") != std::string::npos);
+    std::filesystem::remove(svg);
+    const CliResult bad = run_cli({"sweep", "programs/p1_c00.toy", "--set", "n=2,4", "--plot", svg, "--plot-y", "time"});
+    CHECK(bad.code == 2);
+    CHECK(bad.err == "toysim: error: --plot-y time draws the predicted time: give --machine NAME too\n");
 }
 
 TEST_CASE("schedules: each program's products line is its kernel's", "[time][gpu]") {

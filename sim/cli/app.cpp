@@ -190,8 +190,13 @@ Commands define_commands(CLI::App& app, Args& a) {
     add_force(c.sweep, a.sweep.force);
     add_cache(c.sweep, a.sweep);
     c.sweep->add_option("--plot", a.sweep.plot, "also draw the DRAM traffic against the swept parameter: FILE.svg, FILE.png or FILE.html");
-    c.sweep->add_option("--plot-y", a.sweep.plot_y, "what --plot draws: traffic (DRAM reads, writes and their sum) or cycles (with workers: and work)")
-        ->check(CLI::IsMember({"traffic", "cycles"}));
+    c.sweep->add_option("--plot-y", a.sweep.plot_y,
+                        "what --plot draws: traffic (DRAM reads, writes and their sum), cycles (with workers: and work), or time (the "
+                        "predicted time on --machine)")
+        ->check(CLI::IsMember({"traffic", "cycles", "time"}));
+    c.sweep->add_option("--machine", a.sweep.machine,
+                        "also predict each run's time on a named machine (h100), as 'toysim cost --machine' does (one head): a line "
+                        "after the table, and --plot-y time");
     c.sweep->footer("\nexamples:\n"
                     "  toysim sweep programs/p5_online_softmax.toy --set n=10,100,1000\n"
                     "  toysim sweep programs/attention/fa2.toy --set n=128,256,512,1024 --format csv\n"

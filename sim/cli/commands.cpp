@@ -11,18 +11,6 @@
 
 namespace toysim::cli {
 
-namespace {
-
-// --cache and --dtype, with a named machine's own L2 (its preset has its name) where neither
-// the options nor the program give a cache: what a machine's prediction walks.
-void apply_cache_and_machine(Program& program, const CacheArgs& options, const std::string& machine) {
-    CacheArgs cache = options;
-    if (!machine.empty() && cache.cache.empty() && !program.cache) cache.cache = std::string(app::named_machine(machine, app::Spelling::cli()).name);
-    apply_cache_options(program, cache);
-}
-
-}  // namespace
-
 int run_command(const RunArgs& o, Context& ctx) {
     app::check_show_format(o.shown_arrays, parse_format(o.format), o.format);
     Program program = load_program(o.file, settings_from(o.sets), ctx);

@@ -50,6 +50,9 @@ Program load_program(const std::string& path, const ParamSettings& settings, Con
 // --cache and --dtype (run, trace, sweep, compare): the cache they give replaces the program's
 // own `cache` line; --dtype sets the element size the cache sees, and needs a cache.
 void apply_cache_options(Program& program, const CacheArgs& options);
+// The same, with a named machine's own L2 (its preset has its name) where neither the options
+// nor the program give a cache: what a machine's prediction walks (cost, run, sweep --machine).
+void apply_cache_and_machine(Program& program, const CacheArgs& options, const std::string& machine);
 // sweep_settings (NAME=V1,V2,... lists) is in sim/lower/program.h, shared with the browser's engine.
 // A program's name in compare's columns: the file name without its directory and ".toy".
 std::string short_program_name(const std::string& path);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "gpu/kernels/kernels.h"
+#include "sim/app/cost.h"
 #include "sim/cli/common.h"
 #include "sim/front/parser.h"
 #include "support/text.h"
@@ -46,6 +47,12 @@ void apply_cache_options(Program& program, const CacheArgs& o) {
                                    "a `cache` line in the program)",
                                    flag_subject(o.dtype)));
     program.cache->element_bytes = gpu::dtype_bytes(*gpu::parse_dtype(o.dtype));
+}
+
+void apply_cache_and_machine(Program& program, const CacheArgs& options, const std::string& machine) {
+    CacheArgs cache = options;
+    if (!machine.empty() && cache.cache.empty() && !program.cache) cache.cache = std::string(app::named_machine(machine, app::Spelling::cli()).name);
+    apply_cache_options(program, cache);
 }
 
 std::string short_program_name(const std::string& path) {

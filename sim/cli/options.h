@@ -73,6 +73,7 @@ struct SideBySideArgs : FormatArgs, CacheArgs {
 
 struct SweepArgs : SideBySideArgs {
     std::string file;
+    std::string machine;  // a named machine: each run's predicted time
 };
 
 struct CompareArgs : SideBySideArgs {

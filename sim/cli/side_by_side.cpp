@@ -10,7 +10,9 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "sim/app/cost.h"
 #include "sim/app/side_by_side.h"
+#include "sim/print/cost_report.h"
 #include "sim/cli/common.h"
 #include "sim/cli/output.h"
 #include "sim/front/parser.h"
@@ -75,9 +77,9 @@ std::optional<PlotFormat> plot_target(const std::string& path) {
     return format;
 }
 
-void write_plot(const SideBySideArgs& o, PlotFormat format, const std::vector<SweepPoint>& points) {
-    const PlotMeasure measure = o.plot_y == "cycles" ? PlotMeasure::Cycles : PlotMeasure::Traffic;
-    write_file(o.plot, render_plot(sweep_plot(points, measure), format, o.plot), "--plot");
+void write_plot(const SideBySideArgs& o, PlotFormat format, const std::vector<SweepPoint>& points, const std::string& machine = "") {
+    const PlotMeasure measure = o.plot_y == "cycles" ? PlotMeasure::Cycles : o.plot_y == "time" ? PlotMeasure::Time : PlotMeasure::Traffic;
+    write_file(o.plot, render_plot(sweep_plot(points, measure, machine), format, o.plot), "--plot");
 }
 
 // compare --sweep NAME=V1,V2,...: the name and its values.
@@ -122,24 +124,34 @@ std::string format_compare_sweep(const std::string& name, const std::vector<std:
 }  // namespace
 
 int sweep_command(const SweepArgs& o, Context& ctx) {
+    if (o.plot_y == "time" && o.machine.empty()) throw ToyError("--plot-y time draws the predicted time: give --machine NAME too");
+    const MachineSpec* machine = o.machine.empty() ? nullptr : &app::named_machine(o.machine, app::Spelling::cli());
     const auto plot = plot_target(o.plot);
     Parsed parsed = parse_program(o.file, ctx);
     const std::vector<ParamSettings> combos = sweep_settings(o.sets);
     std::vector<Program> programs;
     std::vector<std::string> names;
+    std::vector<double> predicted;  // with a machine: each run's predicted seconds
     for (const auto& settings : combos) {
         programs.push_back(compile_program(parsed, settings, ctx));
-        apply_cache_options(programs.back(), o);
+        apply_cache_and_machine(programs.back(), o, o.machine);
+        if (machine) predicted.push_back(predict_program(app::on_cache_of(programs.back(), *machine), *machine, 1).seconds);
         std::string name;
         for (const auto& [k, v] : settings) name += fmt::format("{}{}={}", name.empty() ? "" : " ", k, v);
         names.push_back(name);
     }
     Runs runs = run_all(names, pointers(programs), o, ctx);
     ctx.out << format_compare(names, pointers(programs), pointers(runs.results), parse_format(o.format));
+    const Format format = parse_format(o.format);
+    if (machine && (format == Format::Table || format == Format::Markdown)) {
+        ctx.out << fmt::format("\npredicted time on machine {} (1 head; every launch with a grid, summed):\n", machine->name);
+        for (size_t i = 0; i < names.size(); ++i) ctx.out << fmt::format("{}{}: {}\n", format == Format::Markdown ? "- " : "  ", names[i], milliseconds_text(predicted[i]));
+    }
     if (plot) {
         std::vector<SweepPoint> points;
-        for (size_t i = 0; i < combos.size(); ++i) points.push_back({short_program_name(o.file), combos[i], &runs.results[i].counters});
-        write_plot(o, *plot, points);
+        for (size_t i = 0; i < combos.size(); ++i)
+            points.push_back({short_program_name(o.file), combos[i], &runs.results[i].counters, machine ? predicted[i] : -1.0});
+        write_plot(o, *plot, points, machine ? std::string(machine->name) : "");
     }
     return runs.ok ? kOk : kCheckFailed;
 }

@@ -94,7 +94,7 @@ std::string png_from_svg(const std::string& svg, const std::string& path) {
 
 }  // namespace
 
-Plot sweep_plot(const std::vector<SweepPoint>& points, PlotMeasure measure) {
+Plot sweep_plot(const std::vector<SweepPoint>& points, PlotMeasure measure, const std::string& machine) {
     std::vector<std::string> params, programs;  // in the order first seen
     std::map<std::string, std::set<std::int64_t>> values;
     for (const auto& p : points) {
@@ -127,6 +127,26 @@ Plot sweep_plot(const std::vector<SweepPoint>& points, PlotMeasure measure) {
         auto at = std::find(keys.begin(), keys.end(), key);
         key_of.push_back(static_cast<size_t>(at - keys.begin()));
         if (at == keys.end()) keys.push_back(key);
+    }
+    if (measure == PlotMeasure::Time) {  // one curve per key: the predicted milliseconds
+        for (size_t k = 0; k < keys.size(); ++k) {
+            PlotSeries series;
+            series.name = keys[k].empty() ? "predicted time" : keys[k];
+            series.y.assign(plot.x.size(), NAN);
+            for (size_t i = 0; i < points.size(); ++i) {
+                if (key_of[i] != k || points[i].predicted_seconds < 0) continue;
+                for (const auto& [name, value] : points[i].settings)
+                    if (name == x_name) {
+                        auto at = std::find(plot.x.begin(), plot.x.end(), static_cast<double>(value));
+                        series.y[static_cast<size_t>(at - plot.x.begin())] = points[i].predicted_seconds * 1e3;
+                    }
+            }
+            plot.series.push_back(std::move(series));
+        }
+        plot.y_label = fmt::format("predicted time on {} (ms)", machine);
+        plot.title = fmt::format("{}predicted time on {} against {}", programs.size() == 1 ? programs[0] + ": " : "", machine, x_name);
+        if (!fixed.empty()) plot.title += " (" + settings_text(fixed) + ")";
+        return plot;
     }
     const bool time = measure == PlotMeasure::Cycles;
     const CounterKind main = time ? CounterKind::Cycles : CounterKind::Traffic;

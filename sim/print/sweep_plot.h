@@ -16,16 +16,18 @@ struct SweepPoint {
     std::string program;
     ParamSettings settings;
     const Counters* counters = nullptr;
+    double predicted_seconds = -1;  // on a named machine (PlotMeasure::Time); < 0: none
 };
 
-// What a sweep's plot draws: DRAM traffic, or time (cycles: on several workers, the makespan).
-enum class PlotMeasure { Traffic, Cycles };
+// What a sweep's plot draws: DRAM traffic, the toy machine's cycles (on several workers, the
+// makespan), or the time predicted on a named machine (`machine`: its name, for the labels).
+enum class PlotMeasure { Traffic, Cycles, Time };
 
 // The runs against the last parameter whose value changes from run to run (the one a sweep
 // varies fastest); one curve per program and per value of any other changing parameter. With
 // a single such curve the plot shows DRAM reads, writes and traffic (or cycles and work); with
 // several, traffic (or cycles). The parameters with one value go in the title.
-Plot sweep_plot(const std::vector<SweepPoint>& points, PlotMeasure measure = PlotMeasure::Traffic);
+Plot sweep_plot(const std::vector<SweepPoint>& points, PlotMeasure measure = PlotMeasure::Traffic, const std::string& machine = "");
 
 enum class PlotFormat { Svg, Png, Html };
 
