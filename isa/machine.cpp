@@ -51,6 +51,11 @@ MachineSpec h100() {
     set(P::MmaLatency, 24.0, "mma.sync m16n8k16 (latency)", "24.0 cycles", "");
     set(P::WgmmaLatency, 118.3, "wgmma m64n128k16 (latency)", "118.3 cycles", "");
     set(P::BarrierCycles, 21.3, "__syncthreads (4 warps)", "21.3 cycles", "");
+    // Generated CUDA's own loops (gpu/tools/generated_probe.sh): what the code generator's
+    // element loops and tf32 fragment products do a second on an SM, measured as generated CUDA
+    // of a probe program, not as any kernel the model predicts.
+    set(P::GeneratedElementRate, 21.07, "generated element-wise op", "21.07 G elements/s/SM", "");
+    set(P::GeneratedMacRate, 159.5, "generated product (tf32 wmma)", "159.5 G MACs/s/SM", "");
     set(P::LaunchMicroseconds, 1.89, "launch-to-launch gap", "1.89 us", "");
     set(P::RegistersPerSm, 65536, "registers per SM", "65536", "64K (CUDA guide)");
     set(P::SharedPerSm, 233472, "shared memory per SM", "233472 B", "228 KB (CUDA guide)");

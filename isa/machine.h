@@ -42,6 +42,8 @@ namespace toysim {
     X(MmaLatency, "mma_latency", "cycles", "an mma.sync m16n8k16 that adds to the one before's sums")                              \
     X(WgmmaLatency, "wgmma_latency", "cycles", "a wgmma m64n128k16 from issue to its wait's end")                                 \
     X(BarrierCycles, "barrier", "cycles", "a block's barrier (__syncthreads, 4 warps) with nothing to wait for")                     \
+    X(GeneratedElementRate, "generated_elementwise", "G/s/SM", "elements of element-wise tile instructions generated CUDA does a second, per SM") \
+    X(GeneratedMacRate, "generated_mac", "G/s/SM", "multiply-adds of tile products generated CUDA does a second, per SM (tf32 tensor cores)") \
     X(LaunchMicroseconds, "launch", "µs", "from one kernel's end to the next one's start, back to back on one stream")            \
     X(RegistersPerSm, "registers", "/SM", "32-bit registers per SM")                                                                \
     X(SharedPerSm, "shared_per_sm", "B", "shared memory per SM")                                                                    \

@@ -145,6 +145,12 @@ TEST_CASE("time: a block's chain, an instruction at a time, with its latency", "
     count(w, Op::EXP) = w.by_pc[0].executions = 132;
     t = predict_launch(h100(), w, c, shape);
     CHECK(t.each[static_cast<size_t>(TimeBound::Chain)] == Approx((1024 + 17) / 1.978e9).epsilon(1e-6));
+    // Generated CUDA's element loops run at the rate measured for them: 21.07 G elements a
+    // second on an SM, slower than the SFU's 16 a clock.
+    shape.warps = 8;
+    shape.generated = true;
+    t = predict_launch(h100(), w, c, shape);
+    CHECK(t.each[static_cast<size_t>(TimeBound::Chain)] == Approx(4096 / 21.07e9 + 17 / 1.978e9).epsilon(1e-6));
 }
 
 TEST_CASE("time: a recorded H100 run read back, its prediction against its median", "[time][traces]") {

@@ -149,6 +149,7 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
             if (gpu.generated) {  // what the code generator emits: its block size, tiles in shared memory as fp32
                 shape.warps = generated_threads(*gpu.generated, k) / 32;
                 shape.shared_element_bytes = 4;
+                shape.generated = true;
             }
             stage.predicted_time = predict_launch(*machine, work, c, shape);
         }

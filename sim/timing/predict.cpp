@@ -154,14 +154,17 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
             }
             case GpuUnit::Matrix:
                 busy = std::max(busy, together * w / (product_rate(m, shape.products) * reach));
+                if (shape.generated) busy = std::max(busy, together * w / (m[MachineParam::GeneratedMacRate] * 1e9 * reach));
                 latency = product_latency * cycle;
                 break;
             case GpuUnit::Special:
                 busy = std::max(busy, together * w / (m[MachineParam::SfuPerClock] * clock * reach));
+                if (shape.generated) busy = std::max(busy, together * w / (m[MachineParam::GeneratedElementRate] * 1e9 * reach));
                 latency = m[MachineParam::SfuLatency] * cycle;
                 break;
             case GpuUnit::Alu:
                 busy = std::max(busy, together * w / (m.alu_per_clock() * clock * reach));
+                if (shape.generated) busy = std::max(busy, together * w / (m[MachineParam::GeneratedElementRate] * 1e9 * reach));
                 latency = (m[MachineParam::AluLatency] +
                            (kOpShape[static_cast<size_t>(op)] == OpShape::RowReduce ? reduce_steps * m[MachineParam::ShuffleLatency] : 0)) *
                           cycle;

@@ -92,6 +92,9 @@ struct LaunchShape {
     // course's kernels; 1: generated code, an element a thread), read 2·lane_patch operands
     // from shared memory a step of the inner dimension.
     int lane_patch = 4;
+    // Generated CUDA (gpu/codegen/): its element loops and products run at the rates the
+    // machine measured for the code generator's own loops, not at the units' peaks.
+    bool generated = false;
 };
 
 // Where the chain bound's time goes, on the busiest SM: the loads and stores that wait in line
