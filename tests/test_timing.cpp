@@ -286,6 +286,20 @@ TEST_CASE("sweep --machine: each run's predicted time after the table, and --plo
     const std::string text((std::istreambuf_iterator<char>(drawn)), std::istreambuf_iterator<char>());
     CHECK(text.find("predicted time on h100 (ms)") != std::string::npos);
     std::filesystem::remove(svg);
+    // JSON: each run's object with its "predicted_time"; CSV: a row of seconds.
+    const std::vector<std::string> sweep = {"sweep", "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=1024,4096", "--set", "d=64",
+                                            "--set", "Br=128", "--set", "Bc=64", "--machine", "h100", "--dtype", "fp16", "--format"};
+    auto with_format = [&](const char* format) {
+        std::vector<std::string> args = sweep;
+        args.push_back(format);
+        return run_cli(args);
+    };
+    const CliResult json = with_format("json");
+    REQUIRE(json.code == 0);
+    CHECK(nlohmann::json::parse(json.out).at(1).at("predicted_time").at("seconds").get<double>() == Approx(seconds));
+    const CliResult csv = with_format("csv");
+    REQUIRE(csv.code == 0);
+    CHECK(csv.out.find(fmt::format("\npredicted_seconds_h100,")) != std::string::npos);
     const CliResult bad = run_cli({"sweep", "programs/p1_c00.toy", "--set", "n=2,4", "--plot", svg, "--plot-y", "time"});
     CHECK(bad.code == 2);
     CHECK(bad.err == "toysim: error: --plot-y time draws the predicted time: give --machine NAME too\n");

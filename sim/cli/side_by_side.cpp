@@ -131,26 +131,38 @@ int sweep_command(const SweepArgs& o, Context& ctx) {
     const std::vector<ParamSettings> combos = sweep_settings(o.sets);
     std::vector<Program> programs;
     std::vector<std::string> names;
-    std::vector<double> predicted;  // with a machine: each run's predicted seconds
+    std::vector<ProgramTime> predicted;  // with a machine: each run's predicted time
     for (const auto& settings : combos) {
         programs.push_back(compile_program(parsed, settings, ctx));
         apply_cache_and_machine(programs.back(), o, o.machine);
-        if (machine) predicted.push_back(predict_program(app::on_cache_of(programs.back(), *machine), *machine, 1).seconds);
+        if (machine) predicted.push_back(predict_program(app::on_cache_of(programs.back(), *machine), *machine, 1));
         std::string name;
         for (const auto& [k, v] : settings) name += fmt::format("{}{}={}", name.empty() ? "" : " ", k, v);
         names.push_back(name);
     }
     Runs runs = run_all(names, pointers(programs), o, ctx);
-    ctx.out << format_compare(names, pointers(programs), pointers(runs.results), parse_format(o.format));
     const Format format = parse_format(o.format);
-    if (machine && (format == Format::Table || format == Format::Markdown)) {
-        ctx.out << fmt::format("\npredicted time on machine {} (1 head; every launch with a grid, summed):\n", machine->name);
-        for (size_t i = 0; i < names.size(); ++i) ctx.out << fmt::format("{}{}: {}\n", format == Format::Markdown ? "- " : "  ", names[i], milliseconds_text(predicted[i]));
+    const std::string table = format_compare(names, pointers(programs), pointers(runs.results), format);
+    if (!machine) {
+        ctx.out << table;
+    } else if (format == Format::Json) {  // each run's object gets its "predicted_time", as cost --machine gives it
+        auto all = nlohmann::ordered_json::parse(table);
+        for (size_t i = 0; i < all.size() && i < predicted.size(); ++i)
+            all[i]["predicted_time"] = program_time_json(app::on_cache_of(programs[i], *machine), predicted[i], *machine, 1);
+        ctx.out << json_text(all);
+    } else if (format == Format::Csv) {  // one more row: the seconds
+        ctx.out << table << fmt::format("predicted_seconds_{}", machine->name);
+        for (const ProgramTime& t : predicted) ctx.out << fmt::format(",{}", t.seconds);
+        ctx.out << "\n";
+    } else {
+        ctx.out << table << fmt::format("\npredicted time on machine {} (1 head; every launch with a grid, summed):\n", machine->name);
+        for (size_t i = 0; i < names.size(); ++i)
+            ctx.out << fmt::format("{}{}: {}\n", format == Format::Markdown ? "- " : "  ", names[i], milliseconds_text(predicted[i].seconds));
     }
     if (plot) {
         std::vector<SweepPoint> points;
         for (size_t i = 0; i < combos.size(); ++i)
-            points.push_back({short_program_name(o.file), combos[i], &runs.results[i].counters, machine ? predicted[i] : -1.0});
+            points.push_back({short_program_name(o.file), combos[i], &runs.results[i].counters, machine ? predicted[i].seconds : -1.0});
         write_plot(o, *plot, points, machine ? std::string(machine->name) : "");
     }
     return runs.ok ? kOk : kCheckFailed;

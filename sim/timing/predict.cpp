@@ -186,13 +186,12 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
             part(ChainPart::Waits) += executions * latency;
         }
     };
-    std::array<std::uint64_t, kOpCount> executions{}, units{};
+    std::array<std::uint64_t, kOpCount> executions{};  // per opcode, what by_pc holds
     for (std::size_t pc = 0; pc < work.by_pc.size(); ++pc) {
         const InstructionWork& i = work.by_pc[pc];
         if (i.executions == 0) continue;
         const int op = i.op;
         executions[static_cast<size_t>(op)] += i.executions;
-        units[static_cast<size_t>(op)] += i.work;
         // A launch's serial code (a tile loaded before its grid) runs in every block of the grid
         // on a GPU, whose blocks share no shared memory: each head's once for each of its blocks.
         const double copies_of =
