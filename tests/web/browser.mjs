@@ -276,6 +276,12 @@ try {
   const fa2 = toysim(build, ['run', 'programs/attention/fa2.toy', '--set', 'n=256']).stdout;
   const fa2Page = await text('#output');
   check(fa2Page === fa2, 'Run of FA2 at n = 256 is the CLI\'s, every counter', `page:\n${fa2Page}`);
+  await press('h100');
+  const timed = toysim(build, ['cost', 'programs/attention/fa2.toy', '--set', 'n=256', '--machine', 'h100']).stdout;
+  const timedPage = await text('#output');
+  check(timedPage === timed && timed.includes('predicted time on machine h100'),
+        'H100 time of FA2 at n = 256 is the CLI\'s cost --machine h100, byte for byte', `page:\n${timedPage}`);
+  await press('run');
   await page.screenshot({ path: path.join(out, 'playground.png') });
 
   // ---- a known-wrong P2 solution: graded on the visible tests ----

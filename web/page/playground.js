@@ -177,6 +177,7 @@ async function runButton() {
 
 async function traceButton() { show(await engine('trace', request({}))); }
 async function costButton() { show(await engine('cost', request({}))); }
+async function h100Button() { show(await engine('cost', request({ machine: 'h100' }))); }
 
 async function gradeButton() {
   const ex = state.exercise;
@@ -346,6 +347,7 @@ async function main() {
   $('run').onclick = () => busy('run', runButton);
   $('trace').onclick = () => busy('trace', traceButton);
   $('cost').onclick = () => busy('cost', costButton);
+  $('h100').onclick = () => busy('h100', h100Button);
   $('grade').onclick = () => busy('grade', gradeButton);
   $('step').onclick = () => busy('step', stepButton);
   $('stop').onclick = stop;
