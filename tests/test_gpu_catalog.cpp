@@ -440,4 +440,16 @@ TEST_CASE("a diff sweep prints one row per value and plots it as SVG", "[gpu]") 
     for (const char* series : {">simulated DRAM<", ">L2 (measured)<", ">DRAM (measured)<"}) CHECK(svg.find(series) != std::string::npos);
     CHECK(svg.find(">DRAM (predicted)<") == std::string::npos);  // no prediction: no curve
     CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
+    // --plot-y time: the measured medians, and the predicted times where there are some.
+    points[0].diff.stages.at(0).measured_seconds = 2e-3;
+    points[1].diff.stages.at(0).measured_seconds = 4e-3;
+    for (auto& point : points) {
+        LaunchTime t;
+        t.seconds = point.diff.stages[0].measured_seconds * 0.9;
+        point.diff.stages[0].predicted_time = t;
+    }
+    const std::string timed = svg_diff_sweep_time("fa2.toy", "n", points);
+    CHECK(timed.find("fa2.toy on Test GPU, fp32, 2 heads") != std::string::npos);
+    for (const char* series : {">measured (median)<", ">predicted<", ">seconds"}) CHECK(timed.find(series) != std::string::npos);
+    CHECK(timed.substr(timed.size() - 7) == "</svg>\n");
 }

@@ -297,6 +297,8 @@ Commands define_commands(CLI::App& app, Args& a) {
     c.diff->add_option("--measure", a.diff.measure, "live: L2 cold (flushed first, the default) or warm")->check(CLI::IsMember({"cold", "warm"}));
     c.diff->add_option("--sweep", a.diff.sweep, "live: NAME=V1,V2,... runs the kernel at each value (n=1024,4096,16384)");
     c.diff->add_option("--plot", a.diff.plot, "with --sweep: write the traffic against the swept value as an SVG file");
+    c.diff->add_option("--plot-y", a.diff.plot_y, "what --plot draws: traffic (simulated, L2, DRAM) or time (measured and predicted)")
+        ->check(CLI::IsMember({"traffic", "time"}));
     c.diff->add_option("--cache", a.diff.cache, std::string("the modeled L2 that predicts DRAM bytes (default: the device's preset, h100 on an H100): ") + kCacheSpec);
     c.diff->add_option("--workers", a.diff.workers, "the workers the prediction runs a grid on (default: resident blocks per SM × SMs, as recorded)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));

@@ -123,7 +123,7 @@ int diff_sweep(const DiffArgs& o, Context& ctx) {
     ctx.out << format_diff_sweep(o.file, name, points, parse_format(o.format));
     if (!o.plot.empty()) {
         std::ofstream out(o.plot, std::ios::binary);
-        out << svg_diff_sweep(o.file, name, points);
+        out << (o.plot_y == "time" ? svg_diff_sweep_time(o.file, name, points) : svg_diff_sweep(o.file, name, points));
         if (!out) throw ToyError(fmt::format("--plot {}: cannot write the file", quoted_name(o.plot)));
     }
     return kOk;

@@ -107,6 +107,7 @@ struct DiffArgs : ProgramArgs, FormatArgs, LaunchArgs {
     std::string gpu_source = "live";  // live, or a saved `gpu run --format json` file
     std::string sweep;                // NAME=V1,V2,...
     std::string plot;                 // with --sweep: an SVG file
+    std::string plot_y = "traffic";   // what it draws: traffic or time
     std::string cache;                // the modeled L2 (default: the device's preset)
     std::int64_t workers = 0;         // the prediction's workers (0: as recorded)
 };

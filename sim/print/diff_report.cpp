@@ -274,4 +274,28 @@ std::string svg_diff_sweep(const std::string& path, const std::string& name, con
     return svg_log_plot(title, name, "bytes", x, series);
 }
 
+std::string svg_diff_sweep_time(const std::string& path, const std::string& name, const std::vector<DiffSweepPoint>& points) {
+    std::vector<double> x;
+    PlotSeries measured{"measured (median)", {}, "#d62728"}, predicted{"predicted", {}, "#ff7f0e"};
+    std::string machine;
+    for (const auto& p : points) {
+        x.push_back(double(p.value));
+        double measured_seconds = 0, predicted_seconds = 0;
+        bool timed = !p.diff.stages.empty();
+        for (const gpu::StageDiff& s : p.diff.stages) {
+            measured_seconds += s.measured_seconds;
+            if (s.predicted_time) predicted_seconds += s.predicted_time->seconds;
+            else timed = false;
+        }
+        measured.y.push_back(measured_seconds);
+        predicted.y.push_back(timed ? predicted_seconds : 0);  // 0: not drawn (no prediction at that point)
+        if (p.diff.prediction && !p.diff.prediction->machine.empty()) machine = p.diff.prediction->machine;
+    }
+    std::string title = path;
+    if (!points.empty())
+        title += fmt::format(" on {}, {}, {} heads", points[0].gpu.device.name, gpu::dtype_name(points[0].gpu.dtype), points[0].gpu.heads);
+    predicted.name = machine.empty() ? "predicted" : fmt::format("predicted ({})", machine);
+    return svg_log_plot(title, name, "seconds", x, {measured, predicted});
+}
+
 }  // namespace toysim

@@ -25,5 +25,8 @@ struct DiffSweepPoint {
 std::string format_diff_sweep(const std::string& program_path, const std::string& name, const std::vector<DiffSweepPoint>& points,
                               Format format);
 std::string svg_diff_sweep(const std::string& program_path, const std::string& name, const std::vector<DiffSweepPoint>& points);
+// The same sweep's time: every launch's measured median and predicted time, summed, against
+// the swept value (diff --sweep --plot-y time).
+std::string svg_diff_sweep_time(const std::string& program_path, const std::string& name, const std::vector<DiffSweepPoint>& points);
 
 }  // namespace toysim
