@@ -300,6 +300,11 @@ TEST_CASE("sweep --machine: each run's predicted time after the table, and --plo
     const CliResult csv = with_format("csv");
     REQUIRE(csv.code == 0);
     CHECK(csv.out.find(fmt::format("\npredicted_seconds_h100,")) != std::string::npos);
+    // A program without a parallel loop has no time to predict: said, not 0.
+    const CliResult serial = run_cli({"sweep", "programs/p5_online_softmax.toy", "--set", "n=10,100", "--machine", "h100"});
+    REQUIRE(serial.code == 0);
+    CHECK(serial.out.find("  n=10: none (no launch has a parallel loop: its time depends on threads the program does not describe)\n") !=
+          std::string::npos);
     const CliResult bad = run_cli({"sweep", "programs/p1_c00.toy", "--set", "n=2,4", "--plot", svg, "--plot-y", "time"});
     CHECK(bad.code == 2);
     CHECK(bad.err == "toysim: error: --plot-y time draws the predicted time: give --machine NAME too\n");

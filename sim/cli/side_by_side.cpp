@@ -62,6 +62,9 @@ Runs run_all(const std::vector<std::string>& labels, const std::vector<const Pro
     return runs;
 }
 
+// A prediction with something to say: some launch has a grid (a serial launch has no time).
+bool timed(const ProgramTime& t) { return std::find(t.has_grid.begin(), t.has_grid.end(), true) != t.has_grid.end(); }
+
 // --plot's format, and that its file can be written, checked before any run starts.
 std::optional<PlotFormat> plot_target(const std::string& path) {
     if (path.empty()) return std::nullopt;
@@ -150,19 +153,22 @@ int sweep_command(const SweepArgs& o, Context& ctx) {
         for (size_t i = 0; i < all.size() && i < predicted.size(); ++i)
             all[i]["predicted_time"] = program_time_json(app::on_cache_of(programs[i], *machine), predicted[i], *machine, 1);
         ctx.out << json_text(all);
-    } else if (format == Format::Csv) {  // one more row: the seconds
+    } else if (format == Format::Csv) {  // one more row: the seconds (empty: no launch with a grid)
         ctx.out << table << fmt::format("predicted_seconds_{}", machine->name);
-        for (const ProgramTime& t : predicted) ctx.out << fmt::format(",{}", t.seconds);
+        for (const ProgramTime& t : predicted) ctx.out << (timed(t) ? fmt::format(",{}", t.seconds) : std::string(","));
         ctx.out << "\n";
     } else {
         ctx.out << table << fmt::format("\npredicted time on machine {} (1 head; every launch with a grid, summed):\n", machine->name);
         for (size_t i = 0; i < names.size(); ++i)
-            ctx.out << fmt::format("{}{}: {}\n", format == Format::Markdown ? "- " : "  ", names[i], milliseconds_text(predicted[i].seconds));
+            ctx.out << fmt::format("{}{}: {}\n", format == Format::Markdown ? "- " : "  ", names[i],
+                                   timed(predicted[i]) ? milliseconds_text(predicted[i].seconds)
+                                                       : "none (no launch has a parallel loop: its time depends on threads the program does not describe)");
     }
     if (plot) {
         std::vector<SweepPoint> points;
         for (size_t i = 0; i < combos.size(); ++i)
-            points.push_back({short_program_name(o.file), combos[i], &runs.results[i].counters, machine ? predicted[i].seconds : -1.0});
+            points.push_back({short_program_name(o.file), combos[i], &runs.results[i].counters,
+                              machine && timed(predicted[i]) ? predicted[i].seconds : -1.0});
         write_plot(o, *plot, points, machine ? std::string(machine->name) : "");
     }
     return runs.ok ? kOk : kCheckFailed;
