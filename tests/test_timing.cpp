@@ -115,15 +115,16 @@ TEST_CASE("time: a block's chain, an instruction at a time, with its latency", "
     // take 256 clocks (the issue of 128 warp instructions at 4 a clock takes 32), and the
     // next instruction waits MUFU.EX2's 17-cycle latency after the last.
     LaunchWork w;
-    units(w, Op::EXP) = 4096 * 132;
-    count(w, Op::EXP) = 132;
     w.by_pc.resize(1);
     w.by_pc[0].op = static_cast<int>(Op::EXP);
-    w.by_pc[0].executions = 132;
-    w.by_pc[0].work = 4096 * 132;
     CacheCounts c;
     LaunchShape shape;
-    shape.blocks = 132;
+    auto blocks_of = [&](std::uint64_t blocks) {  // one EXP of 4096 elements a block
+        shape.blocks = blocks;
+        units(w, Op::EXP) = w.by_pc[0].work = 4096 * blocks;
+        count(w, Op::EXP) = w.by_pc[0].executions = blocks;
+    };
+    blocks_of(132);
     LaunchTime t = predict_launch(h100(), w, c, shape);
     CHECK(t.each[static_cast<size_t>(TimeBound::Chain)] == Approx((256 + 17) / 1.978e9).epsilon(1e-6));
     // Its parts: the SFU's clocks, and the wait for its last result.
@@ -131,18 +132,14 @@ TEST_CASE("time: a block's chain, an instruction at a time, with its latency", "
     CHECK(t.chain[static_cast<size_t>(ChainPart::Waits)] == Approx(17 / 1.978e9).epsilon(1e-6));
     CHECK(t.chain[static_cast<size_t>(ChainPart::Products)] == 0);
     // Two blocks an SM, in step: they share the SFU (512 clocks), and wait its latency once.
-    shape.blocks = 264;
+    blocks_of(264);
     shape.resident_per_sm = 2;
-    units(w, Op::EXP) = w.by_pc[0].work = 4096 * 264;
-    count(w, Op::EXP) = w.by_pc[0].executions = 264;
     t = predict_launch(h100(), w, c, shape);
     CHECK(t.each[static_cast<size_t>(TimeBound::Chain)] == Approx((512 + 17) / 1.978e9).epsilon(1e-6));
     // One warp a block reaches one of the SM's four schedulers, and a quarter of its SFU.
-    shape.blocks = 132;
+    blocks_of(132);
     shape.resident_per_sm = 1;
     shape.warps = 1;
-    units(w, Op::EXP) = w.by_pc[0].work = 4096 * 132;
-    count(w, Op::EXP) = w.by_pc[0].executions = 132;
     t = predict_launch(h100(), w, c, shape);
     CHECK(t.each[static_cast<size_t>(TimeBound::Chain)] == Approx((1024 + 17) / 1.978e9).epsilon(1e-6));
     // Generated CUDA's element loops run at the rate measured for them: 21.07 G elements a

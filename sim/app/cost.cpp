@@ -54,7 +54,7 @@ std::string cost(const Program& program, const CostRequest& request, Format form
                                    spelling.machine, request.workers != 0 ? spelling.workers : spelling.cold_launches));
     // The walk the prediction reads (on the machine's cache where the program has none, its
     // grids on the resident blocks of every SM), counted once and shown as cost shows a walk.
-    const Program on_machine = on_cache_of(program, machine);
+    const Program on_machine = on_machine_cache(program, machine);
     const ProgramTime time = predict_program(on_machine, machine, request.heads);
     return with_predicted_time(on_machine, machine, time, request.heads, format, format_walk(on_machine, time.counted, time.walk, format));
 }
@@ -65,12 +65,6 @@ const MachineSpec& named_machine(const std::string& name, const Spelling& spelli
         throw ToyError(fmt::format("{} {}: no such machine (the machines: {}; without it, the seeds' machine)", spelling.machine, quoted_name(name),
                                    machine_names()));
     return *machine;
-}
-
-Program on_cache_of(const Program& program, const MachineSpec& machine) {
-    Program on_machine = program;
-    if (!on_machine.cache) on_machine.cache = make_program_cache(std::string(machine.name), Loc{});
-    return on_machine;
 }
 
 std::string with_predicted_time(const Program& program, const MachineSpec& machine, std::int64_t heads, Format format, const std::string& base) {

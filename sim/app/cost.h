@@ -36,8 +36,6 @@ std::string cost(const Program& program, const CostRequest& request, Format form
 
 // The named machine, or a ToyError that lists the machines.
 const MachineSpec& named_machine(const std::string& name, const Spelling& spelling);
-// The program on the machine's own L2 where it declares no cache.
-Program on_cache_of(const Program& program, const MachineSpec& machine);
 // `base` (a command's output in `format`) with each launch's predicted time on the machine
 // after it (JSON: the object with "predicted_time" added), `heads` copies sharing the L2:
 // what `cost --machine` and `run --machine` add.

@@ -138,7 +138,7 @@ int sweep_command(const SweepArgs& o, Context& ctx) {
     for (const auto& settings : combos) {
         programs.push_back(compile_program(parsed, settings, ctx));
         apply_cache_and_machine(programs.back(), o, o.machine);
-        if (machine) predicted.push_back(predict_program(app::on_cache_of(programs.back(), *machine), *machine, 1));
+        if (machine) predicted.push_back(predict_program(programs.back(), *machine, 1));
         std::string name;
         for (const auto& [k, v] : settings) name += fmt::format("{}{}={}", name.empty() ? "" : " ", k, v);
         names.push_back(name);
@@ -151,7 +151,7 @@ int sweep_command(const SweepArgs& o, Context& ctx) {
     } else if (format == Format::Json) {  // each run's object gets its "predicted_time", as cost --machine gives it
         auto all = nlohmann::ordered_json::parse(table);
         for (size_t i = 0; i < all.size() && i < predicted.size(); ++i)
-            all[i]["predicted_time"] = program_time_json(app::on_cache_of(programs[i], *machine), predicted[i], *machine, 1);
+            all[i]["predicted_time"] = program_time_json(programs[i], predicted[i], *machine, 1);  // the program for its launches' lines
         ctx.out << json_text(all);
     } else if (format == Format::Csv) {  // one more row: the seconds (empty: no launch with a grid)
         ctx.out << table << fmt::format("predicted_seconds_{}", machine->name);

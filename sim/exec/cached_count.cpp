@@ -304,15 +304,16 @@ private:
             launch_work_.work[op] += units;
             if (launch_work_.by_pc.empty()) launch_work_.by_pc.resize(p_.code.size());
             InstructionWork& each = launch_work_.by_pc[static_cast<size_t>(w.pc)];
-            ++each.executions;
-            each.op = static_cast<int>(op);
+            if (each.executions++ == 0) {  // what the instruction is: the same each time it runs
+                each.op = static_cast<int>(op);
+                each.async = launch_work_.async_loads != async_before;
+                each.in_grid = w.in_grid;
+                each.writes_shared = writes_shared(in);
+            }
             each.work += units;
             each.shared_elements += launch_work_.shared_elements - shared_before;
             each.product_shared_elements += launch_work_.product_shared_elements - product_before;
             each.shared_sum_elements += launch_work_.shared_sum_elements - sums_before;
-            each.async = launch_work_.async_loads != async_before;
-            each.in_grid = w.in_grid;
-            each.writes_shared = writes_shared(in);
             ++w.pc;
             return Moved::Instruction;
         }

@@ -26,16 +26,6 @@ constexpr std::string_view kPartKeys[] = {
     TOYSIM_CHAIN_PARTS(X)
 #undef X
 };
-constexpr std::string_view kPartMeanings[] = {
-#define X(NAME, KEY, MEANING) MEANING,
-    TOYSIM_CHAIN_PARTS(X)
-#undef X
-};
-constexpr std::string_view kBoundMeanings[] = {
-#define X(NAME, KEY, MEANING) MEANING,
-    TOYSIM_TIME_BOUNDS(X)
-#undef X
-};
 
 // Multiply-adds per second per SM where the products run.
 double product_rate(const MachineSpec& m, ProductUnit unit) {
@@ -47,6 +37,11 @@ double product_rate(const MachineSpec& m, ProductUnit unit) {
     }
     return m.alu_per_clock() * m.clock_hz();  // one fused multiply-add each, at the CUDA cores' clock
 }
+
+// A CUDA-core product's lanes each hold a kLanePatch × kLanePatch patch of the result and read
+// 2·kLanePatch operands from shared memory a step of the inner dimension: the course's kernels
+// (gpu/kernels/attention_forward.cu, kPatch) and generated code (tile_product4<4, 4>) alike.
+constexpr double kLanePatch = 4;
 
 // A CUDA-core product's lanes load 4 consecutive elements at a time (a float4, or 4 halves in
 // 8 bytes: the course's kernels' load4), and convert each 16-bit one to fp32 before the
@@ -61,7 +56,7 @@ constexpr double kElementsPerLoad = 4;
 double product_shared_elements(double macs, double product_shared, const LaunchShape& shape) {
     if (product_shared <= 0) return 0;
     switch (shape.products) {
-        case ProductUnit::CudaCores: return macs * 2.0 / shape.lane_patch;
+        case ProductUnit::CudaCores: return macs * 2.0 / kLanePatch;
         case ProductUnit::MmaF16:
         case ProductUnit::MmaTf32: return product_shared;
         case ProductUnit::WgmmaF16: return 0;
@@ -229,9 +224,7 @@ std::string_view product_unit_name(ProductUnit unit) {
 }
 
 std::string_view chain_part_key(ChainPart part) { return kPartKeys[static_cast<size_t>(part)]; }
-std::string_view chain_part_meaning(ChainPart part) { return kPartMeanings[static_cast<size_t>(part)]; }
 std::string_view time_bound_key(TimeBound bound) { return kBoundKeys[static_cast<size_t>(bound)]; }
-std::string_view time_bound_meaning(TimeBound bound) { return kBoundMeanings[static_cast<size_t>(bound)]; }
 
 LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const CacheCounts& counts, const LaunchShape& shape) {
     LaunchTime t;
@@ -346,10 +339,15 @@ Occupancy occupancy(const Program& p, const MachineSpec& m, int element_bytes) {
     return o;
 }
 
+Program on_machine_cache(const Program& program, const MachineSpec& machine) {
+    Program on_machine = program;
+    if (!on_machine.cache) on_machine.cache = make_program_cache(std::string(machine.name), Loc{});
+    return on_machine;
+}
+
 ProgramTime predict_program(const Program& program, const MachineSpec& m, std::int64_t heads) {
     ProgramTime out;
-    Program p = program;
-    if (!p.cache) p.cache = make_program_cache(std::string(m.name), Loc{});
+    const Program p = on_machine_cache(program, m);
     out.products = product_unit_of(p);
     out.occupancy = occupancy(p, m, p.cache->element_bytes);
     CachedCountOptions& walk = out.walk;

@@ -76,7 +76,6 @@ inline constexpr int kTimeBoundCount = 0
 #undef X
     ;
 std::string_view time_bound_key(TimeBound bound);
-std::string_view time_bound_meaning(TimeBound bound);
 
 // How the launch runs: its blocks and how many an SM holds at once, and where its products run.
 struct LaunchShape {
@@ -88,10 +87,6 @@ struct LaunchShape {
     int shared_element_bytes = 0;      // a tile's element in shared memory; 0: the arrays' (generated code keeps fp32)
     int shared_bytes() const { return shared_element_bytes > 0 ? shared_element_bytes : tile_element_bytes; }
     int warps = 4;                     // a block's warps
-    // A CUDA-core product: each lane's results, a lane_patch × lane_patch square (4: the
-    // course's kernels; 1: generated code, an element a thread), read 2·lane_patch operands
-    // from shared memory a step of the inner dimension.
-    int lane_patch = 4;
     // Generated CUDA (gpu/codegen/): its element loops and products run at the rates the
     // machine measured for the code generator's own loops, not at the units' peaks.
     bool generated = false;
@@ -120,7 +115,6 @@ inline constexpr int kChainPartCount = 0
 #undef X
     ;
 std::string_view chain_part_key(ChainPart part);
-std::string_view chain_part_meaning(ChainPart part);
 
 struct LaunchTime {
     double seconds = 0;                        // the slowest bound plus the launch's own time
@@ -167,5 +161,7 @@ struct ProgramTime {
     CachedCount counted;
 };
 ProgramTime predict_program(const Program& program, const MachineSpec& machine, std::int64_t heads);
+// The program on the machine's own L2 (the cache preset of its name) where it declares no cache.
+Program on_machine_cache(const Program& program, const MachineSpec& machine);
 
 }  // namespace toysim
