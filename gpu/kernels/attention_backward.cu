@@ -313,21 +313,39 @@ __global__ void __launch_bounds__(kThreads) delta_from_p_kernel(BackwardArgs<T> 
 // pass over K and V and its two n²·d products are gone. This pass moves 2·n·d + n elements
 // (dO, O in; D out) where version 1's moved 2·n·d + 2·n·d·Tc + 3·n·Tc (K, V; Q, dO per column
 // block; L, and D read and written per tile). One block per Q tile of Br rows (the program's
-// loop), a warp per row.
+// loop), a warp per row, kDeltaRows rows of a warp at once: the program loads the whole tile
+// before it multiplies, and so does this, near enough: a warp's loads of its rows are in flight
+// together (the pointers are __restrict__, so none waits for the last row's store of D). A row
+// at a time, every warp waited for DRAM twice a row, 16 times in all at Br = d = 64: 14.2 µs
+// for n = 1024 and 4 heads, 10.4 µs this way (medians of 20 on the H100; loading every element
+// into registers first, fully unrolled, measured no faster: 12.3 µs).
+constexpr int kDeltaRows = 4;
 template <typename T, bool kCount>
 __global__ void __launch_bounds__(kThreads) delta_kernel(BackwardArgs<T> a) {
     const int row0 = static_cast<int>(blockIdx.x) * a.Br, rows = min(a.Br, a.n - row0), d = a.d;
     const long long head_matrix = static_cast<long long>(blockIdx.y) * a.n * d, head_vector = static_cast<long long>(blockIdx.y) * a.n;
     const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+    const T* __restrict__ O = a.O + head_matrix + static_cast<long long>(row0) * d;
+    const T* __restrict__ dO = a.dO + head_matrix + static_cast<long long>(row0) * d;
+    float* __restrict__ D = a.D + head_vector + row0;
     count_tile<kCount>(a.counts, a.ix.O, kRead, 1ll * rows * d);
     count_tile<kCount>(a.counts, a.ix.dO, kRead, 1ll * rows * d);
     count_tile<kCount>(a.counts, a.ix.D, kWrite, rows);
-    for (int r = warp; r < rows; r += kWarps) {
-        const long long at = head_matrix + static_cast<long long>(row0 + r) * d;
-        float sum = 0.0f;
-        for (int c = lane; c < d; c += 32) sum += to_float(a.dO[at + c]) * to_float(a.O[at + c]);
-        sum = warp_sum(sum);
-        if (lane == 0) a.D[head_vector + row0 + r] = sum;
+    for (int r0 = warp; r0 < rows; r0 += kDeltaRows * kWarps) {
+        float sum[kDeltaRows] = {};
+#pragma unroll 4
+        for (int c = lane; c < d; c += 32)
+#pragma unroll
+            for (int k = 0; k < kDeltaRows; ++k) {
+                const int r = r0 + k * kWarps;
+                if (r < rows) sum[k] += to_float(dO[static_cast<long long>(r) * d + c]) * to_float(O[static_cast<long long>(r) * d + c]);
+            }
+#pragma unroll
+        for (int k = 0; k < kDeltaRows; ++k) {
+            const int r = r0 + k * kWarps;
+            const float total = warp_sum(sum[k]);
+            if (lane == 0 && r < rows) D[r] = total;
+        }
     }
 }
 

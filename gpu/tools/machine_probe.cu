@@ -31,7 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "gpu/runtime/l2_flush.cuh"  // check_tool, open_device, flush_l2
+#include "gpu/runtime/l2_flush.cuh"  // open_device, flush_l2
+#include "gpu/tools/probe.cuh"        // Stamp, Probe, row
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define PROBE_SM90A 1
@@ -39,31 +40,8 @@
 
 namespace {
 
-void check(cudaError_t e, const char* what) { toysim::gpu::check_tool(e, "machine_probe", what); }
+using namespace toysim::probe;
 
-// ---- per-block stamps: the SM, and its cycle counter at the block's start and end ----
-
-struct Stamp {
-    unsigned long long start, end;
-    unsigned sm, pad;
-};
-__device__ __forceinline__ void stamp_begin(Stamp* s) {
-    if (threadIdx.x == 0) {
-        unsigned sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        s[blockIdx.x].sm = sm;
-        s[blockIdx.x].start = clock64();
-    }
-}
-__device__ __forceinline__ void stamp_end(Stamp* s) {
-    __syncthreads();
-    if (threadIdx.x == 0) s[blockIdx.x].end = clock64();
-}
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 
 // ---- FP32 FMA: 8 independent chains a thread. One chain a thread would measure the FMA's
 // latency (4 cycles), not the pipe: 8 chains times 16 warps a sub-partition keep it full. The
@@ -108,6 +86,58 @@ __global__ __launch_bounds__(1024, 2) void sfu_kernel(float* out, int iters, Sta
 #pragma unroll
     for (int k = 0; k < 8; ++k) s += x[k];
     if (s == 1234.5f) out[threadIdx.x] = s;
+    stamp_end(st);
+}
+
+// ---- A product on the CUDA cores, as the course's kernels run it (gpu/kernels/attention_forward.cu,
+// patch_mac; generated code's tile_product4<4, 4> is the same loop): a block of 8 warps makes a
+// 64x64 fp32 result, each lane a 4x4 patch of it (rows 8w + pr + 2a, columns pc + 16b), from A
+// and B 64x64 fp32 row-major in shared memory with the kernels' padded row (68 floats). Per 4
+// steps of k a lane loads 8 float4s and does 64 FFMAs, the loop not unrolled (as there). What
+// it measures is the unit `products cuda` names: multiply-adds an SM does a clock with 1, 2 or 3
+// such blocks on it, shared-memory loads, their latency and the FFMAs together. ----
+constexpr int kPatchRow = 68, kPatchThreads = 256;
+constexpr int kPatchSharedBytes = 2 * 64 * kPatchRow * 4;
+__global__ __launch_bounds__(kPatchThreads) void patch_product_kernel(float* out, int iters, Stamp* st) {
+    extern __shared__ float4 patch_shared[];
+    float* A = reinterpret_cast<float*>(patch_shared);
+    const float* B = A + 64 * kPatchRow;
+    for (int e = threadIdx.x; e < 2 * 64 * kPatchRow; e += kPatchThreads) A[e] = static_cast<float>(e % 7) * 0.01f;  // B follows A
+    __syncthreads();
+    stamp_begin(st);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, pr = lane / 16, pc = lane % 16;
+    const float* a_row[4];
+    const float* b_row[4];
+#pragma unroll
+    for (int a = 0; a < 4; ++a) a_row[a] = A + (8 * warp + pr + 2 * a) * kPatchRow;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) b_row[b] = B + (pc + 16 * b) * kPatchRow;
+    float acc[4][4] = {};
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll 1
+        for (int k = 0; k < 64; k += 4) {
+            float4 x[4], y[4];
+#pragma unroll
+            for (int a = 0; a < 4; ++a) x[a] = *reinterpret_cast<const float4*>(a_row[a] + k);
+#pragma unroll
+            for (int b = 0; b < 4; ++b) y[b] = *reinterpret_cast<const float4*>(b_row[b] + k);
+#pragma unroll
+            for (int a = 0; a < 4; ++a)
+#pragma unroll
+                for (int b = 0; b < 4; ++b) {
+                    acc[a][b] = fmaf(x[a].x, y[b].x, acc[a][b]);
+                    acc[a][b] = fmaf(x[a].y, y[b].y, acc[a][b]);
+                    acc[a][b] = fmaf(x[a].z, y[b].z, acc[a][b]);
+                    acc[a][b] = fmaf(x[a].w, y[b].w, acc[a][b]);
+                }
+        }
+    }
+    float s = 0;
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) s += acc[a][b];
+    if (s == 1234.5f) out[threadIdx.x] = s;  // never true: keeps the products alive
     stamp_end(st);
 }
 
@@ -397,74 +427,6 @@ __global__ void spin_kernel(unsigned long long* times, int i, unsigned long long
 
 // ---- the host side: timing and the table ----
 
-template <class... Args>
-std::string fmt(const char* format, Args... args) {
-    char text[256];
-    std::snprintf(text, sizeof text, format, args...);
-    return text;
-}
-
-// One launch: its event time, and per SM the span and the number of blocks it ran.
-struct Launch {
-    float ms = 0;
-    int sms = 0;
-    double mean_span = 0;         // cycles, mean over the SMs that ran blocks
-    double blocks_per_cycle = 0;  // mean over SMs of blocks / span
-    double mhz() const { return mean_span / (ms * 1e3); }
-    // Work a block did -> work an SM did a cycle (mean over SMs), and for the whole GPU.
-    double per_sm_clk(double per_block) const { return per_block * blocks_per_cycle; }
-};
-
-struct Probe {
-    cudaDeviceProp prop{};
-    int sms = 0;
-    Stamp* stamps = nullptr;
-    float* out = nullptr;
-    unsigned* sink = nullptr;
-    cudaEvent_t e0{}, e1{};
-
-    // A warm-up launch, then `reps` timed ones, fastest first.
-    template <class F>
-    std::vector<Launch> time(F&& launch, unsigned blocks, int reps) {
-        launch();
-        check(cudaGetLastError(), "launch");
-        check(cudaDeviceSynchronize(), "warm-up");
-        std::vector<Launch> runs;
-        std::vector<Stamp> host(blocks);
-        for (int r = 0; r < reps; ++r) {
-            check(cudaEventRecord(e0), "event");
-            launch();
-            check(cudaEventRecord(e1), "event");
-            check(cudaEventSynchronize(e1), "run");
-            Launch l;
-            check(cudaEventElapsedTime(&l.ms, e0, e1), "elapsed");
-            check(cudaMemcpy(host.data(), stamps, blocks * sizeof(Stamp), cudaMemcpyDeviceToHost), "stamps");
-            std::vector<unsigned long long> first(1024, ~0ull), last(1024, 0);
-            std::vector<int> count(1024, 0);
-            for (const Stamp& s : host) {
-                first[s.sm] = std::min(first[s.sm], s.start), last[s.sm] = std::max(last[s.sm], s.end);
-                ++count[s.sm];
-            }
-            double spans = 0;
-            for (int sm = 0; sm < 1024; ++sm)
-                if (count[sm] > 0) {
-                    const double span = double(last[sm] - first[sm]);
-                    ++l.sms, spans += span, l.blocks_per_cycle += count[sm] / span;
-                }
-            l.mean_span = spans / l.sms, l.blocks_per_cycle /= l.sms;
-            runs.push_back(l);
-        }
-        std::sort(runs.begin(), runs.end(), [](const Launch& x, const Launch& y) { return x.ms < y.ms; });
-        return runs;
-    }
-};
-
-void row(const std::string& quantity, const std::string& measured, const std::string& per_clk, const std::string& mhz, const std::string& how,
-         const std::string& published) {
-    std::printf("%-30s %-30s %-24s %5s  %-70s %s\n", quantity.c_str(), measured.c_str(), per_clk.c_str(), mhz.c_str(), how.c_str(),
-                published.c_str());
-}
-void section(const char* name) { std::printf("\n-- %s\n", name); }
 
 // A single cycle through n nodes in random order (Sattolo's algorithm): next[i] is i's successor.
 std::vector<unsigned> random_cycle(unsigned n, unsigned seed) {
@@ -587,6 +549,21 @@ int main() {
             fmt("%.0f", ex2_runs[0].mhz()), "SASS: MUFU.EX2 alone; 8 chains/thread, 64 warps/SM", "16 /clk/SM (CUDA guide, cc 9.0)");
         row("__expf", fmt("%.0f G/s", per_block * 2 * sms / exp_runs[0].ms / 1e6), fmt("%.2f /clk/SM", exp_runs[0].per_sm_clk(per_block)),
             fmt("%.0f", exp_runs[0].mhz()), "SASS: 3 FMUL + FSETP (denormal range) + MUFU.EX2 a result", "");
+    }
+
+    {
+        // The blocks each SM holds at once: 1, 2 or 3 (launched R to an SM; the stamps count what
+        // each SM ran).
+        check(cudaFuncSetAttribute(patch_product_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kPatchSharedBytes), "attribute");
+        const int iters = 2000;
+        const double per_block = 64.0 * 64 * 64 * iters;
+        for (int resident : {1, 2, 3}) {
+            const unsigned blocks = sms * static_cast<unsigned>(resident);
+            const auto runs = p.time([&] { patch_product_kernel<<<blocks, kPatchThreads, kPatchSharedBytes>>>(p.out, iters, p.stamps); }, blocks, 3);
+            row(fmt("CUDA-core product, %d block%s/SM", resident, resident > 1 ? "s" : ""), fmt("%.0f G MAC/s", per_block * blocks / runs[0].ms / 1e6),
+                fmt("%.1f MAC/clk/SM", runs[0].per_sm_clk(per_block)), fmt("%.0f", runs[0].mhz()),
+                "8 warps/block; fp32 A, B 64x64 in smem; 8 LDS.128 + 64 FFMA / 4 k", "64 MAC/clk/SM: 2 B a MAC at 128 B/clk");
+        }
     }
 
     // ---- 7. mma.sync ----

@@ -43,9 +43,9 @@ double product_rate(const MachineSpec& m, ProductUnit unit) {
 // (gpu/kernels/attention_forward.cu, kPatch) and generated code (tile_product4<4, 4>) alike.
 constexpr double kLanePatch = 4;
 
-// A CUDA-core product's lanes load 4 consecutive elements at a time (a float4, or 4 halves in
-// 8 bytes: the course's kernels' load4), and convert each 16-bit one to fp32 before the
-// fused multiply-add (there is no fp16 FFMA into an fp32 sum).
+// A CUDA-core product's lanes load 4 consecutive fp32 elements at a time (a float4: the course's
+// kernels' load4); the tiles are fp32 in shared memory (LaunchShape::shared_bytes), so nothing
+// is converted in the inner loop.
 constexpr double kElementsPerLoad = 4;
 
 // Elements a product's lanes read from shared memory for `macs` multiply-adds, of which the
@@ -66,7 +66,7 @@ double product_shared_elements(double macs, double product_shared, const LaunchS
 
 // Warp instructions for `work` units on `unit` (the issue bound in predict.h): a lane's
 // element-wise op 1/32 of one; a CUDA-core multiply-add 1/32, and its operand loads
-// (kElementsPerLoad a load) and 16-bit conversions; an mma.sync 2048 multiply-adds and an
+// (kElementsPerLoad a load); an mma.sync 2048 multiply-adds and an
 // ldmatrix a lane's 8 elements; a wgmma a warpgroup's 64×256×16 over its 4 warps; a global
 // load or store 16 bytes a lane. `product_shared`: the tile-level shared-memory elements a
 // product reads (its other shared elements are the caller's, 1/32 each).
@@ -80,7 +80,7 @@ double warp_instructions_of(GpuUnit unit, double work, double product_shared, co
     const double operands = product_shared_elements(work, product_shared, shape);
     switch (shape.products) {
         case ProductUnit::CudaCores:
-            return (work + operands / kElementsPerLoad + (shape.shared_bytes() < 4 ? operands : 0)) / 32;
+            return (work + operands / kElementsPerLoad) / 32;
         case ProductUnit::MmaF16:
         case ProductUnit::MmaTf32: return work / 2048 + operands / 256;
         case ProductUnit::WgmmaF16: return work / (64.0 * 256 * 16 / 4);
@@ -130,13 +130,21 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
     // A row's sums sit on a quad of lanes in the tensor cores' fragment layout (PTX ISA, mma
     // m16n8k16), on up to a warp's 32 lanes otherwise: 2 or 5 shuffle steps.
     const double reduce_steps = tensor ? 2 : 5;
-    double sync = 0, compute = 0, copies = 0;
+    // Each line's time split in two: the units' busy time (the work of `together` blocks in
+    // step) and the latencies its blocks wait.
+    struct Split {
+        double busy = 0, wait = 0;
+    };
+    Split sync, compute, copies;
+    std::array<Split, kChainPartCount> split{};
     auto phase = [&](int op, double executions, double units, double shared, double product_shared, double sums, bool async, bool writes_shared) {
         if (executions <= 0) return;
         const double w = units / executions, sh = shared / executions, psh = product_shared / executions;
         const GpuUnit unit = kOpGpuUnit[op];
-        // The work of `together` blocks in step, on the units their warps reach.
-        double busy = together * warp_instructions_of(unit, w, psh, shape) / (kIssuePerClock * clock * reach);
+        // The work of `together` blocks in step, on the units their warps reach: its warp
+        // instructions, with a load or store for each element it reads or writes in shared
+        // memory beyond a product's operands (as the issue bound counts them).
+        double busy = together * (warp_instructions_of(unit, w, psh, shape) + (sh - psh) / 32) / (kIssuePerClock * clock * reach);
         const double shared_bytes = shared_bytes_of(unit == GpuUnit::Matrix ? w : 0, sh, psh, sums / executions, shape);
         busy = std::max(busy, together * shared_bytes / (m[MachineParam::SharedBytesPerClock] * clock));
         double latency = 0;
@@ -144,7 +152,12 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
             case GpuUnit::Memory: {
                 const double bytes = together * w * shape.tile_element_bytes * moved;
                 busy = std::max({busy, bytes / l2_share, bytes * (1 - hit_share) / dram_share});
-                if (op == static_cast<int>(Op::LOAD)) latency = memory_wait;  // a store does not wait
+                // A load waits; a store does not. A block's threads load a tile into shared memory
+                // 4 elements a thread at a time, each round stored before the next is loaded (a
+                // load does not pass a store to memory it may alias): ⌈elements / 4T⌉ waits in
+                // turn. Asynchronous copies are all in flight at once: one wait.
+                if (op == static_cast<int>(Op::LOAD))
+                    latency = memory_wait * (sh > 0 && !async ? std::ceil(w / (kElementsPerLoad * 32 * std::max(shape.warps, 1))) : 1.0);
                 break;
             }
             case GpuUnit::Matrix:
@@ -167,19 +180,17 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
         }
         const bool loads_shared = op == static_cast<int>(Op::LOAD) && sh > 0;
         if (writes_shared || loads_shared) latency += m[MachineParam::BarrierCycles] * cycle;
-        const double seconds = executions * (busy + latency);
-        auto part = [&](ChainPart p) -> double& { return parts[static_cast<size_t>(p)]; };
-        if (async) {
-            copies += seconds;
-            part(ChainPart::Copies) += seconds;
-        } else if (unit == GpuUnit::Memory) {
-            sync += seconds;
-            part(ChainPart::Memory) += seconds;
-        } else {
-            compute += seconds;
-            part(unit == GpuUnit::Matrix ? ChainPart::Products : unit == GpuUnit::Special ? ChainPart::Special : ChainPart::Alu) += executions * busy;
-            part(ChainPart::Waits) += executions * latency;
-        }
+        auto add = [&](Split& to, ChainPart busy_part, ChainPart wait_part) {
+            to.busy += executions * busy;
+            to.wait += executions * latency;
+            split[static_cast<size_t>(busy_part)].busy += executions * busy;
+            split[static_cast<size_t>(wait_part)].wait += executions * latency;
+        };
+        if (async) add(copies, ChainPart::Copies, ChainPart::Copies);
+        else if (unit == GpuUnit::Memory) add(sync, ChainPart::Memory, ChainPart::Memory);
+        else
+            add(compute, unit == GpuUnit::Matrix ? ChainPart::Products : unit == GpuUnit::Special ? ChainPart::Special : ChainPart::Alu,
+                ChainPart::Waits);
     };
     std::array<std::uint64_t, kOpCount> executions{};  // per opcode, what by_pc holds
     for (std::size_t pc = 0; pc < work.by_pc.size(); ++pc) {
@@ -200,15 +211,24 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
         const double rest = static_cast<double>(work.instructions[static_cast<size_t>(op)] - executions[static_cast<size_t>(op)]);
         if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false);
     }
+    // The busiest SM runs ⌈B/S⌉ average blocks, `together` at a time: its units are busy for
+    // ⌈B/S⌉/R rounds' work, and it waits ⌈⌈B/S⌉/R⌉ rounds' latencies (a last, partial round
+    // shares the units among fewer blocks, but waits as long). Where blocks are unequal (a
+    // causal mask), the toy machine's makespan of the grid on the GPU's R·S resident blocks
+    // says how many average blocks the busiest runs in turn: where that is more than equal
+    // blocks would take (⌈B/(R·S)⌉), both grow by as much.
+    double work_rounds = static_cast<double>(busiest) / together;
+    double wait_rounds = std::ceil(work_rounds);
+    if (work.busy_cycles > 0) {
+        const double in_turn = static_cast<double>(work.makespan_cycles) * blocks / static_cast<double>(work.busy_cycles);
+        const double imbalance = std::max(1.0, in_turn / std::ceil(blocks / (resident * sms)));
+        work_rounds *= imbalance;
+        wait_rounds *= imbalance;
+    }
+    auto on_busiest = [&](const Split& x) { return (x.busy * work_rounds + x.wait * wait_rounds) / blocks; };
+    for (std::size_t p = 0; p < parts.size(); ++p) parts[p] = on_busiest(split[p]);
     // Copies with stages run while the block computes; the other loads and stores wait in line.
-    const double chain = (sync + std::max(compute, copies)) / blocks;
-    // The busiest SM runs `rounds` of `together` average blocks: ⌈⌈B/S⌉/R⌉, or the toy
-    // machine's makespan of the grid on the GPU's resident blocks (R per SM × S), which sees
-    // blocks of unequal work (a causal mask) where ⌈⌈B/S⌉/R⌉ would not.
-    double rounds = std::ceil(static_cast<double>(busiest) / together);
-    if (work.busy_cycles > 0) rounds = std::max(rounds, static_cast<double>(work.makespan_cycles) * blocks / static_cast<double>(work.busy_cycles));
-    for (double& p : parts) p *= rounds / blocks;
-    return rounds * chain;
+    return on_busiest(sync) + std::max(on_busiest(compute), on_busiest(copies));
 }
 
 }  // namespace
@@ -306,12 +326,14 @@ ProductUnit product_unit_of(const Program& program) {
 Occupancy occupancy(const Program& p, const MachineSpec& m, int element_bytes) {
     Occupancy o;
     o.threads = 32 * p.warps;
-    // A product's destination holds fp32 sums; every other tile the storage type.
+    // A product's destination holds fp32 sums; every other tile the storage type, but fp32
+    // where the products run on the CUDA cores (LaunchShape::shared_bytes).
     const std::vector<bool> sums = tiles_holding_sums(p);
+    const bool all_fp32 = product_unit_of(p) == ProductUnit::CudaCores;
     std::int64_t register_bytes = 0;
     for (size_t k = 0; k < p.tiles.size(); ++k) {
         const Tile& t = p.tiles[k];
-        const std::int64_t bytes = t.rows * t.cols * (sums[k] ? 4 : element_bytes);
+        const std::int64_t bytes = t.rows * t.cols * (sums[k] || all_fp32 ? 4 : element_bytes);
         if (t.in_registers) register_bytes += bytes;
         else o.shared_bytes += bytes * t.stages;
     }

@@ -20,14 +20,17 @@
 //                          the share of the SM it gets (R resident blocks run in step and share
 //                          every unit; a block of W warps reaches W of the 4 schedulers), then
 //                          the latency of its last result (a LOAD: the L2's or DRAM's by the
-//                          cache model's hit rate; a product: mma.sync's, wgmma's or an FFMA's;
-//                          EXP: MUFU's; a row reduction: its shuffles), and a barrier where it
-//                          leaves its result in shared memory. A LOAD's bytes move at the SM's
-//                          share of the L2's bandwidth and, of what misses, of DRAM's. Copies
-//                          into tiles with stages run beside the rest (the chain takes the
-//                          longer); a launch's serial code runs in every block. The busiest SM
-//                          runs ⌈⌈B/S⌉/R⌉ rounds, or the toy machine's makespan of the grid on
-//                          R·S workers where blocks are unequal (a causal mask).
+//                          cache model's hit rate, once for each round of 4 elements a thread
+//                          in which a block loads a tile into shared memory; a product:
+//                          mma.sync's, wgmma's or an FFMA's; EXP: MUFU's; a row reduction: its
+//                          shuffles), and a barrier where it leaves its result in shared memory.
+//                          A LOAD's bytes move at the SM's share of the L2's bandwidth and, of
+//                          what misses, of DRAM's. Copies into tiles with stages run beside the
+//                          rest (the chain takes the longer), all in flight at once; a launch's
+//                          serial code runs in every block. The busiest SM's units are busy for
+//                          ⌈B/S⌉/R rounds' work and it waits ⌈⌈B/S⌉/R⌉ rounds' latencies, more
+//                          where the toy machine's makespan of the grid on R·S workers says
+//                          blocks are unequal (a causal mask).
 //
 // and the launch's own time (an empty kernel's, once for each grid it reaches) is added. The
 // program says what the kernel's schedule is: where its tiles live (`in registers`, `in
@@ -84,8 +87,14 @@ struct LaunchShape {
     ProductUnit products = ProductUnit::CudaCores;
     std::uint32_t sector_bytes = 32;   // the cache's sector (what its hits and misses count)
     int tile_element_bytes = 4;        // an element of the arrays (the storage type's)
-    int shared_element_bytes = 0;      // a tile's element in shared memory; 0: the arrays' (generated code keeps fp32)
-    int shared_bytes() const { return shared_element_bytes > 0 ? shared_element_bytes : tile_element_bytes; }
+    int shared_element_bytes = 0;      // a tile's element in shared memory; 0: the rule below
+    // A tile in shared memory is fp32 where the products run on the CUDA cores: the course's
+    // kernels convert a tile as they load it, not in the inner loop (gpu/kernels/
+    // attention_forward.cu says why), and generated code keeps every tile fp32; the tensor
+    // cores read the storage type.
+    int shared_bytes() const {
+        return shared_element_bytes > 0 ? shared_element_bytes : products == ProductUnit::CudaCores ? 4 : tile_element_bytes;
+    }
     int warps = 4;                     // a block's warps
     // Generated CUDA (gpu/codegen/): its element loops and products run at the rates the
     // machine measured for the code generator's own loops, not at the units' peaks.
