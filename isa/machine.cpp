@@ -56,7 +56,10 @@ MachineSpec h100() {
     // of a probe program, not as any kernel the model predicts.
     set(P::GeneratedElementRate, 21.07, "generated element-wise op", "21.07 G elements/s/SM", "");
     set(P::GeneratedMacRate, 159.5, "generated product (tf32 wmma)", "159.5 G MACs/s/SM", "");
-    set(P::LaunchMicroseconds, 1.89, "launch-to-launch gap", "1.89 us", "");
+    // A launch's own time as `toysim gpu run` times a stage: between two events around the
+    // kernel, the GPU busy before them (the launch-to-launch gap row, 1.89 us, is only the gap
+    // between two queued kernels).
+    set(P::LaunchMicroseconds, 3.01, "empty kernel between events", "3.01 us", "");
     set(P::RegistersPerSm, 65536, "registers per SM", "65536", "64K (CUDA guide)");
     set(P::SharedPerSm, 233472, "shared memory per SM", "233472 B", "228 KB (CUDA guide)");
     set(P::SharedPerBlock, 232448, "shared memory per block", "232448 B", "227 KB (CUDA guide)");

@@ -44,7 +44,7 @@ namespace toysim {
     X(BarrierCycles, "barrier", "cycles", "a block's barrier (__syncthreads, 4 warps) with nothing to wait for")                     \
     X(GeneratedElementRate, "generated_elementwise", "G/s/SM", "elements of element-wise tile instructions generated CUDA does a second, per SM") \
     X(GeneratedMacRate, "generated_mac", "G/s/SM", "multiply-adds of tile products generated CUDA does a second, per SM (tf32 tensor cores)") \
-    X(LaunchMicroseconds, "launch", "µs", "from one kernel's end to the next one's start, back to back on one stream")            \
+    X(LaunchMicroseconds, "launch", "µs", "a launch's own time: an empty kernel between two events, as a run times a stage")            \
     X(RegistersPerSm, "registers", "/SM", "32-bit registers per SM")                                                                \
     X(SharedPerSm, "shared_per_sm", "B", "shared memory per SM")                                                                    \
     X(SharedPerBlock, "shared_per_block", "B", "shared memory one block may have (opt-in)")                                         \
