@@ -43,9 +43,9 @@ double product_rate(const MachineSpec& m, ProductUnit unit) {
 // (gpu/kernels/attention_forward.cu, kPatch) and generated code (tile_product4<4, 4>) alike.
 constexpr double kLanePatch = 4;
 
-// A CUDA-core product's lanes load 4 consecutive fp32 elements at a time (a float4: the course's
-// kernels' load4); the tiles are fp32 in shared memory (LaunchShape::shared_bytes), so nothing
-// is converted in the inner loop.
+// A thread loads 4 consecutive elements at a time: a CUDA-core product's lanes their fp32
+// operands (a float4: the course's kernels' load4; the tiles are fp32 on chip, so nothing is
+// converted in the inner loop), and a block's threads a tile from global memory (load_tile).
 constexpr double kElementsPerLoad = 4;
 
 // Elements a product's lanes read from shared memory for `macs` multiply-adds, of which the
@@ -326,14 +326,13 @@ ProductUnit product_unit_of(const Program& program) {
 Occupancy occupancy(const Program& p, const MachineSpec& m, int element_bytes) {
     Occupancy o;
     o.threads = 32 * p.warps;
-    // A product's destination holds fp32 sums; every other tile the storage type, but fp32
-    // where the products run on the CUDA cores (LaunchShape::shared_bytes).
+    // A product's destination holds fp32 sums; every other tile its element on chip.
     const std::vector<bool> sums = tiles_holding_sums(p);
-    const bool all_fp32 = product_unit_of(p) == ProductUnit::CudaCores;
+    const int on_chip_bytes = on_chip_element_bytes(product_unit_of(p), element_bytes);
     std::int64_t register_bytes = 0;
     for (size_t k = 0; k < p.tiles.size(); ++k) {
         const Tile& t = p.tiles[k];
-        const std::int64_t bytes = t.rows * t.cols * (sums[k] || all_fp32 ? 4 : element_bytes);
+        const std::int64_t bytes = t.rows * t.cols * (sums[k] ? 4 : on_chip_bytes);
         if (t.in_registers) register_bytes += bytes;
         else o.shared_bytes += bytes * t.stages;
     }

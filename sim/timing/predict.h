@@ -80,6 +80,12 @@ inline constexpr int kTimeBoundCount = 0
     ;
 std::string_view time_bound_key(TimeBound bound);
 
+// An element of a tile on chip (shared memory or registers), for storage elements of
+// `storage_bytes`: fp32 where the products run on the CUDA cores (the course's kernels convert a
+// tile as they load it, not in the inner loop: gpu/kernels/attention_forward.cu says why;
+// generated code keeps every tile fp32), the storage type where the tensor cores read it.
+inline int on_chip_element_bytes(ProductUnit products, int storage_bytes) { return products == ProductUnit::CudaCores ? 4 : storage_bytes; }
+
 // How the launch runs: its blocks and how many an SM holds at once, and where its products run.
 struct LaunchShape {
     std::uint64_t blocks = 1;          // grid iterations, all heads (a serial launch: one block)
@@ -87,14 +93,8 @@ struct LaunchShape {
     ProductUnit products = ProductUnit::CudaCores;
     std::uint32_t sector_bytes = 32;   // the cache's sector (what its hits and misses count)
     int tile_element_bytes = 4;        // an element of the arrays (the storage type's)
-    int shared_element_bytes = 0;      // a tile's element in shared memory; 0: the rule below
-    // A tile in shared memory is fp32 where the products run on the CUDA cores: the course's
-    // kernels convert a tile as they load it, not in the inner loop (gpu/kernels/
-    // attention_forward.cu says why), and generated code keeps every tile fp32; the tensor
-    // cores read the storage type.
-    int shared_bytes() const {
-        return shared_element_bytes > 0 ? shared_element_bytes : products == ProductUnit::CudaCores ? 4 : tile_element_bytes;
-    }
+    int shared_element_bytes = 0;      // a tile's element in shared memory; 0: on_chip_element_bytes's
+    int shared_bytes() const { return shared_element_bytes > 0 ? shared_element_bytes : on_chip_element_bytes(products, tile_element_bytes); }
     int warps = 4;                     // a block's warps
     // Generated CUDA (gpu/codegen/): its element loops and products run at the rates the
     // machine measured for the code generator's own loops, not at the units' peaks.
