@@ -1,7 +1,8 @@
-// The cold-L2 flush of `gpu run --measure cold` (runtime.cu), shared with the probe that checks
-// it (l2_probe.cu): a buffer twice the L2's size is written, then read back, so that the L2
-// holds nothing of the measured launch's arrays and nothing dirty (measured: at most 0.3 MB
-// of dirty lines left, gpu/README.md "Cold L2").
+// What `gpu run` does around the launches it measures (runtime.cu), shared with the probes that
+// measure it: the cold-L2 flush of `--measure cold` (l2_probe.cu checks it): a buffer twice the
+// L2's size is written, then read back, so that the L2 holds nothing of the measured launch's
+// arrays and nothing dirty (measured: at most 0.3 MB of dirty lines left, gpu/README.md "Cold
+// L2"); and the hold before a timed repeat (machine_probe.cu times a stage with it).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -31,6 +32,18 @@ static inline cudaError_t flush_l2(void* buffer, std::size_t bytes, unsigned* si
     read_through<<<static_cast<unsigned>(4 * sm_count), 512, 0, stream>>>(static_cast<const uint4*>(buffer), bytes / 16, sink);
     return cudaGetLastError();
 }
+
+// Holds the stream for `ns` nanoseconds of the GPU's global timer. A timed repeat launches it
+// before its first event, so that the GPU is busy while the host enqueues the stages: the first
+// stage's time is then its kernel's, not the host's launch latency after an idle GPU (on the
+// H100, fa2_backward's delta launch at n = 1024, 4 heads: 10.4 µs without it, 7.1 µs with it).
+static __global__ void hold_stream(unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    while (now - start < ns);
+}
+constexpr unsigned long long kHoldNanoseconds = 100'000;  // 100 µs: the host's launches of every stage take less
 
 // For the L2 tools (l2_probe.cu, l2_capacity.cu): a CUDA failure ends the tool, saying what.
 static inline void check_tool(cudaError_t e, const char* tool, const char* what) {

@@ -174,18 +174,6 @@ void check_launch(const char* kernel_name) {
 
 namespace {
 
-// Holds the stream for `ns` nanoseconds of the GPU's global timer. A timed repeat launches it
-// before its first event, so that the GPU is busy while the host enqueues the stages: the first
-// stage's time is then its kernel's, not the host's launch latency after an idle GPU (on the
-// H100, fa2_backward's delta launch at n = 1024, 4 heads: 10.4 µs without it, 7.1 µs with it).
-__global__ void hold_stream(unsigned long long ns) {
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    while (now - start < ns);
-}
-constexpr unsigned long long kHoldNanoseconds = 100'000;  // 100 µs: the host's launches of every stage take less
-
 // Each stage's hardware traffic, into result.stages[s].measured. Cold: a buffer twice the L2's
 // size is written then read just before the launch, so that the L2 holds nothing of the
 // launch's arrays and nothing dirty. Warm: the stage runs once, unmeasured, just before.

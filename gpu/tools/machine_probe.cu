@@ -724,12 +724,12 @@ int main() {
         for (int i = 10; i + 1 < spins; ++i) gap += double(t[2 * (i + 1)] - t[2 * i + 1]);
         gap /= spins - 11;
         row("launch-to-launch gap", fmt("%.2f us", gap / 1e3), "", "", "end of one queued 20-us kernel to start of the next, globaltimer", "");
-        // A stage as `toysim gpu run` times it (gpu/runtime/runtime.cu): the GPU held busy (a
-        // 100-us spin) while the host enqueues an event, an empty kernel and an event; the time
+        // A stage as `toysim gpu run` times it (gpu/runtime/runtime.cu): the GPU held busy (its
+        // hold_stream) while the host enqueues an event, an empty kernel and an event; the time
         // between the two events.
         std::vector<float> staged;
         for (int i = 0; i < 200; ++i) {
-            spin_kernel<<<1, 32>>>(times, 0, 100000);
+            toysim::gpu::hold_stream<<<1, 1>>>(toysim::gpu::kHoldNanoseconds);
             check(cudaEventRecord(p.e0), "event");
             empty_kernel<<<1, 32>>>();
             check(cudaEventRecord(p.e1), "event");
