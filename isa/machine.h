@@ -34,6 +34,7 @@ namespace toysim {
     X(L2BytesPerSecond, "l2", "GB/s", "L2 read bandwidth, whole GPU")                                                               \
     X(DramBytesPerSecond, "dram", "GB/s", "DRAM (HBM) read bandwidth, whole GPU")                                                   \
     X(DramLatency, "dram_latency", "cycles", "a load that misses the L2, one thread, pointer chase")                                \
+    X(DramStartupMicroseconds, "dram_startup", "µs", "a launch's DRAM time beyond its bytes at the bandwidth: a short read's, less the empty kernel's") \
     X(L2Latency, "l2_latency", "cycles", "a load that hits the L2")                                                                 \
     X(SharedLatency, "shared_latency", "cycles", "a shared-memory load")                                                            \
     X(AluLatency, "alu_latency", "cycles", "an fp32 fused multiply-add that needs the one before's result")                        \

@@ -27,48 +27,52 @@
 //
 // There is no softmax scale: the programs' seeds fold it into Q.
 #include <cfloat>
+#include <cstdint>
+#include <type_traits>
 #include <string>
 
 #include "gpu/kernels/common.cuh"
+#include "gpu/kernels/shared_tiles.cuh"
 
 namespace toysim::gpu {
 
 namespace {
 
-// ---- the block: 256 threads, seen as a 16×16 grid for the products ----
+// ---- the block: 256 threads ----
 
-constexpr int kThreads = 256;
-constexpr int kGrid = 16;  // threads along each side of the product grid
+constexpr int kThreads = kBlockThreads;
 constexpr int kWarps = kThreads / 32;
 
 // ---- where the tiles live in shared memory ----
 
-// Every tile is fp32 whatever the storage type, so the products read one kind of number.
-// Rows of d (K, V, dK, dV, Q, dO) and of Bc (P, dS) are padded to an odd stride: a product reads
-// 16 consecutive rows of one column at once (K_j as Kᵀ, P as Pᵀ), and an odd stride puts those
-// 16 elements in 16 different banks.
+// Every tile is fp32 whatever the storage type, so the products read one kind of number, 16
+// bytes at a time. Rows of d (K, V, dK, dV, Q, dO) and of Bc (P, dS) are padded to a multiple
+// of 4 elements and to an odd number of fours (row_stride): a product reads 16 consecutive
+// rows at the same column at once (K_j in Q·K_jᵀ), and that stride puts them in different
+// banks. Tiles have ⌈rows/4⌉·4 rows, the products' reach.
 struct TileLayout {
     int ldd = 0, ldc = 0;  // row strides of the d-wide and the Bc-wide tiles, in floats
-    // Offsets in floats; dk, dv only in the gradient pass, delta only there too.
+    // Offsets in floats, all multiples of 4; dk, dv only in the gradient pass, delta only there too.
     long long k = 0, v = 0, dk = 0, dv = 0, q = 0, dout = 0, p = 0, ds = 0, lse = 0, delta = 0, total = 0;
 
-    __host__ __device__ TileLayout(int d, int Br, int Bc, bool gradients) : ldd(d | 1), ldc(Bc | 1) {
+    __host__ __device__ TileLayout(int d, int Br, int Bc, bool gradients) : ldd(row_stride(d)), ldc(row_stride(Bc)) {
         long long at = 0;
         auto take = [&](long long floats) {
             long long here = at;
-            at += floats;
+            at += (floats + 3) / 4 * 4;
             return here;
         };
-        k = take(1ll * Bc * ldd);
-        v = take(1ll * Bc * ldd);
+        const int br = pad4(Br), bc = pad4(Bc);
+        k = take(1ll * bc * ldd);
+        v = take(1ll * bc * ldd);
         if (gradients) {
-            dk = take(1ll * Bc * ldd);
-            dv = take(1ll * Bc * ldd);
+            dk = take(1ll * bc * ldd);
+            dv = take(1ll * bc * ldd);
         }
-        q = take(1ll * Br * ldd);
-        dout = take(1ll * Br * ldd);
-        p = take(1ll * Br * ldc);
-        ds = take(1ll * Br * ldc);
+        q = take(1ll * br * ldd);
+        dout = take(1ll * br * ldd);
+        p = take(1ll * br * ldc);
+        ds = take(1ll * br * ldc);
         lse = take(Br);
         if (gradients) delta = take(Br);
         total = at;
@@ -131,13 +135,11 @@ struct BackwardArgs {
 
 // ---- moving tiles: global (T) to shared (fp32) and back ----
 
-// rows × d elements starting at `src` (row-major, stride d) into a tile of stride ld.
+// rows × d elements starting at `src` (row-major, stride d) into a tile of stride ld, and
+// zeros up to ⌈rows/4⌉·4 rows and ⌈d/4⌉·4 columns: the terms a product reads past the slice.
 template <typename T>
-__device__ void load_tile(float* dst, int ld, const T* src, int rows, int d) {
-    for (int e = threadIdx.x; e < rows * d; e += kThreads) {
-        int r = e / d, c = e - r * d;
-        dst[r * ld + c] = to_float(src[static_cast<long long>(r) * d + c]);
-    }
+__device__ void load_rows(float* dst, int ld, const T* src, int rows, int d) {
+    load_tile(dst, ld, src, d, rows, d, pad4(rows), pad4(d));
 }
 
 template <typename T>
@@ -163,73 +165,60 @@ __device__ void zero_tile(float* dst, int ld, int rows) {
 // needs no atomics. A is M×K, read as A[r·lda + k], or, with kTransA, stored K×M and read as
 // A[k·lda + r] (Pᵀ, dSᵀ); B is K×N, read as B[k·ldb + c], or, with kTransB, stored N×K (Kᵀ, Vᵀ).
 //
-// Register micro-tiling: thread (tx, ty) of the 16×16 grid computes an R×R block of C, rows
-// ty + 16·i and columns tx + 16·j. Strided rather than contiguous, so that the 16 threads of a
-// half-warp read 16 consecutive columns of B (or, transposed, 16 rows at the odd stride): no
-// bank conflicts; the two rows of A a warp reads are broadcasts. Per term a thread loads 2·R
-// numbers for R² multiply-adds: R = 8 does 4 times the arithmetic per load of R = 2.
-// Rows and columns past M, N are clamped to the last one, so the inner loop has no branches;
-// their results are dropped.
-template <int R, bool kTransA, bool kTransB, typename Epilogue>
-__device__ void block_product_tiled(const float* A, int lda, const float* B, int ldb, int M, int N, int K, Epilogue epilogue) {
-    const int tx = static_cast<int>(threadIdx.x) % kGrid, ty = static_cast<int>(threadIdx.x) / kGrid;
-    for (int r0 = 0; r0 < M; r0 += kGrid * R) {
-        for (int c0 = 0; c0 < N; c0 += kGrid * R) {
-            int a_at[R], b_at[R];  // where row i of A's part and column j of B's start
-#pragma unroll
-            for (int i = 0; i < R; ++i) {
-                int r = min(r0 + ty + kGrid * i, M - 1), c = min(c0 + tx + kGrid * i, N - 1);
-                a_at[i] = kTransA ? r : r * lda;
-                b_at[i] = kTransB ? c * ldb : c;
-            }
-            float acc[R][R] = {};
-#pragma unroll 4
-            for (int k = 0; k < K; ++k) {
-                float a[R], b[R];
-#pragma unroll
-                for (int i = 0; i < R; ++i) {
-                    a[i] = kTransA ? A[k * lda + a_at[i]] : A[a_at[i] + k];
-                    b[i] = kTransB ? B[b_at[i] + k] : B[k * ldb + b_at[i]];
-                }
-#pragma unroll
-                for (int i = 0; i < R; ++i)
-#pragma unroll
-                    for (int j = 0; j < R; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-            }
-#pragma unroll
-            for (int i = 0; i < R; ++i)
-#pragma unroll
-                for (int j = 0; j < R; ++j) {
-                    int r = r0 + ty + kGrid * i, c = c0 + tx + kGrid * j;
-                    if (r < M && c < N) epilogue(r, c, acc[i][j]);
-                }
-        }
-    }
-}
-
-// The micro-tile that covers an M×N result in the fewest issue cycles per thread: passes over C
-// times (2·R shared-memory loads + R²/4 for the multiply-adds, which an SM issues four times as
-// fast as loads). 128×128 takes R = 8 in one pass, 64×64 R = 4, 32×32 R = 2, and a 16-wide strip
-// R = 1 rather than an 8×8 micro-tile that would compute seven rows in eight for nothing.
-__device__ __forceinline__ int micro_tile(int M, int N) {
-    int best = 1;
-    float best_cost = FLT_MAX;
-    for (int R = 1; R <= 8; R *= 2) {
-        float passes = float(cdiv(M, kGrid * R) * cdiv(N, kGrid * R));
-        float cost = passes * (2.0f * R + 0.25f * R * R);
-        if (cost < best_cost) best = R, best_cost = cost;
-    }
-    return best;
-}
-
-// C = A·B for any M, N <= 128 (the block decides R once, the same in every thread).
+// The forward kernels' convention (attention_forward.cu, section 2), which the h100 machine's
+// CUDA-core product is measured on (docs/gpu.md): a thread owns 4×4 patches of C in registers
+// and, per four terms, loads each operand as four 16-byte words from shared memory, 8 loads for
+// 64 multiply-adds. An operand stored with its terms contiguous (A; B with kTransB) gives
+// four terms of one patch row in a load, and its patch rows are strided (row pr + gm·a), so
+// neighbouring lanes read neighbouring rows, in different banks by the row stride. An operand
+// stored the other way (Pᵀ, dSᵀ; dO, Q and K_j as B) gives one term of four neighbouring rows
+// in a load, so its patch rows are neighbours (row 4·pr + a). The version before, a 16×16
+// grid of threads loading one number at a time (8 loads for 16 multiply-adds at 4×4), took
+// 104.4 M warp instructions and 0.356 ms where this takes 72.0 M and 0.272 ms (n = 1024,
+// d = 64, 4 heads, fp16; Nsight Compute, and medians of 20 on the H100). A product with fewer
+// patches than threads (S at Br = Bc = 32: 64) leaves threads idle; splitting its terms
+// among lanes, summed by shuffles, measured no faster (d = 128, Br = Bc = 32: 0.229 against
+// 0.241 ms; d = 32, Br = Bc = 64: 0.776 against 0.742).
+//
+// Reach: rows and columns of C up to ⌈M/4⌉·4 and ⌈N/4⌉·4, terms up to ⌈K/4⌉·4, all inside the
+// tiles (TileLayout). Past the real K both operands hold zeros (the loads write them, the
+// epilogues of P and dS too), so the extra terms add nothing; results past M, N are dropped.
 template <bool kTransA, bool kTransB, typename Epilogue>
 __device__ void block_product(const float* A, int lda, const float* B, int ldb, int M, int N, int K, Epilogue epilogue) {
-    switch (micro_tile(M, N)) {
-        case 8: block_product_tiled<8, kTransA, kTransB>(A, lda, B, ldb, M, N, K, epilogue); break;
-        case 4: block_product_tiled<4, kTransA, kTransB>(A, lda, B, ldb, M, N, K, epilogue); break;
-        case 2: block_product_tiled<2, kTransA, kTransB>(A, lda, B, ldb, M, N, K, epilogue); break;
-        default: block_product_tiled<1, kTransA, kTransB>(A, lda, B, ldb, M, N, K, epilogue); break;
+    const int gm = (M + 3) / 4, gn = (N + 3) / 4, terms = pad4(K);
+    for (int patch = static_cast<int>(threadIdx.x); patch < gm * gn; patch += kThreads) {
+        const int pr = patch / gn, pc = patch % gn;
+        auto row = [&](int a) { return kTransA ? 4 * pr + a : pr + gm * a; };
+        auto col = [&](int b) { return kTransB ? pc + gn * b : 4 * pc + b; };
+        float acc[4][4] = {};
+#pragma unroll 2
+        for (int k = 0; k < terms; k += 4) {
+            float x[4][4], y[4][4];  // x[a][t] = A(row a, k + t), y[b][t] = B(k + t, col b)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const float4 u = kTransA ? load4(A + (k + i) * lda + 4 * pr) : load4(A + row(i) * lda + k);
+                const float4 w = kTransB ? load4(B + col(i) * ldb + k) : load4(B + (k + i) * ldb + 4 * pc);
+                const float uu[4] = {u.x, u.y, u.z, u.w}, ww[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    if (kTransA) x[j][i] = uu[j];
+                    else x[i][j] = uu[j];
+                    if (kTransB) y[i][j] = ww[j];
+                    else y[j][i] = ww[j];
+                }
+            }
+#pragma unroll
+            for (int a = 0; a < 4; ++a)
+#pragma unroll
+                for (int b = 0; b < 4; ++b)
+#pragma unroll
+                    for (int t = 0; t < 4; ++t) acc[a][b] = fmaf(x[a][t], y[b][t], acc[a][b]);
+        }
+#pragma unroll
+        for (int a = 0; a < 4; ++a)
+#pragma unroll
+            for (int b = 0; b < 4; ++b)
+                if (row(a) < M && col(b) < N) epilogue(row(a), col(b), acc[a][b]);
     }
 }
 
@@ -264,23 +253,23 @@ __device__ ColumnBlock column_block(const BackwardArgs<T>& a) {
 // of D_i per tile). D starts at 0, the program's fill.
 template <typename T, bool kCount>
 __global__ void __launch_bounds__(kThreads) delta_from_p_kernel(BackwardArgs<T> a) {
-    extern __shared__ float smem[];
+    extern __shared__ __align__(16) float smem[];
     const TileLayout t(a.d, a.Br, a.Bc, false);
     float *k = smem + t.k, *v = smem + t.v, *q = smem + t.q, *dout = smem + t.dout, *p = smem + t.p, *pdp = smem + t.ds,
           *lse = smem + t.lse;
     const ColumnBlock b = column_block(a);
     const int d = a.d, ldd = t.ldd, ldc = t.ldc, lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
 
-    load_tile(k, ldd, a.K + b.head_matrix + static_cast<long long>(b.col0) * d, b.cols, d);
-    load_tile(v, ldd, a.V + b.head_matrix + static_cast<long long>(b.col0) * d, b.cols, d);
+    load_rows(k, ldd, a.K + b.head_matrix + static_cast<long long>(b.col0) * d, b.cols, d);
+    load_rows(v, ldd, a.V + b.head_matrix + static_cast<long long>(b.col0) * d, b.cols, d);
     count_tile<kCount>(a.counts, a.ix.K, kRead, 1ll * b.cols * d);
     count_tile<kCount>(a.counts, a.ix.V, kRead, 1ll * b.cols * d);
 
     for (int row0 = 0; row0 < a.n; row0 += a.Br) {
         const int rows = min(a.Br, a.n - row0);
         __syncthreads();  // the previous tile's readers are done with q, dout, p, pdp
-        load_tile(q, ldd, a.Q + b.head_matrix + static_cast<long long>(row0) * d, rows, d);
-        load_tile(dout, ldd, a.dO + b.head_matrix + static_cast<long long>(row0) * d, rows, d);
+        load_rows(q, ldd, a.Q + b.head_matrix + static_cast<long long>(row0) * d, rows, d);
+        load_rows(dout, ldd, a.dO + b.head_matrix + static_cast<long long>(row0) * d, rows, d);
         load_vector(lse, a.L + b.head_vector + row0, rows);
         count_tile<kCount>(a.counts, a.ix.Q, kRead, 1ll * rows * d);
         count_tile<kCount>(a.counts, a.ix.dO, kRead, 1ll * rows * d);
@@ -312,41 +301,88 @@ __global__ void __launch_bounds__(kThreads) delta_from_p_kernel(BackwardArgs<T> 
 // is rowsum(dO ∘ O), from one pass over dO and O that needs no P. What it gained: the first
 // pass over K and V and its two n²·d products are gone. This pass moves 2·n·d + n elements
 // (dO, O in; D out) where version 1's moved 2·n·d + 2·n·d·Tc + 3·n·Tc (K, V; Q, dO per column
-// block; L, and D read and written per tile). One block per Q tile of Br rows (the program's
-// loop), a warp per row, kDeltaRows rows of a warp at once: the program loads the whole tile
-// before it multiplies, and so does this, near enough: a warp's loads of its rows are in flight
-// together (the pointers are __restrict__, so none waits for the last row's store of D). A row
-// at a time, every warp waited for DRAM twice a row, 16 times in all at Br = d = 64: 14.2 µs
-// for n = 1024 and 4 heads, 10.4 µs this way (medians of 20 on the H100; loading every element
-// into registers first, fully unrolled, measured no faster: 12.3 µs).
+// block; L, and D read and written per tile).
+//
+// One block per Q tile of Br rows (the program's loop). The program loads the whole tile before
+// it multiplies, and so does this: a lane reads 16 bytes of O and of dO at once (8 halves or 4
+// floats), a row takes the fewest lanes that cover it (8 at d = 64 in fp16, so a warp reads 4
+// rows with one instruction), and a thread's loads for kDeltaRows rows are in flight together
+// (the pointers are __restrict__, so none waits for a store of D). Nsight Compute on the H100,
+// n = 4096, d = 64, Br = 128, 8 heads: the version before, a warp per row and a 2-byte element a
+// lane, executed 2.41 M warp instructions, 21 cycles apart in each warp (79% of them waiting
+// for a load), 20.4 µs between events where the model predicts 5.7.
 constexpr int kDeltaRows = 4;
+
+// Two halves (or bfloat16s) in a 32-bit word, as floats.
+__device__ __forceinline__ float2 word_to_float2(unsigned w, __half) { return __half22float2(*reinterpret_cast<const __half2*>(&w)); }
+__device__ __forceinline__ float2 word_to_float2(unsigned w, __nv_bfloat16) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
+}
+
+// x·y over kVector consecutive elements: 16 bytes (aligned), or one element.
+template <int kVector, typename T>
+__device__ __forceinline__ float dot_vector(const T* __restrict__ x, const T* __restrict__ y) {
+    if constexpr (kVector == 1) {
+        return to_float(*x) * to_float(*y);
+    } else if constexpr (std::is_same_v<T, float>) {
+        const float4 a = *reinterpret_cast<const float4*>(x), b = *reinterpret_cast<const float4*>(y);
+        return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+    } else {
+        const uint4 a = *reinterpret_cast<const uint4*>(x), b = *reinterpret_cast<const uint4*>(y);
+        const unsigned aw[4] = {a.x, a.y, a.z, a.w}, bw[4] = {b.x, b.y, b.z, b.w};
+        float sum = 0.0f;
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+            const float2 af = word_to_float2(aw[w], T{}), bf = word_to_float2(bw[w], T{});
+            sum += af.x * bf.x + af.y * bf.y;
+        }
+        return sum;
+    }
+}
+
+// D[r] = Σ_c O[r][c]·dO[r][c] for r < rows (rows of d elements, d a multiple of kVector).
+template <int kVector, typename T>
+__device__ void row_dots(const T* __restrict__ O, const T* __restrict__ dO, float* __restrict__ D, int rows, int d) {
+    const int per_row = d / kVector;
+    int lanes = 1;  // lanes a row takes: a power of two, so that a row's lanes sit in one warp
+    while (lanes < per_row && lanes < 32) lanes *= 2;
+    const int groups = kThreads / lanes, group = static_cast<int>(threadIdx.x) / lanes, lane = static_cast<int>(threadIdx.x) % lanes;
+    // Every thread runs every iteration (the bounds are the block's), so the shuffles below
+    // always have all 32 lanes.
+    for (int base = 0; base < rows; base += groups * kDeltaRows) {
+        float sum[kDeltaRows] = {};
+        for (int c0 = 0; c0 < per_row; c0 += lanes) {
+            const int c = (c0 + lane) * kVector;
+#pragma unroll
+            for (int k = 0; k < kDeltaRows; ++k) {
+                const int r = base + group + k * groups;
+                if (r < rows && c < d) sum[k] += dot_vector<kVector>(O + r * d + c, dO + r * d + c);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < kDeltaRows; ++k) {
+            float total = sum[k];
+            for (int offset = lanes / 2; offset > 0; offset /= 2) total += __shfl_xor_sync(0xffffffffu, total, offset);
+            const int r = base + group + k * groups;
+            if (lane == 0 && r < rows) D[r] = total;
+        }
+    }
+}
+
 template <typename T, bool kCount>
 __global__ void __launch_bounds__(kThreads) delta_kernel(BackwardArgs<T> a) {
     const int row0 = static_cast<int>(blockIdx.x) * a.Br, rows = min(a.Br, a.n - row0), d = a.d;
     const long long head_matrix = static_cast<long long>(blockIdx.y) * a.n * d, head_vector = static_cast<long long>(blockIdx.y) * a.n;
-    const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
-    const T* __restrict__ O = a.O + head_matrix + static_cast<long long>(row0) * d;
-    const T* __restrict__ dO = a.dO + head_matrix + static_cast<long long>(row0) * d;
-    float* __restrict__ D = a.D + head_vector + row0;
+    const T* O = a.O + head_matrix + static_cast<long long>(row0) * d;
+    const T* dO = a.dO + head_matrix + static_cast<long long>(row0) * d;
     count_tile<kCount>(a.counts, a.ix.O, kRead, 1ll * rows * d);
     count_tile<kCount>(a.counts, a.ix.dO, kRead, 1ll * rows * d);
     count_tile<kCount>(a.counts, a.ix.D, kWrite, rows);
-    for (int r0 = warp; r0 < rows; r0 += kDeltaRows * kWarps) {
-        float sum[kDeltaRows] = {};
-#pragma unroll 4
-        for (int c = lane; c < d; c += 32)
-#pragma unroll
-            for (int k = 0; k < kDeltaRows; ++k) {
-                const int r = r0 + k * kWarps;
-                if (r < rows) sum[k] += to_float(dO[static_cast<long long>(r) * d + c]) * to_float(O[static_cast<long long>(r) * d + c]);
-            }
-#pragma unroll
-        for (int k = 0; k < kDeltaRows; ++k) {
-            const int r = r0 + k * kWarps;
-            const float total = warp_sum(sum[k]);
-            if (lane == 0 && r < rows) D[r] = total;
-        }
-    }
+    constexpr int kVector = 16 / sizeof(T);
+    // Rows of a multiple of 16 bytes start 16-byte aligned (the arrays do: cudaMalloc).
+    const bool vectors = d % kVector == 0 && (reinterpret_cast<std::uintptr_t>(O) | reinterpret_cast<std::uintptr_t>(dO)) % 16 == 0;
+    if (vectors) row_dots<kVector>(O, dO, a.D + head_vector + row0, rows, d);
+    else row_dots<1>(O, dO, a.D + head_vector + row0, rows, d);
 }
 
 // ---- the gradient pass, both versions ----
@@ -362,15 +398,15 @@ __global__ void __launch_bounds__(kThreads) delta_kernel(BackwardArgs<T> a) {
 // back without a barrier: dV and dP, then dQ and dK.
 template <typename T, bool kCount>
 __global__ void __launch_bounds__(kThreads) backward_kernel(BackwardArgs<T> a) {
-    extern __shared__ float smem[];
+    extern __shared__ __align__(16) float smem[];
     const TileLayout t(a.d, a.Br, a.Bc, true);
     float *k = smem + t.k, *v = smem + t.v, *dk = smem + t.dk, *dv = smem + t.dv, *q = smem + t.q, *dout = smem + t.dout,
           *p = smem + t.p, *ds = smem + t.ds, *lse = smem + t.lse, *delta = smem + t.delta;
     const ColumnBlock b = column_block(a);
     const int d = a.d, ldd = t.ldd, ldc = t.ldc;
 
-    load_tile(k, ldd, a.K + b.head_matrix + static_cast<long long>(b.col0) * d, b.cols, d);
-    load_tile(v, ldd, a.V + b.head_matrix + static_cast<long long>(b.col0) * d, b.cols, d);
+    load_rows(k, ldd, a.K + b.head_matrix + static_cast<long long>(b.col0) * d, b.cols, d);
+    load_rows(v, ldd, a.V + b.head_matrix + static_cast<long long>(b.col0) * d, b.cols, d);
     count_tile<kCount>(a.counts, a.ix.K, kRead, 1ll * b.cols * d);
     count_tile<kCount>(a.counts, a.ix.V, kRead, 1ll * b.cols * d);
     zero_tile(dk, ldd, b.cols);
@@ -379,8 +415,8 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(BackwardArgs<T> a) {
     for (int row0 = 0; row0 < a.n; row0 += a.Br) {
         const int rows = min(a.Br, a.n - row0);
         __syncthreads();  // the previous tile's readers are done with q, dout, p, ds
-        load_tile(q, ldd, a.Q + b.head_matrix + static_cast<long long>(row0) * d, rows, d);
-        load_tile(dout, ldd, a.dO + b.head_matrix + static_cast<long long>(row0) * d, rows, d);
+        load_rows(q, ldd, a.Q + b.head_matrix + static_cast<long long>(row0) * d, rows, d);
+        load_rows(dout, ldd, a.dO + b.head_matrix + static_cast<long long>(row0) * d, rows, d);
         load_vector(lse, a.L + b.head_vector + row0, rows);
         load_vector(delta, a.D + b.head_vector + row0, rows);
         count_tile<kCount>(a.counts, a.ix.Q, kRead, 1ll * rows * d);
@@ -389,11 +425,16 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(BackwardArgs<T> a) {
         count_tile<kCount>(a.counts, a.ix.D, kRead, rows);
         __syncthreads();
 
-        block_product<false, true>(q, ldd, k, ldd, rows, b.cols, d, [&](int r, int c, float s) { p[r * ldc + c] = expf(s - lse[r]); });
+        // P and dS to their padded size, zeros past the tile: the terms dV, dQ and dK read past it.
+        const int rows4 = pad4(rows), cols4 = pad4(b.cols);
+        block_product<false, true>(q, ldd, k, ldd, rows4, cols4, d, [&](int r, int c, float s) {
+            p[r * ldc + c] = r < rows && c < b.cols ? expf(s - lse[r]) : 0.0f;
+        });
         __syncthreads();
         block_product<true, false>(p, ldc, dout, ldd, b.cols, d, rows, [&](int r, int c, float x) { dv[r * ldd + c] += x; });
-        block_product<false, true>(dout, ldd, v, ldd, rows, b.cols, d,
-                                   [&](int r, int c, float dp) { ds[r * ldc + c] = p[r * ldc + c] * (dp - delta[r]); });
+        block_product<false, true>(dout, ldd, v, ldd, rows4, cols4, d, [&](int r, int c, float dp) {
+            ds[r * ldc + c] = r < rows && c < b.cols ? p[r * ldc + c] * (dp - delta[r]) : 0.0f;
+        });
         __syncthreads();
         float* dq = a.dQ + b.head_matrix + static_cast<long long>(row0) * d;
         block_product<false, false>(ds, ldc, k, ldd, rows, d, b.cols, [&](int r, int c, float x) { atomicAdd(&dq[r * d + c], x); });

@@ -48,6 +48,7 @@
 #include <string>
 
 #include "gpu/kernels/common.cuh"
+#include "gpu/kernels/shared_tiles.cuh"
 
 namespace toysim::gpu {
 
@@ -56,7 +57,7 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // 1. Shapes shared by every kernel
 
-constexpr int kThreads = 256;  // one block: 8 warps
+constexpr int kThreads = kBlockThreads;  // one block: 8 warps
 constexpr int kWarps = kThreads / 32;
 constexpr int kPatch = 4;      // a lane's patch of a product: 4×4 elements in registers
 
@@ -74,16 +75,6 @@ struct Dims {
     int n, d, Br, Bc;
     int Tr, Tc;  // ⌈n/Br⌉ Q tiles, ⌈n/Bc⌉ K/V tiles
 };
-
-__host__ __device__ constexpr int pad4(int k) { return (k + 3) / 4 * 4; }
-
-// A shared-memory row holding a reduction dimension of `k` elements: padded to a multiple of
-// 4 (the products read 4 elements at a time; the padding is zero) and to an odd number of
-// fours, so that lanes reading consecutive rows at the same k hit different banks.
-__host__ __device__ constexpr int row_stride(int k) {
-    const int w = pad4(k);
-    return (w / 4) % 2 == 0 ? w + 4 : w;
-}
 
 // Carves a kernel's dynamic shared memory into its tiles, each on a 16-byte boundary. The
 // launcher runs the same layout function on the host for the byte count, so the two agree.
@@ -112,21 +103,6 @@ struct Carve {
 // warp share few rows of A (broadcasts). Per four steps of k a lane loads 8 float4s and
 // does 64 multiply-adds: shared-memory bandwidth, not the multiply-adds, bounds it (a
 // 16-byte load by a warp takes four cycles of the SM's shared memory, broadcast or not).
-
-// Four consecutive elements as fp32 (4-element aligned).
-__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-__device__ __forceinline__ float4 load4(const __half* p) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
-    const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
-    return {a.x, a.y, b.x, b.y};
-}
-__device__ __forceinline__ float4 load4(const __nv_bfloat16* p) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
-    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
-    return {a.x, a.y, b.x, b.y};
-}
 
 constexpr int kNoRow = 1 << 30;  // a patch row past the warp's rows: never stored
 
@@ -242,36 +218,9 @@ __device__ __forceinline__ void scores_to_shared(float* s, int lds, const float*
 }
 
 // ---------------------------------------------------------------------------------------
-// 3. Tile loads: global (storage T, row-major, rows `src_ld` apart) to shared memory (fp32).
-// Only `rows`×`cols` elements exist (the program's clipped slice); the rest of the
-// rows_alloc × cols_alloc tile is written with zeros, so the products above need no bounds.
-// Where rows allow (a multiple of 4 elements, aligned), a thread moves 4 consecutive
-// elements at once: one 8- or 16-byte load, one conversion, a quarter of the index work.
-
-// Every row of the slice starts on a 4-element boundary and holds a multiple of 4 elements.
-template <typename T>
-__device__ __forceinline__ bool by_fours(const T* src, long long src_ld, int cols) {
-    return cols % 4 == 0 && src_ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(src) % (4 * sizeof(T)) == 0;
-}
-
-// dst[r][c] = src[r][c]: consecutive threads read consecutive elements (or fours) of a row.
-// cols_alloc is a multiple of 4 (a padded reduction length).
-template <typename T>
-__device__ void load_tile(float* dst, int dst_ld, const T* src, long long src_ld, int rows, int cols, int rows_alloc, int cols_alloc) {
-    if (by_fours(src, src_ld, cols)) {
-        const int fours = cols_alloc / 4;
-        for (int e = threadIdx.x; e < rows_alloc * fours; e += kThreads) {
-            const int r = e / fours, c = (e - r * fours) * 4;
-            *reinterpret_cast<float4*>(dst + r * dst_ld + c) =
-                r < rows && c < cols ? load4(src + r * src_ld + c) : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-        return;
-    }
-    for (int e = threadIdx.x; e < rows_alloc * cols_alloc; e += kThreads) {
-        const int r = e / cols_alloc, c = e % cols_alloc;
-        dst[r * dst_ld + c] = r < rows && c < cols ? to_float(src[r * src_ld + c]) : 0.f;
-    }
-}
+// 3. Tile loads: global (storage T) to shared memory (fp32), the padding written as zeros so
+// the products above need no bounds: load_tile in shared_tiles.cuh (shared with the backward
+// kernels) and, here, V_j transposed.
 
 // dst[c][r] = src[r][c] for c < cols (V_j stored as d×Bc, so P·V has the same form as
 // Q·Kᵀ). By fours: consecutive threads take consecutive rows r, so their stores to a row

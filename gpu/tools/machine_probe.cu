@@ -504,8 +504,9 @@ int main() {
             fmt("%.0f B/clk GPU, %.1f/SM", per_clk, per_clk / best.sms), fmt("%.0f", best.mhz()), how, published);
     };
     auto u4 = [](void* v) { return static_cast<uint4*>(v); };
-    bandwidth_row("HBM read", p.time([&] { hbm_read<<<mem_blocks, kMemThreads>>>(u4(a), big / 16, p.sink, p.stamps); }, mem_blocks, 7), double(big),
-                  "4 GiB, 128-bit loads, 4 in flight/thread, 2048 threads/SM", "3352 GB/s (anchors: 3.35 TB/s)");
+    const std::vector<Launch> hbm_reads = p.time([&] { hbm_read<<<mem_blocks, kMemThreads>>>(u4(a), big / 16, p.sink, p.stamps); }, mem_blocks, 7);
+    const double hbm_read_median = double(big) / hbm_reads[hbm_reads.size() / 2].ms / 1e6;  // GB/s
+    bandwidth_row("HBM read", hbm_reads, double(big), "4 GiB, 128-bit loads, 4 in flight/thread, 2048 threads/SM", "3352 GB/s (anchors: 3.35 TB/s)");
     bandwidth_row("HBM write", p.time([&] { hbm_write<<<mem_blocks, kMemThreads>>>(u4(a), big / 16, 7u, p.stamps); }, mem_blocks, 7), double(big),
                   "4 GiB, 128-bit stores, 2048 threads/SM", "3352 GB/s (anchors)");
     bandwidth_row("HBM copy (read + write)", p.time([&] { hbm_copy<<<mem_blocks, kMemThreads>>>(u4(b), u4(a), half / 16, p.stamps); }, mem_blocks, 7),
@@ -727,20 +728,43 @@ int main() {
         // A stage as `toysim gpu run` times it (gpu/runtime/runtime.cu): the GPU held busy (its
         // hold_stream) while the host enqueues an event, an empty kernel and an event; the time
         // between the two events.
-        std::vector<float> staged;
-        for (int i = 0; i < 200; ++i) {
-            toysim::gpu::hold_stream<<<1, 1>>>(toysim::gpu::kHoldNanoseconds);
-            check(cudaEventRecord(p.e0), "event");
-            empty_kernel<<<1, 32>>>();
-            check(cudaEventRecord(p.e1), "event");
-            check(cudaEventSynchronize(p.e1), "staged");
-            float ms = 0;
-            check(cudaEventElapsedTime(&ms, p.e0, p.e1), "elapsed");
-            staged.push_back(1e3f * ms);
+        // The median of `reps` such stages, µs; `before` runs ahead of the hold, outside the events.
+        auto between_events = [&](int reps, auto&& before, auto&& launch) {
+            std::vector<float> us;
+            for (int i = 0; i < reps; ++i) {
+                before();
+                toysim::gpu::hold_stream<<<1, 1>>>(toysim::gpu::kHoldNanoseconds);
+                check(cudaEventRecord(p.e0), "event");
+                launch();
+                check(cudaEventRecord(p.e1), "event");
+                check(cudaEventSynchronize(p.e1), "staged");
+                float ms = 0;
+                check(cudaEventElapsedTime(&ms, p.e0, p.e1), "elapsed");
+                us.push_back(1e3f * ms);
+            }
+            std::sort(us.begin(), us.end());
+            return double(us[us.size() / 2]);
+        };
+        const double empty_us = between_events(200, [] {}, [] { empty_kernel<<<1, 32>>>(); });
+        row("empty kernel between events", fmt("%.2f us", empty_us), "", "", "held GPU; event, <<<1,32>>>, event: a stage as gpu run times it; median of 200", "");
+        // A short launch that reads from DRAM, timed the same way, the L2 flushed before each:
+        // what it takes beyond the empty kernel and its bytes at the HBM read's median bandwidth
+        // is the time before DRAM streams at that rate (its requests' first round trip under
+        // load, the grid's blocks reaching every SM, the last bytes' way back).
+        std::vector<double> startups;
+        for (const std::size_t mib : {1, 8, 64}) {
+            const double us = between_events(
+                50, [&] { check(toysim::gpu::flush_l2(b, 2 * std::size_t(prop.l2CacheSize), p.sink, p.sms, nullptr), "flush"); },
+                [&] { hbm_read<<<mem_blocks, kMemThreads>>>(u4(a), (mib << 20) / 16, p.sink, p.stamps); });
+            const double stream_us = double(mib << 20) / hbm_read_median / 1e3;
+            startups.push_back(us - empty_us - stream_us);
+            row(fmt("HBM read of %zu MiB between events", mib), fmt("%.2f us", us), "", "",
+                fmt("held GPU, L2 flushed; the HBM read's kernel; median of 50; less %.2f us (empty) and %.2f us (bytes at %.0f GB/s): %.2f us", empty_us,
+                    stream_us, hbm_read_median, startups.back()),
+                "");
         }
-        std::sort(staged.begin(), staged.end());
-        row("empty kernel between events", fmt("%.2f us", staged[staged.size() / 2]), "", "", "held GPU; event, <<<1,32>>>, event: a stage as gpu run times it; median of 200",
-            "");
+        std::sort(startups.begin(), startups.end());
+        row("DRAM stream start-up", fmt("%.2f us", startups[1]), "", "", "the median of the three rows above: a launch's DRAM time less its bytes at the bandwidth", "");
         cudaFree(times);
     }
     cudaFree(a), cudaFree(b);

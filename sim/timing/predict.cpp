@@ -296,8 +296,12 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     const double sector = shape.sector_bytes;
     const double l2_bytes = static_cast<double>(c.hits() + c.misses()) * sector;
     const double dram_bytes = static_cast<double>(c.dram_read_bytes + c.dram_write_bytes);
-    set(TimeBound::L2, l2_bytes / m.bytes_per_second(MachineParam::L2BytesPerSecond));
-    set(TimeBound::Dram, dram_bytes / m.bytes_per_second(MachineParam::DramBytesPerSecond));
+    // Bytes stream at the bandwidth after a start-up: DRAM's as the probe measured a short read's
+    // (its time less the empty kernel's and its bytes'), the L2's its pointer chase's latency.
+    // A launch that moves little takes its start-up, not its bytes.
+    if (l2_bytes > 0) set(TimeBound::L2, m[MachineParam::L2Latency] / clock + l2_bytes / m.bytes_per_second(MachineParam::L2BytesPerSecond));
+    if (dram_bytes > 0)
+        set(TimeBound::Dram, m[MachineParam::DramStartupMicroseconds] * 1e-6 + dram_bytes / m.bytes_per_second(MachineParam::DramBytesPerSecond));
 
     set(TimeBound::Chain, chain_seconds(m, work, counts, shape, clock, busiest, t.chain));
     const auto slowest = std::max_element(each.begin(), each.end());

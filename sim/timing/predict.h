@@ -13,7 +13,9 @@
 //   issue                  the busiest SM's warp instructions at 4 a clock (an H100 SM's four
 //                          schedulers issue one each a clock; the FMA probe's 250.1 FLOP/clk/SM
 //                          is 3.9 warp FFMAs a clock): warp_instructions_of in predict.cpp.
-//   l2, dram               all bytes at the whole GPU's bandwidth: bytes / (bytes per second).
+//   l2, dram               all bytes at the whole GPU's bandwidth after a start-up: DRAM's the
+//                          probe's short reads measured (their time less the empty kernel's and
+//                          their bytes'), the L2's its pointer chase's latency.
 //   chain                  each block's instructions one after another, as its warps run them
 //                          between barriers. Each instruction is a phase: the longest of its
 //                          unit's work, its warp instructions and its shared-memory bytes, at
