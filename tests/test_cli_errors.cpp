@@ -194,17 +194,17 @@ TEST_CASE("cli: an unknown command lists the commands", "[cli]") {
     SECTION("nothing close") {
         CliResult o = run_cli({"frobnicate", "programs/p1_c00.toy"});
         CHECK(o.code == 2);
-        CHECK(o.err == "toysim: error: unknown command 'frobnicate' (the commands: run, trace, step, view, sweep, cost, compare, gpu, diff, grade, exercise)\n");
+        CHECK(o.err == "toysim: error: unknown command 'frobnicate' (the commands: run, trace, step, view, sweep, cost, tune, compare, gpu, diff, grade, exercise)\n");
     }
     SECTION("a typo") {
         CliResult o = run_cli({"trcae", "programs/p1_c00.toy"});
         CHECK(o.code == 2);
-        CHECK(o.err == "toysim: error: unknown command 'trcae'; did you mean 'trace'? (the commands: run, trace, step, view, sweep, cost, compare, gpu, diff, grade, exercise)\n");
+        CHECK(o.err == "toysim: error: unknown command 'trcae'; did you mean 'trace'? (the commands: run, trace, step, view, sweep, cost, tune, compare, gpu, diff, grade, exercise)\n");
     }
     SECTION("no command at all: the usage line") {
         CliResult o = run_cli({});
         CHECK(o.code == 2);
-        CHECK(o.err == "toysim: error: no command given; the commands are run, trace, step, view, sweep, cost, compare, gpu, diff, grade, exercise\n"
+        CHECK(o.err == "toysim: error: no command given; the commands are run, trace, step, view, sweep, cost, tune, compare, gpu, diff, grade, exercise\n"
                        "Usage: toysim [OPTIONS] SUBCOMMAND\n"
                        "Run 'toysim --help' for more.\n");
         CHECK(o.out.empty());

@@ -16,6 +16,7 @@ struct Spelling {
     std::string cold_launches = "--cold-launches";     // cost: each launch from a cold cache
     std::string cache = "--cache h100";                // how a cache is given
     std::string machine = "--machine";                 // cost: a named machine's predicted time
+    std::string registers = "--registers";             // tune --schedule: the register file searched
 
     static Spelling cli() { return {}; }
 };

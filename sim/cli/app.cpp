@@ -18,7 +18,7 @@ namespace toysim::cli {
 
 namespace {
 
-const std::vector<std::string_view> kCommands = {"run", "trace", "step", "view", "sweep", "cost", "compare", "gpu", "diff", "grade", "exercise"};
+const std::vector<std::string_view> kCommands = {"run", "trace", "step", "view", "sweep", "cost", "tune", "compare", "gpu", "diff", "grade", "exercise"};
 
 std::string isa_listing() {
     std::string out = "instruction set (destination last, as in the seed; cycles per unit of work, one unit per scalar\n"
@@ -44,6 +44,7 @@ struct Commands {
     CLI::App* trace = nullptr;
     CLI::App* sweep = nullptr;
     CLI::App* cost = nullptr;
+    CLI::App* tune = nullptr;
     CLI::App* compare = nullptr;
     CLI::App* gpu = nullptr;
     CLI::App* gpu_run = nullptr;
@@ -66,6 +67,7 @@ struct Args {
     ViewArgs view;
     SweepArgs sweep;
     CostArgs cost;
+    TuneArgs tune;
     CompareArgs compare;
     GpuRunArgs gpu_run;
     GpuCudaArgs gpu_cuda;
@@ -223,6 +225,25 @@ Commands define_commands(CLI::App& app, Args& a) {
                    "  toysim cost programs/attention/fa1.toy --set n=1000000 --set d=128 --set Bc=128\n"
                    "  toysim cost programs/p4_softmax_3pass.toy --format json\n"
                    "  toysim cost programs/attention/schedules/fa2_v3_mma.toy --set n=4096 --set d=64 --set Br=128 --set Bc=64 --machine h100 --heads 16 --dtype fp16");
+
+    c.tune = app.add_subcommand("tune", "The fewest cycles a program's products take: --schedule searches a straight-line program's instructions.");
+    c.tune->add_option("file", a.tune.file, program_help)->required();
+    c.tune->add_flag("--schedule", a.tune.schedule,
+                     "search the orders of the program's loads, products and stores and their registers for the fewest cycles, and prove "
+                     "none is shorter");
+    c.tune->add_option("--registers", a.tune.registers, "the register file to search with (default: the program's registers line)")
+        ->check(CLI::Range(1, 16));
+    c.tune->add_option("--set", a.tune.sets, "override a parameter, e.g. --set n=2 (repeatable)");
+    c.tune->add_option("--format", a.tune.format, "table or json")->check(CLI::IsMember({"table", "json"}));
+    c.tune->footer("\nThe program says what is computed (each stored output a sum of products of loaded values), not in\n"
+                   "which order: the search finds the shortest program that stores the same sums on the seeds' machine\n"
+                   "(one cycle an instruction), writes it as a .toy program, runs its checks and traces it. Shorter\n"
+                   "means fewer instructions among programs that compute each product once and keep each sum in one\n"
+                   "register until it is stored.\n"
+                   "\nexamples:\n"
+                   "  toysim tune --schedule programs/quiz_matmul_inner_6reg.toy\n"
+                   "  toysim tune --schedule programs/p2_matmul_inner_3reg.toy --registers 4\n"
+                   "  toysim tune --schedule programs/p3_matmul_outer_6reg.toy --format json");
 
     c.compare = app.add_subcommand("compare", "Side-by-side cost table of several programs.");
     c.compare->add_option("files", a.compare.files, "the .toy programs")->required();
@@ -386,6 +407,7 @@ int parse_and_dispatch(const std::vector<std::string>& args, Context& ctx) {
     if (c.trace->parsed()) return a.trace.dtype_given = dtype_given(c.trace), trace_command(a.trace, ctx);
     if (c.sweep->parsed()) return a.sweep.dtype_given = dtype_given(c.sweep), sweep_command(a.sweep, ctx);
     if (c.cost->parsed()) return a.cost.dtype_given = dtype_given(c.cost), cost_command(a.cost, ctx);
+    if (c.tune->parsed()) return tune_command(a.tune, ctx);
     if (c.compare->parsed()) return a.compare.dtype_given = dtype_given(c.compare), compare_command(a.compare, ctx);
     if (c.gpu_run->parsed()) return gpu_run_command(a.gpu_run, ctx);
     if (c.gpu_kernels->parsed()) return gpu_kernels_command(a.gpu_kernels, ctx);

@@ -4,6 +4,7 @@
 #include "isa/machine.h"
 #include "sim/analysis/cost.h"
 #include "sim/app/cost.h"
+#include "sim/app/tune.h"
 #include "sim/app/requests.h"
 #include "sim/cli/common.h"
 #include "sim/print/report.h"
@@ -56,6 +57,17 @@ int cost_command(const CostArgs& o, Context& ctx) {
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     apply_cache_and_machine(program, o, o.machine);
     ctx.out << app::cost(program, {o.heads, o.workers, o.cold_launches, o.machine}, parse_format(o.format), app::Spelling::cli());
+    return kOk;
+}
+
+int tune_command(const TuneArgs& o, Context& ctx) {
+    if (!o.schedule)
+        throw ToyError("tune: give --schedule (the instruction-level search of a straight-line program); the search over a schedule's "
+                       "parameters is not built yet");
+    Program program = load_program(o.file, settings_from(o.sets), ctx);
+    app::ScheduleTuneRequest request;
+    request.registers = o.registers;
+    ctx.out << app::tune_schedule(program, o.file, request, parse_format(o.format), app::Spelling::cli());
     return kOk;
 }
 

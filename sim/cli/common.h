@@ -81,6 +81,7 @@ int run_command(const RunArgs& options, Context& ctx);
 int trace_command(const TraceArgs& options, Context& ctx);
 int sweep_command(const SweepArgs& options, Context& ctx);
 int cost_command(const CostArgs& options, Context& ctx);
+int tune_command(const TuneArgs& options, Context& ctx);
 int compare_command(const CompareArgs& options, Context& ctx);
 int gpu_run_command(const GpuRunArgs& options, Context& ctx);
 int gpu_kernels_command(const FormatArgs& options, Context& ctx);

@@ -56,6 +56,12 @@ struct ViewArgs : ProgramArgs {
     std::string output;  // the HTML file to write
 };
 
+// tune: --schedule searches a straight-line program's instructions for the fewest cycles.
+struct TuneArgs : ProgramArgs, FormatArgs {
+    bool schedule = false;  // the instruction-level search (the only one so far)
+    int registers = 0;      // 0: the program's registers line
+};
+
 struct CostArgs : ProgramArgs, FormatArgs, CacheArgs {
     std::int64_t heads = 1;      // with a cache: copies of the problem sharing it
     std::int64_t workers = 0;    // with a cache: a grid's workers (0: the program's)

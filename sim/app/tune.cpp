@@ -1,0 +1,122 @@
+#include "sim/app/tune.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sim/analysis/schedule_search.h"
+#include "sim/check/run.h"
+#include "sim/front/parser.h"
+#include "sim/print/report.h"
+#include "support/diag.h"
+
+namespace toysim::app {
+
+namespace {
+
+// The program's declarations, as written: what the searched program keeps of it (its arrays,
+// parameters and checks; not its registers, instructions, expects or tests).
+std::string declarations(const Program& program) {
+    std::string out;
+    std::istringstream in(program.source->text);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::size_t start = line.find_first_not_of(" \t");
+        if (start == std::string::npos) continue;
+        std::string_view rest(line);
+        rest.remove_prefix(start);
+        const std::string_view word = rest.substr(0, rest.find_first_of(" \t["));
+        for (std::string_view kept : {"param", "let", "input", "output", "scratch", "check"})
+            if (word == kept) out += std::string(rest) + "\n";
+    }
+    return out;
+}
+
+std::string element(const Program& program, std::int64_t address) {
+    const int array = program.array_of_address(address);
+    return program.element_ref(array, address - program.arrays[static_cast<size_t>(array)].base);
+}
+
+// A step as source text (the program then compiled and traced renders it the one way, disasm).
+std::string source_line(const Program& program, const ScheduleStep& s) {
+    switch (s.op) {
+        case Op::LOAD: return fmt::format("LOAD {}, R{}", element(program, s.address), s.regs[0]);
+        case Op::STORE: return fmt::format("STORE R{}, {}", s.regs[0], element(program, s.address));
+        case Op::MAC_Z: return fmt::format("MAC_Z R{}, R{}, R{}", s.regs[0], s.regs[1], s.regs[2]);
+        default: return fmt::format("MAC R{}, R{}, R{}, R{}", s.regs[0], s.regs[1], s.regs[2], s.regs[3]);
+    }
+}
+
+}  // namespace
+
+std::string tune_schedule(const Program& program, const std::string& path, const ScheduleTuneRequest& request, Format format,
+                          const Spelling& spelling) {
+    const ScheduleProblem problem = schedule_problem(program);
+    const int registers = request.registers > 0 ? request.registers : program.scalar_registers;
+    if (registers <= 0) throw ToyError(fmt::format("tune --schedule: the program declares no registers; give {}", spelling.registers));
+    const ScheduleSearch found = search_schedule(problem, registers, request.max_states);
+    if (!found.found)
+        throw ToyError(fmt::format("tune --schedule: no answer within {} states: no program of {} instructions or fewer stores every "
+                                   "output, and the search stopped before it settled {} (a smaller program ends sooner)",
+                                   request.max_states, found.bound_reached, found.bound_reached + 1));
+
+    std::map<Op, int> counts;
+    for (const ScheduleStep& s : found.steps) ++counts[s.op];
+    const int cycles = static_cast<int>(found.steps.size());
+    int as_written = 0;
+    for (std::size_t pc = 0; pc < program.code.size(); ++pc)
+        if (is_instruction(program.code[pc].code)) ++as_written;
+    std::size_t products = 0;
+    for (const auto& o : problem.outputs) products += o.terms.size();
+    const std::string proof =
+        cycles == found.lower_bound
+            ? fmt::format("no program is shorter: {} products, {} stores and {} elements to load at least once", products, problem.outputs.size(),
+                          problem.elements.size())
+            : fmt::format("no program is shorter: every program of {} instructions was searched ({} states), and none stores every output",
+                          cycles - 1 == found.lower_bound ? std::to_string(found.lower_bound)
+                                                          : fmt::format("{} to {}", found.lower_bound, cycles - 1),
+                          found.states);
+
+    // The program: the declarations kept, the registers asked for, the steps, and what they cost.
+    std::string text = fmt::format("# {} with {} registers: the shortest program of its products, found by `toysim tune --schedule`.\n"
+                                   "# {} cycles; {}.\nregisters {}\n\n{}\n",
+                                   path, registers, cycles, proof, registers, declarations(program));
+    for (Op op : {Op::LOAD, Op::MAC_Z, Op::MAC, Op::STORE})
+        if (counts[op]) text += fmt::format("expect {} = {}\n", info(op).mnemonic, counts[op]);
+    text += fmt::format("expect cycles = {}\n\n", cycles);
+    for (const ScheduleStep& s : found.steps) text += source_line(program, s) + "\n";
+
+    // Compiled and traced: the simulator runs the program's checks on it.
+    auto source = std::make_shared<const SourceFile>("<tune>", text);
+    const Program tuned = compile(std::make_shared<const ast::Program>(parse(source)), program.params);
+    const RunResult checked = run_to_verdict(tuned);
+    if (checked.fault || !checked.checks_ok() || !checked.expects_ok())
+        throw ToyError("tune --schedule: internal: the program found does not compute what the program searched does");
+    const Trace t = trace(tuned, shows_symbols("auto", tuned));
+
+    if (format == Format::Json) {
+        nlohmann::ordered_json j;
+        j["program"] = path;
+        j["registers"] = registers;
+        j["cycles"] = cycles;
+        j["as_written"] = as_written;
+        for (Op op : {Op::LOAD, Op::MAC_Z, Op::MAC, Op::STORE}) j["counts"][std::string(info(op).mnemonic)] = counts[op];
+        j["lower_bound"] = found.lower_bound;
+        j["minimal"] = true;
+        j["proof"] = proof;
+        j["states"] = found.states;
+        j["source"] = text;
+        return j.dump(2) + "\n";
+    }
+    std::string out = fmt::format("{} with {} registers: {} cycles ({} LOAD, {} MAC_Z, {} MAC, {} STORE); as written, {} cycles\n{}\n\n", path,
+                                  registers, cycles, counts[Op::LOAD], counts[Op::MAC_Z], counts[Op::MAC], counts[Op::STORE], as_written, proof);
+    out += text + "\n";
+    out += format_trace(tuned, t, TraceOptions{format, false});
+    return out;
+}
+
+}  // namespace toysim::app
