@@ -17,6 +17,7 @@
 
 #include "python/module.h"
 #include "sim/app/cost.h"
+#include "sim/app/tune.h"
 #include "sim/app/view.h"
 #include "sim/analysis/cost.h"
 #include "sim/analysis/races.h"
@@ -180,6 +181,15 @@ std::tuple<std::string, std::string, std::optional<std::string>> trace_json(cons
 // `toysim cost --format json` (sim/cli/commands.cpp cost_command), and the formulas' JSON: the
 // same text, except for a program with a cache, whose JSON is the count through the cache (its
 // table shows the formulas first, as these are).
+// tune --schedule's JSON (the command layer's), with `registers` (0: the program's).
+std::string tune_schedule_json(const LoadedProgram& lp, int registers) {
+    return reported(&lp.source, [&] {
+        app::ScheduleTuneRequest request;
+        request.registers = registers;
+        return app::tune_schedule(*lp.program, lp.source->path, request, Format::Json, kSpelling);
+    });
+}
+
 std::pair<std::string, std::string> cost_json_text(const LoadedProgram& lp, std::int64_t heads, std::int64_t workers, bool cold_launches,
                                                    const std::string& machine) {
     return reported(&lp.source, [&] {
@@ -358,6 +368,7 @@ PYBIND11_MODULE(_toysim, m) {
         .def("run", &run, py::arg("max_steps") = py::none())
         .def("trace", &trace_json, py::arg("values"), py::arg("max_steps"))
         .def("cost", &cost_json_text, py::arg("heads"), py::arg("workers"), py::arg("cold_launches"), py::arg("machine"))
+        .def("tune_schedule", &tune_schedule_json, py::arg("registers"))
         .def("formula", &formula_value, py::arg("sets"), py::arg("which"), py::arg("array"))
         .def("sweep", &sweep, py::arg("settings"), py::arg("names"))
         .def("view", &view, py::arg("values"), py::arg("max_steps") = py::none());

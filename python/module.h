@@ -30,7 +30,7 @@ namespace py = pybind11;
 // (toysim/__init__.py: Program.with_params, max_steps=, values="numeric").
 inline const app::Spelling kSpelling{"with_params()",     "max_steps=",        "values=\"numeric\"",
                                      "cost(heads=...)", "cost(workers=...)", "cost(cold_launches=...)",
-                                     "a `cache h100` line in the program", "cost(machine=...)"};
+                                     "a `cache h100` line in the program", "cost(machine=...)", "tune_schedule(registers=...)"};
 
 // Raised to Python as toysim.ToyError; what() is the whole message as the CLI prints it on
 // stderr, without its final newline (a traceback adds one).

@@ -165,6 +165,15 @@ class Program:
         text, formulas = self._p.cost(heads, workers or 0, cold_launches, machine or "")
         return Cost(self, _json.loads(text), _json.loads(formulas))
 
+    def tune_schedule(self, registers=None):
+        """The fewest cycles of this straight-line program's products: ``tune_schedule(registers=None) -> dict``.
+
+        As ``toysim tune --schedule --format json``: ``cycles``, ``counts``, ``lower_bound``,
+        ``proof`` (why no program is shorter) and ``source``, the program found as .toy text.
+        ``registers`` searches with another register file (``--registers``).
+        """
+        return _json.loads(self._p.tune_schedule(registers or 0))
+
     def sweep(self, **lists):
         """Every counter across parameter values: ``sweep(**lists) -> Sweep`` (a list of rows).
 

@@ -122,3 +122,14 @@ def test_cost_on_a_machine_is_the_cli_cost():
     assert got["predicted_time"]["occupancy"]["resident_blocks_per_sm"] == 2
     with pytest.raises(toysim.ToyError, match=r"cost\(machine=\.\.\.\) 'h200': no such machine"):
         p.cost(machine="h200")
+
+
+def test_tune_schedule_is_the_cli_tune():
+    # The seed's 3-register matmul: 25 cycles, proven; the module's dict is the CLI's JSON.
+    p = toysim.load("programs/p2_matmul_inner_3reg.toy")
+    t = p.tune_schedule()
+    assert t == cli_json("tune", "--schedule", "programs/p2_matmul_inner_3reg.toy", "--format", "json")
+    assert t["cycles"] == 25 and t["lower_bound"] == 20
+    assert p.tune_schedule(registers=6)["cycles"] == 20
+    with pytest.raises(toysim.ToyError, match="2 registers cannot compute these sums"):
+        p.tune_schedule(registers=2)

@@ -30,13 +30,15 @@ export function requestFor(args, root) {
     else if (word === '--max-steps') request.max_steps = Number(value());
     else if (word === '--ditto') request.ditto = true;
     else if (word === '--stats') request.stats = true;
+    else if (word === '--schedule') request.schedule = true;
+    else if (word === '--registers') request.registers = Number(value());
     else if (word === '--gpu') return { skip: 'compares with a GPU measurement: the GPU layer (gpu/) is not in the browser engine' };
     else if (word.startsWith('-')) throw new Error(`the test does not know the flag ${word}`);
     else files.push(word);
   }
   const program = (file) => ({ path: file, text: fs.readFileSync(path.join(root, file), 'utf8') });
   if (command === 'compare') return { fn: 'compare', request: { ...request, programs: files.map(program) } };
-  if (!['run', 'trace', 'cost', 'sweep'].includes(command)) return { skip: `\`toysim ${command}\` is not in the browser engine` };
+  if (!['run', 'trace', 'cost', 'sweep', 'tune'].includes(command)) return { skip: `\`toysim ${command}\` is not in the browser engine` };
   if (files.length !== 1) throw new Error(`${command} takes one program, got ${files.length}`);
   return { fn: command, request: { ...request, ...program(files[0]) } };
 }

@@ -11,8 +11,11 @@
 // "table|markdown|csv|json", "values": "auto|symbolic|numeric", "ditto": false,
 // "max_steps": 0 (the command's default), "show": ["O"], "stats": false}; compare takes
 // "programs": [{"path", "text"}]; grade takes "spec_path", "spec", and the solution as path and
-// text; sweep's "sets" are NAME=V1,V2,... lists, as the CLI's.
+// text; sweep's "sets" are NAME=V1,V2,... lists, as the CLI's; tune takes "schedule": true and
+// "registers" (0: the program's), as tune --schedule --registers.
 #include <emscripten/bind.h>
+
+#include <algorithm>
 
 #include <fmt/format.h>
 #include <functional>
@@ -26,6 +29,7 @@
 #include "sim/analysis/cost.h"
 #include "sim/app/cost.h"
 #include "sim/app/requests.h"
+#include "sim/app/tune.h"
 #include "sim/app/view.h"
 #include "sim/check/run.h"
 #include "sim/front/parser.h"
@@ -178,6 +182,19 @@ int cost_request(const Json& request, Reply& reply, Where& where) {
     return kOk;
 }
 
+// ---- tune --schedule (sim/cli/commands.cpp) ----
+
+int tune_request(const Json& request, Reply& reply, Where& where) {
+    if (!flag_field(request, "schedule"))
+        throw ToyError("tune: give schedule (the instruction-level search of a straight-line program); the search over a schedule's "
+                       "parameters is not built yet");
+    Program program = load(request, where);
+    app::ScheduleTuneRequest tune;
+    tune.registers = static_cast<int>(std::min<std::uint64_t>(count_field(request, "registers"), 1000));  // past 16: the search's own refusal
+    reply.out += app::tune_schedule(program, text_field(request, "path", "<playground>"), tune, format_of(request), app::Spelling::cli());
+    return kOk;
+}
+
 // ---- grade (sim/cli/exercise_command.cpp) ----
 
 int grade_request(const Json& request, Reply& reply, Where& where) {
@@ -241,6 +258,7 @@ std::string run_api(const std::string& r) { return answer(r, run_request); }
 std::string language_api(const std::string& r) { return answer(r, language_request); }
 std::string trace_api(const std::string& r) { return answer(r, trace_request); }
 std::string cost_api(const std::string& r) { return answer(r, cost_request); }
+std::string tune_api(const std::string& r) { return answer(r, tune_request); }
 std::string grade_api(const std::string& r) { return answer(r, grade_request); }
 std::string view_api(const std::string& r) { return answer(r, view_request); }
 std::string params_api(const std::string& r) { return answer(r, params_request); }
@@ -256,6 +274,7 @@ EMSCRIPTEN_BINDINGS(toysim) {
     emscripten::function("run", &run_api);
     emscripten::function("trace", &trace_api);
     emscripten::function("cost", &cost_api);
+    emscripten::function("tune", &tune_api);
     emscripten::function("compare", &compare_api);
     emscripten::function("sweep", &sweep_api);
     emscripten::function("grade", &grade_api);
