@@ -37,7 +37,7 @@ struct ScheduleProblem {
 
 // What the program computes, or a ToyError at the instruction the search cannot take: a loop,
 // a tile, an opcode other than LOAD, MAC_Z, MAC and STORE, a product of a sum, a value stored
-// that is not a sum of products, an output stored twice, more than 64 products in one sum.
+// that is not a sum of products, an output stored twice or also loaded, more than 64 products in one sum.
 ScheduleProblem schedule_problem(const Program& program);
 
 struct ScheduleStep {

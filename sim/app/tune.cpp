@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "sim/analysis/schedule_search.h"
 #include "sim/check/run.h"
@@ -56,6 +57,9 @@ std::string source_line(const Program& program, const ScheduleStep& s) {
 std::string tune_schedule(const Program& program, const std::string& path, const ScheduleTuneRequest& request, Format format,
                           const Spelling& spelling) {
     const ScheduleProblem problem = schedule_problem(program);
+    // The program itself runs first: a fault of its own is its error, reported as a run's.
+    const RunResult searched = run_to_verdict(program);
+    if (searched.fault) throw *searched.fault;
     const int registers = request.registers > 0 ? request.registers : program.scalar_registers;
     if (registers <= 0) throw ToyError(fmt::format("tune --schedule: the program declares no registers; give {}", spelling.registers));
     const ScheduleSearch found = search_schedule(problem, registers, request.max_states);
@@ -90,12 +94,17 @@ std::string tune_schedule(const Program& program, const std::string& path, const
     text += fmt::format("expect cycles = {}\n\n", cycles);
     for (const ScheduleStep& s : found.steps) text += source_line(program, s) + "\n";
 
-    // Compiled and traced: the simulator runs the program's checks on it.
-    auto source = std::make_shared<const SourceFile>("<tune>", text);
-    const Program tuned = compile(std::make_shared<const ast::Program>(parse(source)), program.params);
-    const RunResult checked = run_to_verdict(tuned);
-    if (checked.fault || !checked.checks_ok() || !checked.expects_ok())
-        throw ToyError("tune --schedule: internal: the program found does not compute what the program searched does");
+    // Compiled, run and traced: the simulator runs its checks and expects. What fails here is
+    // the search's bug, not the user's program (logic_error, not ToyError).
+    Program tuned;
+    try {
+        tuned = compile(std::make_shared<const ast::Program>(parse(std::make_shared<const SourceFile>("<tune>", text))), program.params);
+    } catch (const ToyError& e) {
+        throw std::logic_error(fmt::format("tune --schedule: the program found does not compile ({}):\n{}", e.what(), text));
+    }
+    const RunResult mine = run_to_verdict(tuned);
+    if (mine.fault || !mine.expects_ok() || (searched.checks_ok() && !mine.checks_ok()))
+        throw std::logic_error(fmt::format("tune --schedule: the program found does not compute what the program searched does:\n{}", text));
     const Trace t = trace(tuned, shows_symbols("auto", tuned));
 
     if (format == Format::Json) {

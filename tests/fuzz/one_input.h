@@ -1,7 +1,8 @@
 // One fuzz input, through every stage the command line has. The input is a .toy program,
 // optionally followed by a line "%%" and more text (the second part):
-//  - the program: parse -> compile -> cost -> run -> trace -> a stepping session -> the viewer's
-//    data -> every printer -> the CUDA generated from it (toysim gpu cuda, without compiling);
+//  - the program: parse -> compile -> cost -> tune --schedule -> run -> trace -> a stepping
+//    session -> the viewer's data -> every printer -> the CUDA generated from it (toysim gpu
+//    cuda, without compiling);
 //  - the second part, line by line, as `toysim step` commands on a session of the program;
 //  - the program read as an exercise spec, and the second part as a student's solution to it:
 //    load -> grade -> every grade printer.
@@ -18,6 +19,7 @@
 
 #include "gpu/codegen/codegen.h"
 #include "sim/analysis/cost.h"
+#include "sim/app/tune.h"
 #include "sim/cli/step_commands.h"
 #include "sim/grade/grade.h"
 #include "sim/print/grade_report.h"
@@ -95,6 +97,13 @@ inline std::string one_input(std::string_view input) {
         auto races = prove_race_freedom(program);
         auto time = derive_time(program);
         for (Format f : formats) printed += format_cost(program, formulas, counted, f, races, &time);
+    });
+    // tune --schedule: a straight-line program's shortest schedule, written, compiled, run and
+    // checked against the program (a program it does not take is a ToyError).
+    stage([&] {
+        app::ScheduleTuneRequest tune;
+        tune.max_states = 20'000;
+        printed += app::tune_schedule(program, "fuzz.toy", tune, Format::Table, app::Spelling::cli());
     });
     // The CUDA generated from it (toysim gpu cuda): every program either generates or is a
     // located error.
