@@ -37,6 +37,9 @@ std::string declarations(const Program& program) {
     return out;
 }
 
+// "1 store", "4 stores".
+std::string counted(std::size_t n, std::string_view what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); }
+
 std::string element(const Program& program, std::int64_t address) {
     const int array = program.array_of_address(address);
     return program.element_ref(array, address - program.arrays[static_cast<size_t>(array)].base);
@@ -78,8 +81,8 @@ std::string tune_schedule(const Program& program, const std::string& path, const
     for (const auto& o : problem.outputs) products += o.terms.size();
     const std::string proof =
         cycles == found.lower_bound
-            ? fmt::format("no program is shorter: {} products, {} stores and {} elements to load at least once", products, problem.outputs.size(),
-                          problem.elements.size())
+            ? fmt::format("no program is shorter: {}, {} and {} to load at least once", counted(products, "product"),
+                          counted(problem.outputs.size(), "store"), counted(problem.elements.size(), "element"))
             : fmt::format("no program is shorter: every program of {} instructions was searched ({} states), and none stores every output",
                           cycles - 1 == found.lower_bound ? std::to_string(found.lower_bound)
                                                           : fmt::format("{} to {}", found.lower_bound, cycles - 1),
