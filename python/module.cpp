@@ -190,6 +190,16 @@ std::string tune_schedule_json(const LoadedProgram& lp, int registers) {
     });
 }
 
+// tune --vary's JSON (the command layer's): `vary` as NAME=V1,V2,... lists, the program's own
+// settings at every point.
+std::string tune_space_json(const LoadedProgram& lp, const std::vector<std::string>& vary, const std::string& objective, const std::string& machine,
+                            std::int64_t heads, const std::string& dtype, int top) {
+    return reported(&lp.source, [&] {
+        app::SpaceTuneRequest request{vary, lp.sets, objective, machine, heads, dtype == "fp32" ? 4 : 2, top};
+        return app::tune_space(lp.tree, lp.source->path, request, Format::Json, kSpelling);
+    });
+}
+
 std::pair<std::string, std::string> cost_json_text(const LoadedProgram& lp, std::int64_t heads, std::int64_t workers, bool cold_launches,
                                                    const std::string& machine) {
     return reported(&lp.source, [&] {
@@ -369,6 +379,7 @@ PYBIND11_MODULE(_toysim, m) {
         .def("trace", &trace_json, py::arg("values"), py::arg("max_steps"))
         .def("cost", &cost_json_text, py::arg("heads"), py::arg("workers"), py::arg("cold_launches"), py::arg("machine"))
         .def("tune_schedule", &tune_schedule_json, py::arg("registers"))
+        .def("tune", &tune_space_json, py::arg("vary"), py::arg("objective"), py::arg("machine"), py::arg("heads"), py::arg("dtype"), py::arg("top"))
         .def("formula", &formula_value, py::arg("sets"), py::arg("which"), py::arg("array"))
         .def("sweep", &sweep, py::arg("settings"), py::arg("names"))
         .def("view", &view, py::arg("values"), py::arg("max_steps") = py::none());

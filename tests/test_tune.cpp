@@ -95,12 +95,62 @@ TEST_CASE("tune --schedule refuses what it cannot search, by name", "[tune][erro
     r = run_cli({"tune", "--schedule", "programs/p4_softmax_3pass.toy", "--set", "n=3"});
     CHECK(r.code == 2);
     CHECK(r.err.find("error: tune --schedule searches") != std::string::npos);
-    r = run_cli({"tune", "programs/p2_matmul_inner_3reg.toy"});
-    CHECK(r.code == 2);
-    CHECK(r.err.find("give --schedule") != std::string::npos);
     // A product of a sum is not a sum of products of loaded values.
     r = run_cli_input({"tune", "--schedule", "-"},
                       "registers 3\ninput a[2]\noutput c[1]\nLOAD a[0], R0\nLOAD a[1], R1\nMAC_Z R0, R1, R2\nMAC_Z R2, R1, R0\nSTORE R0, c[0]\n");
     CHECK(r.code == 2);
     CHECK(r.err.find("<stdin>:7:1: error: tune --schedule searches sums of products of loaded values: R2 holds a sum here") != std::string::npos);
+}
+
+TEST_CASE("tune --vary: the space ranked by the model, each point as cost --machine predicts it", "[tune][time]") {
+    const std::vector<std::string> args = {"tune",  "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=512", "--set", "d=64",
+                                           "--vary", "Br=64,128", "--vary", "Bc=64,128", "--format", "json"};
+    CliResult r = run_cli(args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j.at("points") == 4);
+    CHECK(j.at("objective") == "time");
+    // Br = 128 keeps Q, O, S and P̃ of 128 rows in the registers of 4 warps: in fp32, past 255 a thread.
+    REQUIRE(j.at("dropped").size() == 2);
+    CHECK(j.at("dropped")[0].at("params") == nlohmann::json{{"Br", 128}, {"Bc", 64}});
+    CHECK(j.at("dropped")[0].at("why") ==
+          "a block's tiles in registers need 292 registers a thread over 128 threads (warps 4); a thread has at most 255");
+    const auto& ranked = j.at("ranked");
+    REQUIRE(ranked.size() == 2);
+    CHECK(ranked[0].at("seconds").get<double>() <= ranked[1].at("seconds").get<double>());
+    // Each point's time is cost --machine's at its parameters.
+    for (const auto& point : ranked) {
+        const auto params = point.at("params");
+        CliResult c = run_cli({"cost", "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=512", "--set", "d=64", "--set",
+                               "Br=" + std::to_string(params.at("Br").get<int>()), "--set", "Bc=" + std::to_string(params.at("Bc").get<int>()),
+                               "--machine", "h100", "--format", "json"});
+        REQUIRE(c.code == 0);
+        CHECK(nlohmann::json::parse(c.out).at("predicted_time").at("seconds").get<double>() == point.at("seconds").get<double>());
+    }
+    // By the toy machine's cycles, smaller tiles of Q first: Br = 8 does the fewest rescales.
+    r = run_cli({"tune", "programs/attention/fa2.toy", "--set", "n=256", "--set", "d=16", "--vary", "Br=8,16,32", "--objective", "cycles",
+                 "--format", "json"});
+    REQUIRE(r.code == 0);
+    const auto c = nlohmann::json::parse(r.out).at("ranked");
+    REQUIRE(c.size() == 3);
+    CHECK(c[0].at("cycles").get<std::uint64_t>() <= c[1].at("cycles").get<std::uint64_t>());
+    CHECK(c[1].at("cycles").get<std::uint64_t>() <= c[2].at("cycles").get<std::uint64_t>());
+}
+
+TEST_CASE("tune refuses a space it cannot rank, by name", "[tune][errors]") {
+    CliResult r = run_cli({"tune", "programs/attention/fa2.toy"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("error: tune: give --vary NAME=V1,V2,... (the space), or --schedule") != std::string::npos);
+    r = run_cli({"tune", "--schedule", "programs/p1_c00.toy", "--vary", "n=1,2"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("give one") != std::string::npos);
+    std::string many;
+    for (int v = 1; v <= 101; ++v) {
+        if (v > 1) many += ',';
+        many += std::to_string(v);
+    }
+    r = run_cli({"tune", "programs/attention/fa2.toy", "--vary", "n=" + many, "--vary", "d=" + many});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("error: tune: 10201 points; at most 10000 are ranked") != std::string::npos);
 }

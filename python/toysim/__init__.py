@@ -165,6 +165,19 @@ class Program:
         text, formulas = self._p.cost(heads, workers or 0, cold_launches, machine or "")
         return Cost(self, _json.loads(text), _json.loads(formulas))
 
+    def tune(self, objective="time", machine="h100", heads=1, dtype="fp32", top=10, **lists):
+        """A space of parameters ranked by the model: ``tune(objective="time", machine="h100", heads=1, dtype="fp32", top=10, **lists) -> dict``.
+
+        As ``toysim tune --vary ... --format json``: ``p.tune(Br=[64, 128], Bc=[32, 64])`` ranks
+        every combination (the program's own parameters otherwise) by ``objective`` (``"time"``,
+        ``"dram"`` or ``"cycles"``); ``["ranked"]`` is a list of rows (a DataFrame's), best
+        first, and ``["dropped"]`` the points refused, each with ``"why"``.
+        """
+        if dtype not in ("fp32", "fp16", "bf16"):
+            raise ValueError(f"dtype={dtype!r}: fp32, fp16 or bf16")
+        vary = [f"{name}={','.join(str(v) for v in values)}" for name, values in lists.items()]
+        return _json.loads(self._p.tune(vary, objective, machine, heads, dtype, top))
+
     def tune_schedule(self, registers=None):
         """The fewest cycles of this straight-line program's products: ``tune_schedule(registers=None) -> dict``.
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
@@ -10,6 +11,8 @@
 #include <stdexcept>
 
 #include "sim/analysis/schedule_search.h"
+#include "sim/app/cost.h"
+#include "sim/timing/predict.h"
 #include "sim/check/run.h"
 #include "sim/front/parser.h"
 #include "sim/print/report.h"
@@ -36,9 +39,6 @@ std::string declarations(const Program& program) {
     }
     return out;
 }
-
-// "1 store", "4 stores".
-std::string counted(std::size_t n, std::string_view what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); }
 
 std::string element(const Program& program, std::int64_t address) {
     const int array = program.array_of_address(address);
@@ -81,8 +81,8 @@ std::string tune_schedule(const Program& program, const std::string& path, const
     for (const auto& o : problem.outputs) products += o.terms.size();
     const std::string proof =
         cycles == found.lower_bound
-            ? fmt::format("no program is shorter: {}, {} and {} to load at least once", counted(products, "product"),
-                          counted(problem.outputs.size(), "store"), counted(problem.elements.size(), "element"))
+            ? fmt::format("no program is shorter: {}, {} and {} to load at least once", plural(products, "product"),
+                          plural(problem.outputs.size(), "store"), plural(problem.elements.size(), "element"))
             : fmt::format("no program is shorter: every program of {} instructions was searched ({} states), and none stores every output",
                           cycles - 1 == found.lower_bound ? std::to_string(found.lower_bound)
                                                           : fmt::format("{} to {}", found.lower_bound, cycles - 1),
@@ -122,12 +122,129 @@ std::string tune_schedule(const Program& program, const std::string& path, const
         j["proof"] = proof;
         j["states"] = found.states;
         j["source"] = text;
-        return j.dump(2) + "\n";
+        return json_text(j);
     }
     std::string out = fmt::format("{} with {} registers: {} cycles ({} LOAD, {} MAC_Z, {} MAC, {} STORE); as written, {} cycles\n{}\n\n", path,
                                   registers, cycles, counts[Op::LOAD], counts[Op::MAC_Z], counts[Op::MAC], counts[Op::STORE], as_written, proof);
     out += text + "\n";
     out += format_trace(tuned, t, TraceOptions{format, false});
+    return out;
+}
+
+namespace {
+
+struct TunePoint {
+    ParamSettings varied;  // the --vary names' values
+    double seconds = 0, flops = 0, dram_bytes = 0;
+    std::uint64_t cycles = 0;
+    std::string bound;  // the slowest launch's
+};
+
+double objective_of(const TunePoint& p, const std::string& objective) {
+    return objective == "dram" ? p.dram_bytes : objective == "cycles" ? static_cast<double>(p.cycles) : p.seconds;
+}
+
+std::string settings_text(const ParamSettings& s) {
+    std::string out;
+    for (const auto& [name, value] : s) out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, value);
+    return out;
+}
+
+}  // namespace
+
+std::string tune_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request, Format format,
+                       const Spelling& spelling) {
+    if (request.objective != "time" && request.objective != "dram" && request.objective != "cycles")
+        throw ToyError(fmt::format("tune: objective '{}': time, dram or cycles", request.objective));
+    if (request.vary.empty()) throw ToyError("tune: give --vary NAME=V1,V2,... (the space), or --schedule");
+    const MachineSpec& machine = named_machine(request.machine, spelling);
+    // The space: every combination of the --vary lists; --set's values at every point.
+    std::vector<ParamSettings> space = sweep_settings(request.vary);
+    if (space.size() > kMaxTunePoints)
+        throw ToyError(fmt::format("tune: {} points; at most {} are ranked (fewer values a --vary)", space.size(), kMaxTunePoints));
+    const ParamSettings fixed = settings_from(request.sets);
+
+    std::vector<TunePoint> ranked;
+    std::vector<std::pair<ParamSettings, std::string>> dropped;
+    for (const ParamSettings& varied : space) {
+        ParamSettings settings = fixed;
+        settings.insert(settings.end(), varied.begin(), varied.end());
+        try {
+            Program program = on_machine_cache(compile(tree, settings), machine);
+            program.cache->element_bytes = request.element_bytes;
+            const ProgramTime time = predict_program(program, machine, request.heads);
+            TunePoint p{varied, time.seconds, 0, 0, time.counted.cycles, ""};
+            double slowest = -1;
+            for (const LaunchTime& l : time.launches) {
+                p.flops += l.flops;
+                if (l.seconds > slowest) slowest = l.seconds, p.bound = std::string(time_bound_key(l.bound));
+            }
+            p.dram_bytes = static_cast<double>(time.counted.counts.total.dram_read_bytes + time.counted.counts.total.dram_write_bytes);
+            ranked.push_back(std::move(p));
+        } catch (const ToyError& e) {
+            dropped.emplace_back(varied, e.what());
+        }
+    }
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [&](const TunePoint& a, const TunePoint& b) { return objective_of(a, request.objective) < objective_of(b, request.objective); });
+    const std::size_t shown = std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(std::max(request.top, 1)));
+
+    if (format == Format::Json) {
+        nlohmann::ordered_json j;
+        j["program"] = path;
+        j["machine"] = machine.name;
+        j["heads"] = request.heads;
+        j["objective"] = request.objective;
+        j["points"] = space.size();
+        j["ranked"] = nlohmann::ordered_json::array();
+        for (std::size_t k = 0; k < ranked.size(); ++k) {
+            const TunePoint& p = ranked[k];
+            nlohmann::ordered_json row;
+            row["rank"] = k + 1;
+            for (const auto& [name, value] : p.varied) row["params"][name] = value;
+            row["seconds"] = p.seconds;
+            row["tflops"] = p.seconds > 0 ? p.flops / p.seconds / 1e12 : 0.0;
+            row["dram_bytes"] = p.dram_bytes;
+            row["cycles"] = p.cycles;
+            row["bound"] = p.bound;
+            j["ranked"].push_back(row);
+        }
+        j["dropped"] = nlohmann::ordered_json::array();
+        for (const auto& [varied, why] : dropped) {
+            nlohmann::ordered_json row;
+            for (const auto& [name, value] : varied) row["params"][name] = value;
+            row["why"] = why;
+            j["dropped"].push_back(row);
+        }
+        return json_text(j);
+    }
+    Table t;
+    t.header = {"rank"};
+    for (const auto& [name, value] : space.front()) t.header.push_back(name);
+    for (const char* h : {"time (predicted)", "TFLOP/s", "DRAM", "cycles (toy)", "bound"}) t.header.push_back(h);
+    t.right_aligned.assign(t.header.size(), true);
+    t.right_aligned.back() = false;
+    for (std::size_t k = 0; k < shown; ++k) {
+        const TunePoint& p = ranked[k];
+        std::vector<std::string> row = {std::to_string(k + 1)};
+        for (const auto& [name, value] : p.varied) row.push_back(std::to_string(value));
+        row.push_back(fmt::format("{:.3f} ms", p.seconds * 1e3));
+        row.push_back(p.flops > 0 ? fmt::format("{:.1f}", p.flops / p.seconds / 1e12) : "-");
+        row.push_back(megabytes(p.dram_bytes));
+        row.push_back(std::to_string(p.cycles));
+        row.push_back(p.bound);
+        t.rows.push_back(std::move(row));
+    }
+    std::string out = fmt::format("{}{}: {} on machine {} ({}), by {}; the best {} of {} ranked\n", path,
+                                  fixed.empty() ? "" : " (" + settings_text(fixed) + ")", plural(space.size(), "point"), machine.name,
+                                  plural(static_cast<std::uint64_t>(request.heads), "head"),
+                                  request.objective == "time" ? "predicted time" : request.objective == "dram" ? "DRAM bytes" : "the toy machine's cycles",
+                                  shown, ranked.size());
+    out += render_table(t, format);
+    if (!dropped.empty()) {
+        out += fmt::format("\n{} dropped:\n", plural(dropped.size(), "point"));
+        for (const auto& [varied, why] : dropped) out += fmt::format("  {}: {}\n", settings_text(varied), why);
+    }
     return out;
 }
 

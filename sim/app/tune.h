@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/app/spelling.h"
+#include "sim/front/ast.h"
 #include "sim/lower/program.h"
 #include "sim/print/format.h"
 
@@ -24,5 +27,25 @@ struct ScheduleTuneRequest {
 // ends without a proof within max_states.
 std::string tune_schedule(const Program& program, const std::string& path, const ScheduleTuneRequest& request, Format format,
                           const Spelling& spelling);
+
+// `tune --vary`: a schedule's parameters searched by the model, without running a point.
+struct SpaceTuneRequest {
+    std::vector<std::string> vary;   // NAME=V1,V2,...: every combination, the first varying slowest
+    std::vector<std::string> sets;   // NAME=V: the same at every point
+    std::string objective = "time";  // time (the machine's prediction), dram (bytes, its L2 walked), cycles (the toy machine's)
+    std::string machine = "h100";
+    std::int64_t heads = 1;          // copies of the problem sharing the L2, as a GPU's grid runs them
+    int element_bytes = 4;           // what the L2 sees an element take (--dtype)
+    int top = 10;                    // points printed, best first
+};
+inline constexpr std::size_t kMaxTunePoints = 10'000;
+
+// Every point of the space compiled, walked through the machine's L2 and timed on it
+// (predict_program), ranked by the objective; the points the program or the machine refuses
+// (a parameter its asserts reject, tiles past the register file, a block past an SM) dropped,
+// each with its reason. Throws ToyError for a bad --vary or objective, or more than
+// kMaxTunePoints points.
+std::string tune_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request, Format format,
+                       const Spelling& spelling);
 
 }  // namespace toysim::app

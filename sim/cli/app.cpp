@@ -226,21 +226,31 @@ Commands define_commands(CLI::App& app, Args& a) {
                    "  toysim cost programs/p4_softmax_3pass.toy --format json\n"
                    "  toysim cost programs/attention/schedules/fa2_v3_mma.toy --set n=4096 --set d=64 --set Br=128 --set Bc=64 --machine h100 --heads 16 --dtype fp16");
 
-    c.tune = app.add_subcommand("tune", "The fewest cycles a program's products take: --schedule searches a straight-line program's instructions.");
+    c.tune = app.add_subcommand("tune", "The best schedule by the model: --vary ranks a space of parameters by predicted time, DRAM bytes or "
+                                        "cycles; --schedule searches a straight-line program's instructions for the fewest cycles.");
     c.tune->add_option("file", a.tune.file, program_help)->required();
+    c.tune->add_option("--vary", a.tune.vary, "NAME=V1,V2,...: the space, every combination of the lists (repeatable), e.g. --vary Br=32,64,128");
+    c.tune->add_option("--objective", a.tune.objective, "what ranks the points: time (predicted on --machine), dram (bytes, its L2 walked) or cycles (the toy machine's)")
+        ->check(CLI::IsMember({"time", "dram", "cycles"}));
+    c.tune->add_option("--machine", a.tune.machine, "the named machine whose time and L2 rank the points (default h100)");
+    c.tune->add_option("--heads", a.tune.heads, "independent copies of the problem, as a GPU's grid runs them (default 1)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
+    c.tune->add_option("--dtype", a.tune.dtype, "the element size the L2 sees: fp32 (the default), fp16 or bf16")->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    c.tune->add_option("--top", a.tune.top, "points printed, best first (default 10)")->check(CLI::Range(1, 10000));
     c.tune->add_flag("--schedule", a.tune.schedule,
                      "search the orders of the program's loads, products and stores and their registers for the fewest cycles, and prove "
                      "none is shorter");
     c.tune->add_option("--registers", a.tune.registers, "the register file to search with (default: the program's registers line)")
         ->check(CLI::Range(1, 16));
     c.tune->add_option("--set", a.tune.sets, "override a parameter, e.g. --set n=2 (repeatable)");
-    c.tune->add_option("--format", a.tune.format, "table or json")->check(CLI::IsMember({"table", "json"}));
+    c.tune->add_option("--format", a.tune.format, "table or json (--vary: also markdown or csv)")->check(CLI::IsMember(formats));
     c.tune->footer("\nThe program says what is computed (each stored output a sum of products of loaded values), not in\n"
                    "which order: the search finds the shortest program that stores the same sums on the seeds' machine\n"
                    "(one cycle an instruction), writes it as a .toy program, runs its checks and traces it. Shorter\n"
                    "means fewer instructions among programs that compute each product once and keep each sum in one\n"
                    "register until it is stored.\n"
                    "\nexamples:\n"
+                   "  toysim tune programs/attention/schedules/fa2_v3_mma.toy --set n=4096 --set d=64 --vary Br=64,128 --vary Bc=32,64,128 --heads 16 --dtype fp16\n"
                    "  toysim tune --schedule programs/quiz_matmul_inner_6reg.toy\n"
                    "  toysim tune --schedule programs/p2_matmul_inner_3reg.toy --registers 4\n"
                    "  toysim tune --schedule programs/p3_matmul_outer_6reg.toy --format json");

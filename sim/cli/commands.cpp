@@ -1,6 +1,7 @@
 // toysim run, trace and cost: one program each.
 #include <fmt/format.h>
 
+#include "gpu/kernels/kernels.h"
 #include "isa/machine.h"
 #include "sim/analysis/cost.h"
 #include "sim/app/cost.h"
@@ -61,9 +62,13 @@ int cost_command(const CostArgs& o, Context& ctx) {
 }
 
 int tune_command(const TuneArgs& o, Context& ctx) {
-    if (!o.schedule)
-        throw ToyError("tune: give --schedule (the instruction-level search of a straight-line program); the search over a schedule's "
-                       "parameters is not built yet");
+    if (!o.schedule) {
+        app::SpaceTuneRequest request{o.vary, o.sets, o.objective, o.machine, o.heads, gpu::dtype_bytes(*gpu::parse_dtype(o.dtype)), o.top};
+        const Parsed parsed = parse_program(o.file, ctx);
+        ctx.out << app::tune_space(parsed.tree, o.file, request, parse_format(o.format), app::Spelling::cli());
+        return kOk;
+    }
+    if (!o.vary.empty()) throw ToyError("tune: --vary searches a space of parameters, --schedule a program's instructions: give one");
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     app::ScheduleTuneRequest request;
     request.registers = o.registers;

@@ -58,8 +58,14 @@ struct ViewArgs : ProgramArgs {
 
 // tune: --schedule searches a straight-line program's instructions for the fewest cycles.
 struct TuneArgs : ProgramArgs, FormatArgs {
-    bool schedule = false;  // the instruction-level search (the only one so far)
-    int registers = 0;      // 0: the program's registers line
+    bool schedule = false;          // the instruction-level search
+    int registers = 0;              // --schedule: 0, the program's registers line
+    std::vector<std::string> vary;  // the space: NAME=V1,V2,...
+    std::string objective = "time";
+    std::string machine = "h100";
+    std::int64_t heads = 1;
+    std::string dtype = "fp32";
+    int top = 10;
 };
 
 struct CostArgs : ProgramArgs, FormatArgs, CacheArgs {

@@ -133,3 +133,13 @@ def test_tune_schedule_is_the_cli_tune():
     assert p.tune_schedule(registers=6)["cycles"] == 20
     with pytest.raises(toysim.ToyError, match="2 registers cannot compute these sums"):
         p.tune_schedule(registers=2)
+
+
+def test_tune_is_the_cli_tune():
+    # v3's space at n = 512: the module's rows are the CLI's JSON, and the refused points say why.
+    p = toysim.load("programs/attention/schedules/fa2_v3_mma.toy", n=512, d=64)
+    t = p.tune(Br=[64, 128], Bc=[64, 128])
+    assert t == cli_json("tune", "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=512", "--set", "d=64",
+                         "--vary", "Br=64,128", "--vary", "Bc=64,128", "--format", "json")
+    assert [r["params"] for r in t["ranked"]] == [{"Br": 64, "Bc": 128}, {"Br": 64, "Bc": 64}]
+    assert "registers a thread" in t["dropped"][0]["why"]

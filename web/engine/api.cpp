@@ -11,8 +11,8 @@
 // "table|markdown|csv|json", "values": "auto|symbolic|numeric", "ditto": false,
 // "max_steps": 0 (the command's default), "show": ["O"], "stats": false}; compare takes
 // "programs": [{"path", "text"}]; grade takes "spec_path", "spec", and the solution as path and
-// text; sweep's "sets" are NAME=V1,V2,... lists, as the CLI's; tune takes "schedule": true and
-// "registers" (0: the program's), as tune --schedule --registers.
+// text; sweep's "sets" are NAME=V1,V2,... lists, as the CLI's; tune takes "vary" (NAME=V1,V2,...
+// lists), "objective", "machine", "heads", "dtype" and "top", or "schedule": true and "registers".
 #include <emscripten/bind.h>
 
 #include <algorithm>
@@ -185,9 +185,20 @@ int cost_request(const Json& request, Reply& reply, Where& where) {
 // ---- tune --schedule (sim/cli/commands.cpp) ----
 
 int tune_request(const Json& request, Reply& reply, Where& where) {
-    if (!flag_field(request, "schedule"))
-        throw ToyError("tune: give schedule (the instruction-level search of a straight-line program); the search over a schedule's "
-                       "parameters is not built yet");
+    if (!flag_field(request, "schedule")) {
+        app::SpaceTuneRequest space;
+        space.vary = list_field(request, "vary");
+        space.sets = list_field(request, "sets");
+        space.objective = text_field(request, "objective", "time");
+        space.machine = text_field(request, "machine", "h100");
+        space.heads = static_cast<std::int64_t>(std::clamp<std::uint64_t>(count_field(request, "heads"), 1, 65535));
+        space.element_bytes = text_field(request, "dtype", "fp32") == "fp32" ? 4 : 2;
+        if (std::uint64_t top = count_field(request, "top")) space.top = static_cast<int>(std::min<std::uint64_t>(top, 10000));
+        where = source_of(request);
+        reply.out += app::tune_space(std::make_shared<const ast::Program>(parse(where)), text_field(request, "path", "<playground>"), space,
+                                     format_of(request), app::Spelling::cli());
+        return kOk;
+    }
     Program program = load(request, where);
     app::ScheduleTuneRequest tune;
     tune.registers = static_cast<int>(std::min<std::uint64_t>(count_field(request, "registers"), 1000));  // past 16: the search's own refusal
