@@ -196,7 +196,7 @@ std::string tune_space_json(const LoadedProgram& lp, const std::vector<std::stri
                             std::int64_t heads, const std::string& dtype, int top) {
     return reported(&lp.source, [&] {
         app::SpaceTuneRequest request{vary, lp.sets, objective, machine, heads, dtype == "fp32" ? 4 : 2, top};
-        return app::tune_space(lp.tree, lp.source->path, request, Format::Json, kSpelling);
+        return app::tune_space(lp.tree, lp.source->path, request, Format::Json, kSpelling).text;
     });
 }
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "sim/analysis/schedule_search.h"
@@ -153,4 +154,21 @@ TEST_CASE("tune refuses a space it cannot rank, by name", "[tune][errors]") {
     r = run_cli({"tune", "programs/attention/fa2.toy", "--vary", "n=" + many, "--vary", "d=" + many});
     CHECK(r.code == 2);
     CHECK(r.err.find("error: tune: 10201 points; at most 10000 are ranked") != std::string::npos);
+}
+
+TEST_CASE("tune --vary --plot: the objective against the first parameter, a curve per value of the others", "[tune][plot]") {
+    const std::string file = (std::filesystem::temp_directory_path() / "toysim_tune_plot.svg").string();
+    CliResult r = run_cli({"tune", "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=512", "--set", "d=64", "--vary", "Bc=64,128", "--vary",
+                           "Br=64,128", "--plot", file});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const std::string svg = read_text(file);
+    std::filesystem::remove(file);
+    // Br = 128 is refused at both Bc (its registers, in fp32): its curve has no point, Br = 64's two.
+    CHECK(svg.find("data-series=\"Br=64\" data-x=\"64\"") != std::string::npos);
+    CHECK(svg.find("data-series=\"Br=64\" data-x=\"128\"") != std::string::npos);
+    CHECK(svg.find("data-series=\"Br=128\" data-x=") == std::string::npos);
+    r = run_cli({"tune", "--schedule", "programs/p1_c00.toy", "--plot", file});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("error: tune: --plot draws a space (--vary); --schedule has none") != std::string::npos);
 }

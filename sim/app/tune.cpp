@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
+#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -150,10 +152,40 @@ std::string settings_text(const ParamSettings& s) {
     return out;
 }
 
+// The objective against the first varied parameter, one curve per combination of the others
+// (one curve when only one varies); a point dropped is a gap.
+Plot space_plot(const std::string& path, const std::vector<ParamSettings>& space, const std::vector<TunePoint>& ranked, const std::string& objective) {
+    Plot plot;
+    const std::string& x_name = space.front().front().first;
+    plot.title = fmt::format("{}: {} by {}", path, objective == "time" ? "predicted time" : objective == "dram" ? "DRAM bytes" : "cycles", x_name);
+    plot.x_label = x_name;
+    plot.y_label = objective == "time" ? "predicted time (ms)" : objective == "dram" ? "DRAM (MB)" : "cycles (the toy machine)";
+    std::map<std::string, std::map<std::int64_t, double>> curves;  // the other parameters -> x -> y
+    std::set<std::int64_t> xs;
+    for (const ParamSettings& point : space) {
+        xs.insert(point.front().second);
+        curves[settings_text(ParamSettings(point.begin() + 1, point.end()))];
+    }
+    for (const TunePoint& p : ranked) {
+        const double y = objective == "time" ? p.seconds * 1e3 : objective == "dram" ? p.dram_bytes / 1e6 : static_cast<double>(p.cycles);
+        curves[settings_text(ParamSettings(p.varied.begin() + 1, p.varied.end()))][p.varied.front().second] = y;
+    }
+    plot.x.assign(xs.begin(), xs.end());
+    for (const auto& [name, values] : curves) {
+        PlotSeries series{name.empty() ? objective : name, {}, ""};
+        for (double x : plot.x) {
+            auto it = values.find(static_cast<std::int64_t>(x));
+            series.y.push_back(it == values.end() ? std::numeric_limits<double>::quiet_NaN() : it->second);
+        }
+        plot.series.push_back(std::move(series));
+    }
+    return plot;
+}
+
 }  // namespace
 
-std::string tune_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request, Format format,
-                       const Spelling& spelling) {
+TunedSpace tune_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request, Format format,
+                      const Spelling& spelling) {
     if (request.objective != "time" && request.objective != "dram" && request.objective != "cycles")
         throw ToyError(fmt::format("tune: objective '{}': time, dram or cycles", request.objective));
     if (request.vary.empty()) throw ToyError("tune: give --vary NAME=V1,V2,... (the space), or --schedule");
@@ -188,6 +220,8 @@ std::string tune_space(const std::shared_ptr<const ast::Program>& tree, const st
     std::stable_sort(ranked.begin(), ranked.end(),
                      [&](const TunePoint& a, const TunePoint& b) { return objective_of(a, request.objective) < objective_of(b, request.objective); });
     const std::size_t shown = std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(std::max(request.top, 1)));
+    TunedSpace result;
+    result.plot = space_plot(path, space, ranked, request.objective);
 
     if (format == Format::Json) {
         nlohmann::ordered_json j;
@@ -216,7 +250,8 @@ std::string tune_space(const std::shared_ptr<const ast::Program>& tree, const st
             row["why"] = why;
             j["dropped"].push_back(row);
         }
-        return json_text(j);
+        result.text = json_text(j);
+        return result;
     }
     Table t;
     t.header = {"rank"};
@@ -245,7 +280,8 @@ std::string tune_space(const std::shared_ptr<const ast::Program>& tree, const st
         out += fmt::format("\n{} dropped:\n", plural(dropped.size(), "point"));
         for (const auto& [varied, why] : dropped) out += fmt::format("  {}: {}\n", settings_text(varied), why);
     }
-    return out;
+    result.text = std::move(out);
+    return result;
 }
 
 }  // namespace toysim::app

@@ -12,6 +12,7 @@
 #include "sim/front/ast.h"
 #include "sim/lower/program.h"
 #include "sim/print/format.h"
+#include "sim/print/plot.h"
 
 namespace toysim::app {
 
@@ -45,7 +46,11 @@ inline constexpr std::size_t kMaxTunePoints = 10'000;
 // (a parameter its asserts reject, tiles past the register file, a block past an SM) dropped,
 // each with its reason. Throws ToyError for a bad --vary or objective, or more than
 // kMaxTunePoints points.
-std::string tune_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request, Format format,
-                       const Spelling& spelling);
+struct TunedSpace {
+    std::string text;  // as `format` prints it
+    Plot plot;         // the objective against the first --vary parameter, a curve per value of the others
+};
+TunedSpace tune_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request, Format format,
+                      const Spelling& spelling);
 
 }  // namespace toysim::app

@@ -237,6 +237,7 @@ Commands define_commands(CLI::App& app, Args& a) {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
     c.tune->add_option("--dtype", a.tune.dtype, "the element size the L2 sees: fp32 (the default), fp16 or bf16")->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
     c.tune->add_option("--top", a.tune.top, "points printed, best first (default 10)")->check(CLI::Range(1, 10000));
+    c.tune->add_option("--plot", a.tune.plot, "with --vary: draw the objective against the first --vary parameter, a curve per value of the others, into FILE (.svg, .png or .html)");
     c.tune->add_flag("--schedule", a.tune.schedule,
                      "search the orders of the program's loads, products and stores and their registers for the fewest cycles, and prove "
                      "none is shorter");

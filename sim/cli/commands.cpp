@@ -8,7 +8,9 @@
 #include "sim/app/tune.h"
 #include "sim/app/requests.h"
 #include "sim/cli/common.h"
+#include "sim/cli/output.h"
 #include "sim/print/report.h"
+#include "sim/print/sweep_plot.h"
 #include "support/text.h"
 
 namespace toysim::cli {
@@ -64,11 +66,15 @@ int cost_command(const CostArgs& o, Context& ctx) {
 int tune_command(const TuneArgs& o, Context& ctx) {
     if (!o.schedule) {
         app::SpaceTuneRequest request{o.vary, o.sets, o.objective, o.machine, o.heads, gpu::dtype_bytes(*gpu::parse_dtype(o.dtype)), o.top};
+        const auto plot = plot_target(o.plot);  // before any point is walked
         const Parsed parsed = parse_program(o.file, ctx);
-        ctx.out << app::tune_space(parsed.tree, o.file, request, parse_format(o.format), app::Spelling::cli());
+        const app::TunedSpace tuned = app::tune_space(parsed.tree, o.file, request, parse_format(o.format), app::Spelling::cli());
+        ctx.out << tuned.text;
+        if (plot) write_file(o.plot, render_plot(tuned.plot, *plot, o.plot), "--plot");
         return kOk;
     }
     if (!o.vary.empty()) throw ToyError("tune: --vary searches a space of parameters, --schedule a program's instructions: give one");
+    if (!o.plot.empty()) throw ToyError("tune: --plot draws a space (--vary); --schedule has none");
     Program program = load_program(o.file, settings_from(o.sets), ctx);
     app::ScheduleTuneRequest request;
     request.registers = o.registers;

@@ -66,6 +66,7 @@ struct TuneArgs : ProgramArgs, FormatArgs {
     std::int64_t heads = 1;
     std::string dtype = "fp32";
     int top = 10;
+    std::string plot;  // --vary: the objective against the first parameter, to this file
 };
 
 struct CostArgs : ProgramArgs, FormatArgs, CacheArgs {

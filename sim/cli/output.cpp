@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <unistd.h>
 
+#include "sim/print/sweep_plot.h"
 #include "support/diag.h"
 #include "support/text.h"
 
@@ -73,6 +75,21 @@ void write_file(const std::string& path, std::string_view text, std::string_view
         int reason = errno;
         throw ToyError(fmt::format("{} {}: cannot write the file{}", option, quoted_name(path), reason ? std::string(": ") + std::strerror(reason) : ""));
     }
+}
+
+// --plot's format, and that its file can be written, checked before any run starts.
+std::optional<PlotFormat> plot_target(const std::string& path) {
+    if (path.empty()) return std::nullopt;
+    PlotFormat format = plot_format(path);
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path p(path);
+    const std::string dir = p.parent_path().empty() ? std::string(".") : p.parent_path().string();
+    int reason = 0;
+    if (fs::is_directory(p, ec)) reason = EISDIR;
+    else if (access(fs::exists(p, ec) ? path.c_str() : dir.c_str(), W_OK) != 0) reason = errno;
+    if (reason) throw ToyError(fmt::format("--plot {}: cannot write the file: {}", quoted_name(path), std::strerror(reason)));
+    return format;
 }
 
 }  // namespace toysim::cli

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <streambuf>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "sim/print/sweep_plot.h"
 
 namespace toysim::cli {
 
@@ -36,5 +39,9 @@ int write_error(std::streambuf* buffer);
 // Writes `text` to the file `path` (a page, a plot), or throws ToyError naming the option it
 // came from ("-o 'x.html': cannot write the file: No such file or directory").
 void write_file(const std::string& path, std::string_view text, std::string_view option);
+
+// --plot's format, from the file's extension, and that the file can be written, checked before
+// any run starts (ToyError otherwise); nothing for an empty path.
+std::optional<PlotFormat> plot_target(const std::string& path);
 
 }  // namespace toysim::cli

@@ -65,21 +65,6 @@ Runs run_all(const std::vector<std::string>& labels, const std::vector<const Pro
 // A prediction with something to say: some launch has a grid (a serial launch has no time).
 bool timed(const ProgramTime& t) { return std::find(t.has_grid.begin(), t.has_grid.end(), true) != t.has_grid.end(); }
 
-// --plot's format, and that its file can be written, checked before any run starts.
-std::optional<PlotFormat> plot_target(const std::string& path) {
-    if (path.empty()) return std::nullopt;
-    PlotFormat format = plot_format(path);
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const fs::path p(path);
-    const std::string dir = p.parent_path().empty() ? std::string(".") : p.parent_path().string();
-    int reason = 0;
-    if (fs::is_directory(p, ec)) reason = EISDIR;
-    else if (access(fs::exists(p, ec) ? path.c_str() : dir.c_str(), W_OK) != 0) reason = errno;
-    if (reason) throw ToyError(fmt::format("--plot {}: cannot write the file: {}", quoted_name(path), std::strerror(reason)));
-    return format;
-}
-
 void write_plot(const SideBySideArgs& o, PlotFormat format, const std::vector<SweepPoint>& points, const std::string& machine = "") {
     const PlotMeasure measure = o.plot_y == "cycles" ? PlotMeasure::Cycles : o.plot_y == "time" ? PlotMeasure::Time : PlotMeasure::Traffic;
     write_file(o.plot, render_plot(sweep_plot(points, measure, machine), format, o.plot), "--plot");

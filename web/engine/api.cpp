@@ -196,7 +196,8 @@ int tune_request(const Json& request, Reply& reply, Where& where) {
         if (std::uint64_t top = count_field(request, "top")) space.top = static_cast<int>(std::min<std::uint64_t>(top, 10000));
         where = source_of(request);
         reply.out += app::tune_space(std::make_shared<const ast::Program>(parse(where)), text_field(request, "path", "<playground>"), space,
-                                     format_of(request), app::Spelling::cli());
+                                     format_of(request), app::Spelling::cli())
+                         .text;
         return kOk;
     }
     Program program = load(request, where);
