@@ -410,3 +410,24 @@ TEST_CASE("time: the issue bound, four warp instructions a clock", "[time]") {
     CHECK(t.each[static_cast<size_t>(TimeBound::Alu)] == Approx(128'000 / 125.05 / 1.978e9).epsilon(1e-9));
     CHECK(t.bound == TimeBound::Alu);
 }
+
+TEST_CASE("time: a CUDA-core product's idle lanes issue too where a warp's rows make fewer than 32 patches", "[time]") {
+    // fa2_forward's schedule splits a tile's rows over 8 warps, a lane a 4×4 patch (the course's
+    // kernels). At Br = Bc = 16 a warp has 2 rows: S = Q·Kᵀ is 1 × 4 patches a warp, 4 of 32
+    // lanes (its multiply-adds issue 8 times over), P̃·V 1 × 16 (twice over); at 64, 8 rows and
+    // 2 × 16 patches fill every lane.
+    auto factors = [](std::int64_t tile) {
+        const Program p = on_machine_cache(
+            build_file("programs/attention/schedules/fa2_forward.toy", {{"n", 256}, {"d", 64}, {"Br", tile}, {"Bc", tile}}), h100());
+        const ProgramTime t = predict_program(p, h100(), 1);
+        std::vector<double> out;
+        for (const InstructionWork& i : t.counted.launch_work.at(0).by_pc)
+            if (i.executions > 0 && kOpShape[static_cast<size_t>(i.op)] == OpShape::Product)
+                out.push_back(i.lane_work / static_cast<double>(i.work));
+        return out;
+    };
+    CHECK(factors(16) == std::vector<double>{8, 2});
+    CHECK(factors(64) == std::vector<double>{1, 1});
+    // And the launch takes longer for it: 4.44 against 3.01 ms at n = 4096, 16 heads, Br = Bc = 32,
+    // where the H100 measured 8.65 (toysim tune's check, docs/gpu.md).
+}

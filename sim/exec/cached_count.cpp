@@ -133,6 +133,7 @@ private:
     std::vector<LoopPlan> plans_;  // per loop; none in an element walk
     std::size_t launch_ = 0;  // with cold_launches: which launch the walk is in
     LaunchWork launch_work_;  // the launch the walk is in
+    double lane_factor_ = 1;  // the last product's: its lanes' issue ÷ its multiply-adds (lane_work)
     std::vector<bool> sums_;  // per tile: a product's destination (fp32 sums on a GPU)
     std::uint64_t instructions_ = 0;
     std::uint64_t steps_ = 0;            // instructions, loop steps and runs walked: with lookups, against max_work
@@ -297,6 +298,7 @@ private:
             ++instructions_;
             const std::uint64_t shared_before = launch_work_.shared_elements, product_before = launch_work_.product_shared_elements,
                                 sums_before = launch_work_.shared_sum_elements, async_before = launch_work_.async_loads;
+            lane_factor_ = 1;
             const std::uint64_t units = execute(w, in);
             const auto op = static_cast<size_t>(p_.op_at(w.pc));
             w.clock += units * static_cast<std::uint64_t>(p_.cycles[op]);
@@ -314,6 +316,10 @@ private:
             each.shared_elements += launch_work_.shared_elements - shared_before;
             each.product_shared_elements += launch_work_.product_shared_elements - product_before;
             each.shared_sum_elements += launch_work_.shared_sum_elements - sums_before;
+            if (kOpShape[op] == OpShape::Product) {
+                each.lane_work += static_cast<double>(units) * lane_factor_;
+                launch_work_.product_lane_work += static_cast<double>(units) * lane_factor_;
+            }
             ++w.pc;
             return Moved::Instruction;
         }
@@ -607,6 +613,12 @@ private:
             launch_work_.product_shared_elements += launch_work_.shared_elements - before;
             if (t.op == Op::MAC) shared(2, units(rows, cols));
             shared(last, units(rows, cols));
+            // On the CUDA cores a lane takes a 4×4 patch of its warp's rows (the course's
+            // kernels, attention_forward.cu): with fewer than 32 patches a warp, the rest of its
+            // lanes idle while it issues (8 rows of 8 warps' 64 fill all 32; 2 rows, 16 columns, 4).
+            const std::int64_t warp_rows = (rows + p_.warps - 1) / std::max<std::int64_t>(p_.warps, 1);
+            const std::int64_t patches = std::max<std::int64_t>(1, ((warp_rows + 3) / 4) * ((cols + 3) / 4));
+            lane_factor_ = 32.0 * static_cast<double>((patches + 31) / 32) / static_cast<double>(patches);
             return units(rows, cols, inner);
         }
         std::int64_t rows = 1, cols = 1;

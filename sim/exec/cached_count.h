@@ -82,6 +82,9 @@ struct CachedCountOptions {
 // it after a barrier). Scalar instructions counted in runs are in LaunchWork's totals only.
 struct InstructionWork {
     std::uint64_t executions = 0, work = 0, shared_elements = 0, product_shared_elements = 0, shared_sum_elements = 0;
+    // A product's multiply-adds as the lanes issue them: × 32/P where a warp's rows and the
+    // columns make P < 32 patches of 4×4 (lanes without one idle; on the CUDA cores).
+    double lane_work = 0;
     int op = 0;                  // its Op
     bool async = false;          // a LOAD into a tile with stages
     bool writes_shared = false;  // its destination is a tile in shared memory
@@ -100,6 +103,7 @@ struct LaunchWork {
     // product's right operand once for each of the worker's warps (`warps`).
     std::uint64_t shared_elements = 0;
     std::uint64_t product_shared_elements = 0;  // of those, what products read (wgmma reads it without the load path)
+    double product_lane_work = 0;               // products' multiply-adds as their lanes issue them (InstructionWork::lane_work)
     std::uint64_t shared_sum_elements = 0;      // of those, in tiles that hold a product's fp32 sums (tiles_holding_sums)
     // LOADs into tiles with stages (asynchronous copies), and their elements.
     std::uint64_t async_loads = 0, async_elements = 0;

@@ -69,8 +69,9 @@ double product_shared_elements(double macs, double product_shared, const LaunchS
 // (kElementsPerLoad a load); an mma.sync 2048 multiply-adds and an
 // ldmatrix a lane's 8 elements; a wgmma a warpgroup's 64×256×16 over its 4 warps; a global
 // load or store 16 bytes a lane. `product_shared`: the tile-level shared-memory elements a
-// product reads (its other shared elements are the caller's, 1/32 each).
-double warp_instructions_of(GpuUnit unit, double work, double product_shared, const LaunchShape& shape) {
+// product reads (its other shared elements are the caller's, 1/32 each); `lane_work`: a
+// CUDA-core product's multiply-adds as its lanes issue them (InstructionWork::lane_work).
+double warp_instructions_of(GpuUnit unit, double work, double product_shared, const LaunchShape& shape, double lane_work = -1) {
     switch (unit) {
         case GpuUnit::Memory: return work * shape.tile_element_bytes / 512;
         case GpuUnit::Special:
@@ -79,8 +80,12 @@ double warp_instructions_of(GpuUnit unit, double work, double product_shared, co
     }
     const double operands = product_shared_elements(work, product_shared, shape);
     switch (shape.products) {
-        case ProductUnit::CudaCores:
-            return (work + operands / kElementsPerLoad) / 32;
+        case ProductUnit::CudaCores: {
+            // A warp whose rows leave lanes without a patch issues for them too (lane_work);
+            // generated code's loops are measured as a whole (GeneratedMacRate).
+            const double idle = lane_work > work && work > 0 && !shape.generated ? lane_work / work : 1.0;
+            return (work + operands / kElementsPerLoad) * idle / 32;
+        }
         case ProductUnit::MmaF16:
         case ProductUnit::MmaTf32: return work / 2048 + operands / 256;
         case ProductUnit::WgmmaF16: return work / (64.0 * 256 * 16 / 4);
@@ -137,14 +142,15 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
     };
     Split sync, compute, copies;
     std::array<Split, kChainPartCount> split{};
-    auto phase = [&](int op, double executions, double units, double shared, double product_shared, double sums, bool async, bool writes_shared) {
+    auto phase = [&](int op, double executions, double units, double shared, double product_shared, double sums, bool async, bool writes_shared,
+                     double lanes) {
         if (executions <= 0) return;
-        const double w = units / executions, sh = shared / executions, psh = product_shared / executions;
+        const double w = units / executions, sh = shared / executions, psh = product_shared / executions, lw = lanes / executions;
         const GpuUnit unit = kOpGpuUnit[op];
         // The work of `together` blocks in step, on the units their warps reach: its warp
         // instructions, with a load or store for each element it reads or writes in shared
         // memory beyond a product's operands (as the issue bound counts them).
-        double busy = together * (warp_instructions_of(unit, w, psh, shape) + (sh - psh) / 32) / (kIssuePerClock * clock * reach);
+        double busy = together * (warp_instructions_of(unit, w, psh, shape, lw) + (sh - psh) / 32) / (kIssuePerClock * clock * reach);
         const double shared_bytes = shared_bytes_of(unit == GpuUnit::Matrix ? w : 0, sh, psh, sums / executions, shape);
         busy = std::max(busy, together * shared_bytes / (m[MachineParam::SharedBytesPerClock] * clock));
         double latency = 0;
@@ -204,12 +210,12 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
             i.in_grid || work.grids == 0 ? 1.0 : blocks / static_cast<double>(work.grids) / static_cast<double>(std::max<std::int64_t>(work.heads, 1));
         phase(op, copies_of * static_cast<double>(i.executions), copies_of * static_cast<double>(i.work),
               copies_of * static_cast<double>(i.shared_elements), copies_of * static_cast<double>(i.product_shared_elements),
-              copies_of * static_cast<double>(i.shared_sum_elements), i.async, i.writes_shared);
+              copies_of * static_cast<double>(i.shared_sum_elements), i.async, i.writes_shared, copies_of * i.lane_work);
     }
     // The scalar instructions counted in runs: one instruction, one unit each.
     for (int op = 0; op < kOpCount; ++op) {
         const double rest = static_cast<double>(work.instructions[static_cast<size_t>(op)] - executions[static_cast<size_t>(op)]);
-        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false);
+        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false, rest);
     }
     // The busiest SM runs ⌈B/S⌉ average blocks, `together` at a time: its units are busy for
     // ⌈B/S⌉/R rounds' work, and it waits ⌈⌈B/S⌉/R⌉ rounds' latencies (a last, partial round
@@ -284,10 +290,14 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     set(TimeBound::Alu, share * alu_seconds);
     set(TimeBound::Shared, share * shared_seconds);
 
-    // Warp instructions, at the SM's issue rate.
+    // Warp instructions, at the SM's issue rate; a CUDA-core product's idle lanes issue too.
+    double lane_extra = work.product_lane_work;
+    for (const InstructionWork& i : work.by_pc)
+        if (i.executions > 0 && kOpShape[static_cast<size_t>(i.op)] == OpShape::Product) lane_extra -= static_cast<double>(i.work);
     double warp_instructions = static_cast<double>(work.shared_elements - work.product_shared_elements) / 32;
     for (GpuUnit u : {GpuUnit::Memory, GpuUnit::Matrix, GpuUnit::Special, GpuUnit::Alu})
-        warp_instructions += warp_instructions_of(u, at(u), u == GpuUnit::Matrix ? static_cast<double>(work.product_shared_elements) : 0, shape);
+        warp_instructions += warp_instructions_of(u, at(u), u == GpuUnit::Matrix ? static_cast<double>(work.product_shared_elements) : 0, shape,
+                                                  u == GpuUnit::Matrix ? at(u) + lane_extra : -1);
     set(TimeBound::Issue, share * warp_instructions / (kIssuePerClock * clock));
 
     // The L2 sees every sector the program's LOADs and STOREs touch; DRAM what the cache model

@@ -12,7 +12,9 @@
 //                          SM runs ⌈B/S⌉ of them: (⌈B/S⌉ · work/B) / (rate per SM per clock · clock).
 //   issue                  the busiest SM's warp instructions at 4 a clock (an H100 SM's four
 //                          schedulers issue one each a clock; the FMA probe's 250.1 FLOP/clk/SM
-//                          is 3.9 warp FFMAs a clock): warp_instructions_of in predict.cpp.
+//                          is 3.9 warp FFMAs a clock): warp_instructions_of in predict.cpp. A
+//                          CUDA-core product whose warp's rows make fewer than 32 patches of
+//                          4×4 issues for its idle lanes too (InstructionWork::lane_work).
 //   l2, dram               all bytes at the whole GPU's bandwidth after a start-up: DRAM's the
 //                          probe's short reads measured (their time less the empty kernel's and
 //                          their bytes'), the L2's its pointer chase's latency.
