@@ -195,7 +195,7 @@ std::string tune_schedule_json(const LoadedProgram& lp, int registers) {
 std::string tune_space_json(const LoadedProgram& lp, const std::vector<std::string>& vary, const std::string& objective, const std::string& machine,
                             std::int64_t heads, const std::string& dtype, int top) {
     return reported(&lp.source, [&] {
-        app::SpaceTuneRequest request{vary, lp.sets, objective, machine, heads, dtype == "fp32" ? 4 : 2, top};
+        app::SpaceTuneRequest request{vary, lp.sets, objective, machine, heads, dtype, top};
         return app::tune_space(lp.tree, lp.source->path, request, Format::Json, kSpelling).text;
     });
 }

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/analysis/schedule_search.h"
+#include "sim/app/tune.h"
+#include "sim/front/parser.h"
 #include "support.h"
 
 using namespace toysim;
@@ -154,6 +156,13 @@ TEST_CASE("tune refuses a space it cannot rank, by name", "[tune][errors]") {
     r = run_cli({"tune", "programs/attention/fa2.toy", "--vary", "n=" + many, "--vary", "d=" + many});
     CHECK(r.code == 2);
     CHECK(r.err.find("error: tune: 10201 points; at most 10000 are ranked") != std::string::npos);
+    // The command layer, not each front end, knows the element sizes (the browser's engine and
+    // Python pass the name through).
+    app::SpaceTuneRequest bad;
+    bad.vary = {"Br=8,16"};
+    bad.dtype = "fp64";
+    auto tree = std::make_shared<const ast::Program>(parse(SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/fa2.toy")));
+    CHECK_THROWS_WITH(app::tune_space(tree, "fa2.toy", bad, Format::Table, app::Spelling::cli()), "tune: dtype 'fp64': fp32, fp16 or bf16");
 }
 
 TEST_CASE("tune --vary --plot: the objective against the first parameter, a curve per value of the others", "[tune][plot]") {

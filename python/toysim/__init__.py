@@ -173,8 +173,6 @@ class Program:
         ``"dram"`` or ``"cycles"``); ``["ranked"]`` is a list of rows (a DataFrame's), best
         first, and ``["dropped"]`` the points refused, each with ``"why"``.
         """
-        if dtype not in ("fp32", "fp16", "bf16"):
-            raise ValueError(f"dtype={dtype!r}: fp32, fp16 or bf16")
         vary = [f"{name}={','.join(str(v) for v in values)}" for name, values in lists.items()]
         return _json.loads(self._p.tune(vary, objective, machine, heads, dtype, top))
 

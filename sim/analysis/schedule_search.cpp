@@ -93,8 +93,7 @@ ScheduleProblem schedule_problem(const Program& program) {
     for (const auto& o : problem.outputs)
         if (std::find(loaded.begin(), loaded.end(), o.address) != loaded.end())
             throw ToyError(fmt::format("tune --schedule searches programs whose loads do not read what they store: {} is both",
-                                       program.element_ref(program.array_of_address(o.address),
-                                                           o.address - program.arrays[static_cast<size_t>(program.array_of_address(o.address))].base)));
+                                       program.element_ref_at(o.address)));
     if (problem.outputs.size() > kMaxOutputs) throw ToyError(fmt::format("tune --schedule searches at most {} outputs", kMaxOutputs));
     // The elements the products use, renumbered in first-use order.
     std::vector<int> renumber(loaded.size(), -1);

@@ -42,16 +42,11 @@ std::string declarations(const Program& program) {
     return out;
 }
 
-std::string element(const Program& program, std::int64_t address) {
-    const int array = program.array_of_address(address);
-    return program.element_ref(array, address - program.arrays[static_cast<size_t>(array)].base);
-}
-
 // A step as source text (the program then compiled and traced renders it the one way, disasm).
 std::string source_line(const Program& program, const ScheduleStep& s) {
     switch (s.op) {
-        case Op::LOAD: return fmt::format("LOAD {}, R{}", element(program, s.address), s.regs[0]);
-        case Op::STORE: return fmt::format("STORE R{}, {}", s.regs[0], element(program, s.address));
+        case Op::LOAD: return fmt::format("LOAD {}, R{}", program.element_ref_at(s.address), s.regs[0]);
+        case Op::STORE: return fmt::format("STORE R{}, {}", s.regs[0], program.element_ref_at(s.address));
         case Op::MAC_Z: return fmt::format("MAC_Z R{}, R{}, R{}", s.regs[0], s.regs[1], s.regs[2]);
         default: return fmt::format("MAC R{}, R{}, R{}, R{}", s.regs[0], s.regs[1], s.regs[2], s.regs[3]);
     }
@@ -190,6 +185,9 @@ TunedSpace tune_space(const std::shared_ptr<const ast::Program>& tree, const std
         throw ToyError(fmt::format("tune: objective '{}': time, dram or cycles", request.objective));
     if (request.vary.empty()) throw ToyError("tune: give --vary NAME=V1,V2,... (the space), or --schedule");
     const MachineSpec& machine = named_machine(request.machine, spelling);
+    if (request.dtype != "fp32" && request.dtype != "fp16" && request.dtype != "bf16")
+        throw ToyError(fmt::format("tune: dtype '{}': fp32, fp16 or bf16", request.dtype));
+    const int element_bytes = request.dtype == "fp32" ? 4 : 2;
     // The space: every combination of the --vary lists; --set's values at every point.
     std::vector<ParamSettings> space = sweep_settings(request.vary);
     if (space.size() > kMaxTunePoints)
@@ -203,7 +201,7 @@ TunedSpace tune_space(const std::shared_ptr<const ast::Program>& tree, const std
         settings.insert(settings.end(), varied.begin(), varied.end());
         try {
             Program program = on_machine_cache(compile(tree, settings), machine);
-            program.cache->element_bytes = request.element_bytes;
+            program.cache->element_bytes = element_bytes;
             const ProgramTime time = predict_program(program, machine, request.heads);
             TunePoint p{varied, time.seconds, 0, 0, time.counted.cycles, ""};
             double slowest = -1;

@@ -36,7 +36,7 @@ struct SpaceTuneRequest {
     std::string objective = "time";  // time (the machine's prediction), dram (bytes, its L2 walked), cycles (the toy machine's)
     std::string machine = "h100";
     std::int64_t heads = 1;          // copies of the problem sharing the L2, as a GPU's grid runs them
-    int element_bytes = 4;           // what the L2 sees an element take (--dtype)
+    std::string dtype = "fp32";      // what the L2 sees an element take: fp32 (4 bytes), fp16 or bf16 (2)
     int top = 10;                    // points printed, best first
 };
 inline constexpr std::size_t kMaxTunePoints = 10'000;

@@ -1,7 +1,6 @@
 // toysim run, trace and cost: one program each.
 #include <fmt/format.h>
 
-#include "gpu/kernels/kernels.h"
 #include "isa/machine.h"
 #include "sim/analysis/cost.h"
 #include "sim/app/cost.h"
@@ -65,7 +64,7 @@ int cost_command(const CostArgs& o, Context& ctx) {
 
 int tune_command(const TuneArgs& o, Context& ctx) {
     if (!o.schedule) {
-        app::SpaceTuneRequest request{o.vary, o.sets, o.objective, o.machine, o.heads, gpu::dtype_bytes(*gpu::parse_dtype(o.dtype)), o.top};
+        app::SpaceTuneRequest request{o.vary, o.sets, o.objective, o.machine, o.heads, o.dtype, o.top};
         const auto plot = plot_target(o.plot);  // before any point is walked
         const Parsed parsed = parse_program(o.file, ctx);
         const app::TunedSpace tuned = app::tune_space(parsed.tree, o.file, request, parse_format(o.format), app::Spelling::cli());

@@ -318,7 +318,7 @@ private:
             each.shared_sum_elements += launch_work_.shared_sum_elements - sums_before;
             if (kOpShape[op] == OpShape::Product) {
                 each.lane_work += static_cast<double>(units) * lane_factor_;
-                launch_work_.product_lane_work += static_cast<double>(units) * lane_factor_;
+                launch_work_.idle_lane_work += static_cast<double>(units) * (lane_factor_ - 1);
             }
             ++w.pc;
             return Moved::Instruction;

@@ -103,7 +103,7 @@ struct LaunchWork {
     // product's right operand once for each of the worker's warps (`warps`).
     std::uint64_t shared_elements = 0;
     std::uint64_t product_shared_elements = 0;  // of those, what products read (wgmma reads it without the load path)
-    double product_lane_work = 0;               // products' multiply-adds as their lanes issue them (InstructionWork::lane_work)
+    double idle_lane_work = 0;                  // what products' idle lanes issue, in multiply-adds: Σ (lane_work − work)
     std::uint64_t shared_sum_elements = 0;      // of those, in tiles that hold a product's fp32 sums (tiles_holding_sums)
     // LOADs into tiles with stages (asynchronous copies), and their elements.
     std::uint64_t async_loads = 0, async_elements = 0;

@@ -208,8 +208,7 @@ void fail_race(const Program& p, const ParallelState& s, std::int32_t pc, std::i
     std::uint64_t ordinal = other - s.first_iteration;
     std::string other_text = grid.empty() || !grid_iteration(grid, 0, other_vars.data(), ordinal) ? "another iteration"
                                                                                                    : "iteration " + iteration_text(grid, other_vars.data());
-    const int array = p.array_of_address(at);
-    const std::string element = p.element_ref(array, at - p.arrays[static_cast<size_t>(array)].base);
+    const std::string element = p.element_ref_at(at);
     const LoopInfo& outer = grid.empty() ? p.loops.front() : *grid.front();
     const ast::Instruction* then_in = p.origin[static_cast<size_t>(other_pc)];
     auto verb = [](AccessKind a, bool present) {

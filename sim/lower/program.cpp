@@ -90,6 +90,11 @@ std::string Program::element_ref(int array, std::int64_t offset) const {
     return out;
 }
 
+std::string Program::element_ref_at(std::int64_t address) const {
+    const int array = array_of_address(address);
+    return element_ref(array, address - arrays[static_cast<size_t>(array)].base);
+}
+
 int Program::array_of_address(std::int64_t address) const {
     for (size_t i = 0; i < arrays.size(); ++i)
         if (address >= arrays[i].base && address < arrays[i].base + arrays[i].size) return static_cast<int>(i);

@@ -326,6 +326,8 @@ struct Program {
     std::string element_symbol(int array, std::int64_t offset) const;
     // "a[0][1]": how instructions and errors name an element.
     std::string element_ref(int array, std::int64_t offset) const;
+    // The same for a flat DRAM address inside some array.
+    std::string element_ref_at(std::int64_t address) const;
     std::vector<std::int64_t> element_index(int array, std::int64_t offset) const;
     int array_of_address(std::int64_t address) const;
 };

@@ -291,13 +291,10 @@ LaunchTime predict_launch(const MachineSpec& m, const LaunchWork& work, const Ca
     set(TimeBound::Shared, share * shared_seconds);
 
     // Warp instructions, at the SM's issue rate; a CUDA-core product's idle lanes issue too.
-    double lane_extra = work.product_lane_work;
-    for (const InstructionWork& i : work.by_pc)
-        if (i.executions > 0 && kOpShape[static_cast<size_t>(i.op)] == OpShape::Product) lane_extra -= static_cast<double>(i.work);
     double warp_instructions = static_cast<double>(work.shared_elements - work.product_shared_elements) / 32;
     for (GpuUnit u : {GpuUnit::Memory, GpuUnit::Matrix, GpuUnit::Special, GpuUnit::Alu})
         warp_instructions += warp_instructions_of(u, at(u), u == GpuUnit::Matrix ? static_cast<double>(work.product_shared_elements) : 0, shape,
-                                                  u == GpuUnit::Matrix ? at(u) + lane_extra : -1);
+                                                  u == GpuUnit::Matrix ? at(u) + work.idle_lane_work : -1);
     set(TimeBound::Issue, share * warp_instructions / (kIssuePerClock * clock));
 
     // The L2 sees every sector the program's LOADs and STOREs touch; DRAM what the cache model

@@ -192,7 +192,7 @@ int tune_request(const Json& request, Reply& reply, Where& where) {
         space.objective = text_field(request, "objective", "time");
         space.machine = text_field(request, "machine", "h100");
         space.heads = static_cast<std::int64_t>(std::clamp<std::uint64_t>(count_field(request, "heads"), 1, 65535));
-        space.element_bytes = text_field(request, "dtype", "fp32") == "fp32" ? 4 : 2;
+        space.dtype = text_field(request, "dtype", "fp32");
         if (std::uint64_t top = count_field(request, "top")) space.top = static_cast<int>(std::min<std::uint64_t>(top, 10000));
         where = source_of(request);
         reply.out += app::tune_space(std::make_shared<const ast::Program>(parse(where)), text_field(request, "path", "<playground>"), space,
