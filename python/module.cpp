@@ -18,6 +18,7 @@
 #include "python/module.h"
 #include "sim/app/cost.h"
 #include "sim/app/tune.h"
+#include "sim/app/tune_gpu.h"
 #include "sim/app/view.h"
 #include "sim/analysis/cost.h"
 #include "sim/analysis/races.h"
@@ -193,10 +194,17 @@ std::string tune_schedule_json(const LoadedProgram& lp, int registers) {
 // tune --vary's JSON (the command layer's): `vary` as NAME=V1,V2,... lists, the program's own
 // settings at every point.
 std::string tune_space_json(const LoadedProgram& lp, const std::vector<std::string>& vary, const std::string& objective, const std::string& machine,
-                            std::int64_t heads, const std::string& dtype, int top) {
+                            std::int64_t heads, const std::string& dtype, int top, const std::string& kernel, bool gpu, int sample, int repeats) {
     return reported(&lp.source, [&] {
         app::SpaceTuneRequest request{vary, lp.sets, objective, machine, heads, dtype, top};
-        return app::tune_space(lp.tree, lp.source->path, request, Format::Json, kSpelling).text;
+        if (kernel.empty() && !gpu) return app::tune_space(lp.tree, lp.source->path, request, Format::Json, kSpelling).text;
+        if (repeats < 1 || repeats > 1000) throw ToyError(fmt::format("tune: repeats {}: 1 to 1000", repeats));
+        app::GpuTuneRequest on_gpu;
+        on_gpu.kernel = kernel;
+        on_gpu.run = gpu;
+        on_gpu.sample = sample < 0 ? -1 : sample;
+        on_gpu.repeats = repeats;
+        return app::tune_space_on_gpu(lp.tree, lp.source->path, request, on_gpu, Format::Json, kSpelling).text;
     });
 }
 
@@ -379,7 +387,8 @@ PYBIND11_MODULE(_toysim, m) {
         .def("trace", &trace_json, py::arg("values"), py::arg("max_steps"))
         .def("cost", &cost_json_text, py::arg("heads"), py::arg("workers"), py::arg("cold_launches"), py::arg("machine"))
         .def("tune_schedule", &tune_schedule_json, py::arg("registers"))
-        .def("tune", &tune_space_json, py::arg("vary"), py::arg("objective"), py::arg("machine"), py::arg("heads"), py::arg("dtype"), py::arg("top"))
+        .def("tune", &tune_space_json, py::arg("vary"), py::arg("objective"), py::arg("machine"), py::arg("heads"), py::arg("dtype"), py::arg("top"),
+             py::arg("kernel"), py::arg("gpu"), py::arg("sample"), py::arg("repeats"))
         .def("formula", &formula_value, py::arg("sets"), py::arg("which"), py::arg("array"))
         .def("sweep", &sweep, py::arg("settings"), py::arg("names"))
         .def("view", &view, py::arg("values"), py::arg("max_steps") = py::none());

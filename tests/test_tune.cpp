@@ -4,11 +4,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "sim/analysis/schedule_search.h"
+#include "gpu/kernels/kernels.h"
 #include "sim/app/tune.h"
+#include "sim/app/tune_gpu.h"
 #include "sim/front/parser.h"
 #include "support.h"
 
@@ -180,4 +183,62 @@ TEST_CASE("tune --vary --plot: the objective against the first parameter, a curv
     r = run_cli({"tune", "--schedule", "programs/p1_c00.toy", "--plot", file});
     CHECK(r.code == 2);
     CHECK(r.err.find("error: tune: --plot draws a space (--vary); --schedule has none") != std::string::npos);
+}
+
+TEST_CASE("tune --kernel: each point as its kernel runs it, the points the kernel refuses dropped with its reason", "[tune][gpu]") {
+    CliResult r = run_cli({"tune", "programs/attention/fa2.toy", "--set", "n=512", "--set", "d=64", "--vary", "Br=64,128", "--vary", "Bc=32,64,128",
+                           "--dtype", "fp16", "--heads", "4", "--kernel", "fa2_v3_mma", "--format", "json"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j.at("kernel") == "kernel fa2_v3_mma");
+    REQUIRE(j.at("ranked").size() == 2);  // Br = 128 with Bc = 32 or 64: the only tiles v3 has
+    for (const auto& row : j.at("ranked")) CHECK(row.at("params").at("Br") == 128);
+    REQUIRE(j.at("dropped").size() == 4);
+    CHECK(j.at("dropped")[0].at("params") == nlohmann::json{{"Br", 64}, {"Bc", 32}});
+    CHECK(j.at("dropped")[0].at("why") == "fa2_v3_mma takes Br = 128 (4 warps of 32 rows) and Bc = 32 or 64, not Br = 64, Bc = 32");
+    // Generated CUDA: each launch's own block and shared memory, as `toysim diff` predicts a
+    // generated run (the recorded fa2 run at n = 4096: 2.740 ms, 2 blocks an SM, as measured).
+    r = run_cli({"tune", "programs/attention/fa2.toy", "--set", "n=4096", "--set", "d=64", "--vary", "Br=64", "--vary", "Bc=64", "--dtype", "fp16",
+                 "--heads", "16", "--kernel", "generated", "--format", "json"});
+    REQUIRE(r.code == 0);
+    j = nlohmann::json::parse(r.out);
+    CHECK(j.at("kernel") == "CUDA generated from the program");
+    CHECK(j.at("ranked")[0].at("seconds").get<double>() == Approx(2.740e-3).epsilon(0.0005));
+    // fp32 on a kernel that runs in fp16 and bf16 only: every point dropped, each saying so.
+    r = run_cli({"tune", "programs/attention/fa2.toy", "--set", "n=512", "--set", "d=64", "--vary", "Br=128", "--vary", "Bc=32", "--kernel", "fa2_v3_mma"});
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("1 point dropped:\n  Br=128 Bc=32: kernel fa2_v3_mma runs on the tensor cores in fp16, bf16 only (--dtype)\n") != std::string::npos);
+    r = run_cli({"tune", "--schedule", "programs/p1_c00.toy", "--kernel", "generated"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("error: tune: --gpu and --kernel rank a space (--vary); --schedule searches the seeds' machine") != std::string::npos);
+}
+
+TEST_CASE("tune --gpu: the points that run, and how the model's order is scored", "[tune][gpu]") {
+    // The --top points, then --sample of the rest, the middle of equal slices of the ranking.
+    CHECK(app::ranks_to_run(16, 3, 5) == std::vector<std::size_t>{0, 1, 2, 4, 6, 9, 12, 14});
+    CHECK(app::ranks_to_run(16, 3, -1).size() == 16);
+    CHECK(app::ranks_to_run(16, 3, 13).size() == 16);
+    CHECK(app::ranks_to_run(2, 3, 5) == std::vector<std::size_t>{0, 1});
+    CHECK(app::ranks_to_run(10, 1, 0) == std::vector<std::size_t>{0});
+    // Spearman's rho: the fa2_forward tiles measured on the H100 (n = 4096, 16 heads, fp16), against
+    // the same order (1), reversed (-1), and one swap of five (0.9); ties share their ranks.
+    CHECK(app::spearman({1, 2, 3, 4}, {10, 20, 30, 40}) == Approx(1.0));
+    CHECK(app::spearman({1, 2, 3, 4}, {4, 3, 2, 1}) == Approx(-1.0));
+    CHECK(app::spearman({1, 2, 3, 4, 5}, {1, 2, 3, 5, 4}) == Approx(0.9));
+    CHECK(app::spearman({1, 1, 2}, {1, 2, 3}) == Approx(0.8660254));
+    CHECK(std::isnan(app::spearman({1, 2}, {1, 2})));
+    CHECK(std::isnan(app::spearman({1, 1, 1}, {1, 2, 3})));
+    // Without a GPU, --gpu says so once, before any point runs (with one, tests/gpu runs it).
+    try {
+        gpu::query_device();
+        SUCCEED("a GPU is present: gpu/tools/tune_grid.sh runs tune --gpu there");
+        return;
+    } catch (const gpu::GpuError&) {
+    }
+    CliResult r = run_cli({"tune", "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=512", "--set", "d=64", "--vary", "Br=128", "--vary",
+                           "Bc=32,64", "--dtype", "fp16", "--gpu"});
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("toysim: error: ") == 0);
 }

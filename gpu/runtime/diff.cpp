@@ -34,17 +34,22 @@ ProductUnit product_unit(const KernelSpec& kernel, const GpuRunResult& gpu) {
     return ProductUnit::CudaCores;
 }
 
-// The threads of a generated stage's first kernel (gpu/codegen/codegen.h).
-int generated_threads(const GeneratedProgram& g, std::size_t stage) {
-    std::function<int(const std::vector<GeneratedStep>&)> first = [&](const std::vector<GeneratedStep>& steps) {
+// A generated stage's first kernel (gpu/codegen/codegen.h), or null where it launches none.
+const GeneratedKernel* first_kernel(const GeneratedProgram& g, std::size_t stage) {
+    std::function<const GeneratedKernel*(const std::vector<GeneratedStep>&)> first = [&](const std::vector<GeneratedStep>& steps) -> const GeneratedKernel* {
         for (const GeneratedStep& s : steps) {
-            if (s.kernel >= 0) return g.kernels.at(static_cast<size_t>(s.kernel)).threads;
-            if (const int t = first(s.body); t > 0) return t;
+            if (s.kernel >= 0) return &g.kernels.at(static_cast<size_t>(s.kernel));
+            if (const GeneratedKernel* k = first(s.body)) return k;
         }
-        return 0;
+        return nullptr;
     };
-    const int threads = stage < g.stages.size() ? first(g.stages[stage].steps) : 0;
-    return threads > 0 ? threads : 128;
+    return stage < g.stages.size() ? first(g.stages[stage].steps) : nullptr;
+}
+
+// The threads of a generated stage's first kernel.
+int generated_threads(const GeneratedProgram& g, std::size_t stage) {
+    const GeneratedKernel* k = first_kernel(g, stage);
+    return k && k->threads > 0 ? k->threads : 128;
 }
 
 // The walk through the modeled L2, into out.prediction and the stages' and arrays' predicted
@@ -159,6 +164,26 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
 }
 
 }  // namespace
+
+ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuRunOptions& options, const KernelChoice& choice) {
+    Program on_machine = on_machine_cache(p, machine);
+    on_machine.cache->element_bytes = dtype_bytes(options.dtype);
+    if (!choice.generated) return predict_program(on_machine, machine, options.heads);
+    const GeneratedProgram& g = *choice.generated;
+    GeneratedLaunches launches;
+    launches.products = g.tensor_cores ? ProductUnit::MmaTf32 : ProductUnit::CudaCores;
+    const auto at = [&](MachineParam q) { return static_cast<std::int64_t>(machine[q]); };
+    for (std::size_t k = 0; k < std::max<std::size_t>(g.stages.size(), 1); ++k) {
+        const int threads = generated_threads(g, k);
+        const GeneratedKernel* kernel = first_kernel(g, k);
+        const std::int64_t shared = kernel ? kernel->shared_bytes : 0;
+        std::int64_t resident = std::min(at(MachineParam::BlocksPerSm), at(MachineParam::ThreadsPerSm) / threads);
+        if (shared > 0) resident = std::min(resident, at(MachineParam::SharedPerSm) / shared);
+        launches.threads.push_back(threads);
+        launches.resident.push_back(std::max<std::int64_t>(resident, 1));
+    }
+    return predict_program(on_machine, machine, options.heads, &launches);
+}
 
 std::string cache_preset_of(const std::string& device_name) {
     static const std::pair<const char*, const char*> models[] = {{"H100", "h100"}, {"A100", "a100"}};

@@ -82,6 +82,13 @@ struct GpuDiff {
 // Throws ToyError when the GPU result is not of this program's kernel and parameters.
 GpuDiff diff(const Program& program, const GpuRunResult& gpu, const PredictOptions& predict = {});
 
+// The model's time for `program` run as gpu_run would run it (`choice`, from choose_kernel), on
+// `machine`, without a device: a catalog kernel as the program's schedule says; CUDA generated
+// from the program with each launch's own block size and shared memory, its resident blocks an
+// SM as many as the SM's blocks, threads and shared memory allow (its registers are known only
+// once compiled: assumed not to limit it). Throws ToyError as predict_program does.
+ProgramTime predict_run(const Program& program, const MachineSpec& machine, const GpuRunOptions& options, const KernelChoice& choice);
+
 // The cache preset of a device, by its name ("h100" for an NVIDIA H100), or "" when none models it.
 std::string cache_preset_of(const std::string& device_name);
 

@@ -4,8 +4,13 @@
 #include "gpu/codegen/nvrtc.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <functional>
 #include <limits>
+#include <mutex>
+#include <thread>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -255,6 +260,38 @@ double GpuRunResult::gigabytes_per_second() const {
     return launch.total.ms.empty() ? 0.0 : counted_bytes / (launch.total.median() * 1e-3) / 1e9;
 }
 
+namespace {
+
+// fn(0), ..., fn(heads − 1) over the host's cores: the CPU reference of a head (its fills and
+// checks) reads its own inputs and writes its own slice, and is most of a run's host time
+// (a backward's O and L, 10^10 multiply-adds at n = 4096).
+void each_head(std::size_t heads, const std::function<void(std::size_t)>& fn) {
+    const std::size_t workers = std::min<std::size_t>(heads, std::max(1u, std::thread::hardware_concurrency()));
+    if (workers <= 1) {
+        for (std::size_t hd = 0; hd < heads; ++hd) fn(hd);
+        return;
+    }
+    std::atomic<std::size_t> next{0};
+    std::exception_ptr failed;
+    std::mutex failed_lock;
+    std::vector<std::thread> threads;
+    for (std::size_t w = 0; w < workers; ++w)
+        threads.emplace_back([&] {
+            for (std::size_t hd = next++; hd < heads; hd = next++) {
+                try {
+                    fn(hd);
+                } catch (...) {
+                    std::lock_guard<std::mutex> hold(failed_lock);
+                    if (!failed) failed = std::current_exception();
+                }
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    if (failed) std::rethrow_exception(failed);
+}
+
+}  // namespace
+
 bool runs_generated(const Program& p, std::string_view kernel) { return kernel == "generated" || (kernel.empty() && !p.tree->gpu_kernel); }
 
 void refuse_races(const Program& p, bool force) {
@@ -278,17 +315,12 @@ void refuse_races(const Program& p, bool force) {
     if (checked.fault && checked.fault->kind() == ErrorKind::Race) throw *checked.fault;
 }
 
-GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
-    refuse_races(p, options.force);
-    GpuRunResult result;
-    if (runs_generated(p, options.kernel)) result.generated = generate_cuda(p, options.dtype, options.tensor_cores);
-    const KernelSpec& kernel = result.generated ? result.generated->spec : program_kernel(p, options.kernel);
+KernelChoice choose_kernel(const Program& p, const GpuRunOptions& options) {
+    KernelChoice choice;
+    if (runs_generated(p, options.kernel)) choice.generated = generate_cuda(p, options.dtype, options.tensor_cores);
+    const KernelSpec& kernel = choice.generated ? choice.generated->spec : program_kernel(p, options.kernel);
     const Loc at = p.tree->gpu_kernel ? p.tree->gpu_kernel->loc : Loc{};
-    result.kernel = &kernel;
-    result.heads = options.heads;
-    result.dtype = options.dtype;
-    result.warmups = options.warmups;
-    result.measure = options.measure;
+    choice.kernel = &kernel;
     if (options.heads < 1 || options.heads > 65535)
         throw ToyError(ErrorKind::Input, Loc{}, fmt::format("--heads {} is out of range: 1 to 65535 (the grid's extra dimension)", options.heads));
     if (!kernel.runs_in(options.dtype))
@@ -297,10 +329,9 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
                            ? fmt::format("kernel {} runs in fp32 only; fp16 and bf16 are for the attention kernels", kernel.name)
                            : fmt::format("kernel {} runs on the tensor cores in {} only (--dtype)", kernel.name, kernel.dtypes_text()));
 
-    std::vector<std::int64_t> params;
-    if (result.generated)  // compile-time constants of the module: shown, not passed
+    if (choice.generated)  // compile-time constants of the module: shown, not passed
         for (const auto& param : p.tree->params)
-            if (!param.derived) result.params.emplace_back(param.name, param_value(p, param.name));
+            if (!param.derived) choice.params.emplace_back(param.name, param_value(p, param.name));
     for (const auto& param : kernel.params) {
         std::int64_t v = param_value(p, param.name);
         if (v < 1) throw ToyError(ErrorKind::Setting, Loc{}, fmt::format("kernel {} needs {} >= 1, not {}", kernel.name, param.name, v), std::string(param.name));
@@ -308,11 +339,27 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
             throw ToyError(ErrorKind::Setting, Loc{},
                            fmt::format("kernel {} takes {} up to {}, not {} ({})", kernel.name, param.name, param.max, v, param.why_max),
                            std::string(param.name));
-        params.push_back(v);
-        result.params.emplace_back(std::string(param.name), v);
+        choice.launch_params.push_back(v);
+        choice.params.emplace_back(std::string(param.name), v);
     }
     if (kernel.refuse)
-        if (std::string why = kernel.refuse(params); !why.empty()) throw ToyError(ErrorKind::Input, at, why);
+        if (std::string why = kernel.refuse(choice.launch_params); !why.empty()) throw ToyError(ErrorKind::Input, at, why);
+    return choice;
+}
+
+GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
+    refuse_races(p, options.force);
+    KernelChoice choice = choose_kernel(p, options);
+    GpuRunResult result;
+    result.generated = choice.generated;
+    const KernelSpec& kernel = *choice.kernel;
+    result.kernel = &kernel;
+    result.heads = options.heads;
+    result.dtype = options.dtype;
+    result.warmups = options.warmups;
+    result.measure = options.measure;
+    result.params = choice.params;
+    const std::vector<std::int64_t>& params = choice.launch_params;
 
     // ---- host arrays, kernel order ----
     const std::size_t heads = static_cast<std::size_t>(options.heads);
@@ -379,12 +426,12 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
                 throw ToyError(ErrorKind::Input, a.fill.loc,
                                fmt::format("filling {} = {}(...) for {} heads needs about {:.2g} multiply-adds on the CPU: lower --heads or n",
                                            a.name, a.fill.function, heads, work));
-            for (std::size_t hd = 0; hd < heads; ++hd) {
+            each_head(heads, [&](std::size_t hd) {
                 std::vector<Tensor> tensors;
                 for (int arg : args) tensors.push_back(head_tensor(static_cast<size_t>(arg), hd));
                 auto values = reference(a.fill.function, tensors).data;
                 std::copy(values.begin(), values.end(), h.values.begin() + static_cast<std::ptrdiff_t>(hd * size));
-            }
+            });
         } else {
             for (std::size_t hd = 0; hd < heads; ++hd) {
                 double* out = h.values.data() + hd * size;
@@ -481,7 +528,10 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
         out.rows_checked = rows_sampled ? static_cast<std::int64_t>(sample_rows.size()) : out.rows;
         const std::size_t target_size = static_cast<std::size_t>(info[target]->size);
         const std::size_t target_row = out.rows ? target_size / static_cast<std::size_t>(out.rows) : target_size;
-        for (std::size_t hd = 0; hd < static_cast<std::size_t>(out.heads_checked); ++hd) {
+        // Each head's reference on its own thread, then compared in order (the first mismatch
+        // reported is the first head's).
+        std::vector<std::vector<double>> expected_of(static_cast<std::size_t>(out.heads_checked));
+        each_head(expected_of.size(), [&](std::size_t hd) {
             std::vector<Tensor> args;
             for (size_t i = 0; i < plan.args.size(); ++i) {
                 const std::size_t a = static_cast<std::size_t>(plan.args[i]);
@@ -503,7 +553,10 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
             }
             // Each sampled row's index goes along: a causal row's mask needs it.
             const RowSample sample = rows_sampled ? RowSample{plan.row_args, sample_rows, out.rows} : RowSample{};
-            std::vector<double> expected = reference(c.function, args, sample).data;
+            expected_of[hd] = reference(c.function, args, sample).data;
+        });
+        for (std::size_t hd = 0; hd < expected_of.size(); ++hd) {
+            const std::vector<double>& expected = expected_of[hd];
             const double* got = rows_sampled ? host[target].values.data() + hd * sample_rows.size() * target_row
                                              : host[target].values.data() + hd * target_size;
             for (std::size_t i = 0; i < expected.size(); ++i) {

@@ -26,6 +26,8 @@ namespace toysim::gpu {
 // parameters (fa2.toy runs fa2_v2_mma, the tensor-core version of fa2_forward).
 const KernelSpec& program_kernel(const Program& program, std::string_view kernel = {});
 
+struct GeneratedProgram;
+
 struct GpuRunOptions {
     // empty: the program's own (or, without a `gpu` line, CUDA generated from the program);
     // "generated": CUDA generated from the program; else a version of the program's kernel
@@ -86,8 +88,6 @@ struct ArrayCheckResult {
     bool passed() const { return mismatches == 0; }
 };
 
-struct GeneratedProgram;
-
 struct GpuRunResult {
     const KernelSpec* kernel = nullptr;
     // The module generated from the program (--kernel generated, or a program without a `gpu`
@@ -122,6 +122,19 @@ bool runs_generated(const Program& program, std::string_view kernel);
 // that run throws it (ErrorKind::Race, at the access, naming both iterations). A check that
 // would take longer than a run may (refuse_long_runs) is refused unless `force`.
 void refuse_races(const Program& program, bool force = false);
+
+// The kernel gpu_run would launch for `program` and `options`, and its parameters, checked
+// without a device: the program's kernel (or a version of it), or CUDA generated from the
+// program; the dtype it runs in, --heads, each parameter's range and the combinations the
+// kernel refuses. Throws ToyError as gpu_run does, so that `toysim tune` drops a point the
+// kernel would refuse before anything runs.
+struct KernelChoice {
+    const KernelSpec* kernel = nullptr;
+    std::shared_ptr<const GeneratedProgram> generated;           // set where the program's CUDA is generated
+    std::vector<std::pair<std::string, std::int64_t>> params;   // as GpuRunResult::params
+    std::vector<std::int64_t> launch_params;                     // the kernel's, in its order
+};
+KernelChoice choose_kernel(const Program& program, const GpuRunOptions& options);
 
 // Compiles nothing: `program` is already bound to its parameters. Throws ToyError for what
 // the program or the settings get wrong (a race included: refuse_races), GpuError for what the

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
@@ -130,13 +131,6 @@ std::string tune_schedule(const Program& program, const std::string& path, const
 
 namespace {
 
-struct TunePoint {
-    ParamSettings varied;  // the --vary names' values
-    double seconds = 0, flops = 0, dram_bytes = 0;
-    std::uint64_t cycles = 0;
-    std::string bound;  // the slowest launch's
-};
-
 double objective_of(const TunePoint& p, const std::string& objective) {
     return objective == "dram" ? p.dram_bytes : objective == "cycles" ? static_cast<double>(p.cycles) : p.seconds;
 }
@@ -149,19 +143,20 @@ std::string settings_text(const ParamSettings& s) {
 
 // The objective against the first varied parameter, one curve per combination of the others
 // (one curve when only one varies); a point dropped is a gap.
-Plot space_plot(const std::string& path, const std::vector<ParamSettings>& space, const std::vector<TunePoint>& ranked, const std::string& objective) {
+Plot space_plot(const RankedSpace& r) {
+    const std::string& objective = r.request.objective;
     Plot plot;
-    const std::string& x_name = space.front().front().first;
-    plot.title = fmt::format("{}: {} by {}", path, objective == "time" ? "predicted time" : objective == "dram" ? "DRAM bytes" : "cycles", x_name);
+    const std::string& x_name = r.space.front().front().first;
+    plot.title = fmt::format("{}: {} by {}", r.path, objective == "time" ? "predicted time" : objective == "dram" ? "DRAM bytes" : "cycles", x_name);
     plot.x_label = x_name;
     plot.y_label = objective == "time" ? "predicted time (ms)" : objective == "dram" ? "DRAM (MB)" : "cycles (the toy machine)";
     std::map<std::string, std::map<std::int64_t, double>> curves;  // the other parameters -> x -> y
     std::set<std::int64_t> xs;
-    for (const ParamSettings& point : space) {
+    for (const ParamSettings& point : r.space) {
         xs.insert(point.front().second);
         curves[settings_text(ParamSettings(point.begin() + 1, point.end()))];
     }
-    for (const TunePoint& p : ranked) {
+    for (const TunePoint& p : r.ranked) {
         const double y = objective == "time" ? p.seconds * 1e3 : objective == "dram" ? p.dram_bytes / 1e6 : static_cast<double>(p.cycles);
         curves[settings_text(ParamSettings(p.varied.begin() + 1, p.varied.end()))][p.varied.front().second] = y;
     }
@@ -177,10 +172,72 @@ Plot space_plot(const std::string& path, const std::vector<ParamSettings>& space
     return plot;
 }
 
+std::vector<double> ranks_of(const std::vector<double>& v) {
+    std::vector<std::size_t> order(v.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+    std::vector<double> rank(v.size());
+    for (std::size_t i = 0; i < order.size();) {
+        std::size_t j = i;
+        while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+        for (std::size_t k = i; k <= j; ++k) rank[order[k]] = (static_cast<double>(i + j) / 2) + 1;
+        i = j + 1;
+    }
+    return rank;
+}
+
+// What the GPU runs say of the model: its pick (rank 1) measured against the best measured,
+// and how well the predicted order matches the measured one.
+struct GpuVerdict {
+    std::vector<const TunePoint*> measured;  // the points that ran, were timed and passed, in the model's order
+    const TunePoint* best = nullptr;         // the fastest measured
+    double pick_over_best = 0;               // the pick's measured time / the best's, less 1
+    double rho = std::numeric_limits<double>::quiet_NaN();
+    std::size_t failed = 0;                  // checks failed or traffic unequal
+};
+
+GpuVerdict gpu_verdict(const RankedSpace& r) {
+    GpuVerdict v;
+    std::vector<double> predicted, measured;
+    for (const TunePoint& p : r.ranked) {
+        if (!p.ran()) continue;
+        // A point whose outputs are wrong is no schedule: it is neither the best nor ranked.
+        if (!p.checks_passed || !p.traffic_equal) ++v.failed;
+        if (!p.measured_seconds || !p.checks_passed || !p.traffic_equal) continue;
+        v.measured.push_back(&p);
+        predicted.push_back(objective_of(p, r.request.objective));
+        measured.push_back(*p.measured_seconds);
+        if (!v.best || *p.measured_seconds < *v.best->measured_seconds) v.best = &p;
+    }
+    if (v.best && v.measured.front() == &r.ranked.front())
+        v.pick_over_best = *r.ranked.front().measured_seconds / *v.best->measured_seconds - 1;
+    v.rho = spearman(predicted, measured);
+    return v;
+}
+
 }  // namespace
 
-TunedSpace tune_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request, Format format,
-                      const Spelling& spelling) {
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() != b.size() || a.size() < 3) return std::numeric_limits<double>::quiet_NaN();
+    const std::vector<double> ra = ranks_of(a), rb = ranks_of(b);
+    const double n = static_cast<double>(a.size()), mean = (n + 1) / 2;
+    double cov = 0, va = 0, vb = 0;
+    for (std::size_t i = 0; i < ra.size(); ++i) {
+        cov += (ra[i] - mean) * (rb[i] - mean);
+        va += (ra[i] - mean) * (ra[i] - mean);
+        vb += (rb[i] - mean) * (rb[i] - mean);
+    }
+    return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : std::numeric_limits<double>::quiet_NaN();
+}
+
+ParamSettings point_settings(const RankedSpace& space, const TunePoint& point) {
+    ParamSettings settings = space.fixed;
+    settings.insert(settings.end(), point.varied.begin(), point.varied.end());
+    return settings;
+}
+
+RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request,
+                       const Spelling& spelling, const PointPredictor& predict) {
     if (request.objective != "time" && request.objective != "dram" && request.objective != "cycles")
         throw ToyError(fmt::format("tune: objective '{}': time, dram or cycles", request.objective));
     if (request.vary.empty()) throw ToyError("tune: give --vary NAME=V1,V2,... (the space), or --schedule");
@@ -188,49 +245,68 @@ TunedSpace tune_space(const std::shared_ptr<const ast::Program>& tree, const std
     if (request.dtype != "fp32" && request.dtype != "fp16" && request.dtype != "bf16")
         throw ToyError(fmt::format("tune: dtype '{}': fp32, fp16 or bf16", request.dtype));
     const int element_bytes = request.dtype == "fp32" ? 4 : 2;
+    RankedSpace r;
+    r.path = path;
+    r.machine = std::string(machine.name);
+    r.request = request;
     // The space: every combination of the --vary lists; --set's values at every point.
-    std::vector<ParamSettings> space = sweep_settings(request.vary);
-    if (space.size() > kMaxTunePoints)
-        throw ToyError(fmt::format("tune: {} points; at most {} are ranked (fewer values a --vary)", space.size(), kMaxTunePoints));
-    const ParamSettings fixed = settings_from(request.sets);
+    r.space = sweep_settings(request.vary);
+    if (r.space.size() > kMaxTunePoints)
+        throw ToyError(fmt::format("tune: {} points; at most {} are ranked (fewer values a --vary)", r.space.size(), kMaxTunePoints));
+    r.fixed = settings_from(request.sets);
 
-    std::vector<TunePoint> ranked;
-    std::vector<std::pair<ParamSettings, std::string>> dropped;
-    for (const ParamSettings& varied : space) {
-        ParamSettings settings = fixed;
+    for (const ParamSettings& varied : r.space) {
+        ParamSettings settings = r.fixed;
         settings.insert(settings.end(), varied.begin(), varied.end());
         try {
             Program program = on_machine_cache(compile(tree, settings), machine);
             program.cache->element_bytes = element_bytes;
-            const ProgramTime time = predict_program(program, machine, request.heads);
-            TunePoint p{varied, time.seconds, 0, 0, time.counted.cycles, ""};
+            const ProgramTime time = predict ? predict(program, machine) : predict_program(program, machine, request.heads);
+            TunePoint p;
+            p.varied = varied;
+            p.seconds = time.seconds;
+            p.cycles = time.counted.cycles;
             double slowest = -1;
             for (const LaunchTime& l : time.launches) {
                 p.flops += l.flops;
                 if (l.seconds > slowest) slowest = l.seconds, p.bound = std::string(time_bound_key(l.bound));
             }
             p.dram_bytes = static_cast<double>(time.counted.counts.total.dram_read_bytes + time.counted.counts.total.dram_write_bytes);
-            ranked.push_back(std::move(p));
+            r.ranked.push_back(std::move(p));
         } catch (const ToyError& e) {
-            dropped.emplace_back(varied, e.what());
+            r.dropped.emplace_back(varied, e.what());
         }
     }
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [&](const TunePoint& a, const TunePoint& b) { return objective_of(a, request.objective) < objective_of(b, request.objective); });
-    const std::size_t shown = std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(std::max(request.top, 1)));
+    std::stable_sort(r.ranked.begin(), r.ranked.end(), [&](const TunePoint& a, const TunePoint& b) {
+        return objective_of(a, request.objective) < objective_of(b, request.objective);
+    });
+    return r;
+}
+
+TunedSpace format_space(const RankedSpace& r, Format format) {
+    const SpaceTuneRequest& request = r.request;
+    const bool on_gpu = !r.device.empty();
+    const GpuVerdict verdict = on_gpu ? gpu_verdict(r) : GpuVerdict{};
+    // Every point that ran is shown, with the top ones.
+    std::vector<std::size_t> shown;
+    for (std::size_t k = 0; k < r.ranked.size(); ++k)
+        if (k < static_cast<std::size_t>(std::max(request.top, 1)) || r.ranked[k].ran()) shown.push_back(k);
     TunedSpace result;
-    result.plot = space_plot(path, space, ranked, request.objective);
+    if (!r.space.empty()) result.plot = space_plot(r);
+    const auto pick_text = [&](const TunePoint& p) { return settings_text(p.varied); };
 
     if (format == Format::Json) {
         nlohmann::ordered_json j;
-        j["program"] = path;
-        j["machine"] = machine.name;
+        j["program"] = r.path;
+        j["machine"] = r.machine;
         j["heads"] = request.heads;
+        j["dtype"] = request.dtype;
         j["objective"] = request.objective;
-        j["points"] = space.size();
+        if (!r.kernel.empty()) j["kernel"] = r.kernel;
+        j["points"] = r.space.size();
         j["ranked"] = nlohmann::ordered_json::array();
-        for (std::size_t k = 0; k < ranked.size(); ++k) {
-            const TunePoint& p = ranked[k];
+        for (std::size_t k = 0; k < r.ranked.size(); ++k) {
+            const TunePoint& p = r.ranked[k];
             nlohmann::ordered_json row;
             row["rank"] = k + 1;
             for (const auto& [name, value] : p.varied) row["params"][name] = value;
@@ -239,26 +315,51 @@ TunedSpace tune_space(const std::shared_ptr<const ast::Program>& tree, const std
             row["dram_bytes"] = p.dram_bytes;
             row["cycles"] = p.cycles;
             row["bound"] = p.bound;
+            if (p.measured_seconds) {
+                row["measured_seconds"] = *p.measured_seconds;
+                row["checks_passed"] = p.checks_passed;
+                row["traffic_equal"] = p.traffic_equal;
+            }
+            if (!p.gpu_error.empty()) row["gpu_error"] = p.gpu_error;
             j["ranked"].push_back(row);
         }
         j["dropped"] = nlohmann::ordered_json::array();
-        for (const auto& [varied, why] : dropped) {
+        for (const auto& [varied, why] : r.dropped) {
             nlohmann::ordered_json row;
             for (const auto& [name, value] : varied) row["params"][name] = value;
             row["why"] = why;
             j["dropped"].push_back(row);
+        }
+        if (on_gpu) {
+            nlohmann::ordered_json g;
+            g["device"] = r.device;
+            g["run"] = verdict.measured.size();
+            g["failed"] = verdict.failed;
+            if (verdict.best) {
+                const bool pick_measured = verdict.measured.front() == &r.ranked.front();
+                for (const auto& [name, value] : r.ranked.front().varied) g["pick"][name] = value;
+                if (pick_measured) g["pick_measured_seconds"] = *r.ranked.front().measured_seconds;
+                for (const auto& [name, value] : verdict.best->varied) g["best"][name] = value;
+                g["best_measured_seconds"] = *verdict.best->measured_seconds;
+                if (pick_measured) g["pick_over_best"] = verdict.pick_over_best;
+            }
+            g["spearman"] = std::isnan(verdict.rho) ? nlohmann::ordered_json() : nlohmann::ordered_json(verdict.rho);
+            j["gpu"] = g;
         }
         result.text = json_text(j);
         return result;
     }
     Table t;
     t.header = {"rank"};
-    for (const auto& [name, value] : space.front()) t.header.push_back(name);
+    for (const auto& [name, value] : r.space.front()) t.header.push_back(name);
     for (const char* h : {"time (predicted)", "TFLOP/s", "DRAM", "cycles (toy)", "bound"}) t.header.push_back(h);
+    if (on_gpu)
+        for (const char* h : {"measured", "error", "checks"}) t.header.push_back(h);
     t.right_aligned.assign(t.header.size(), true);
-    t.right_aligned.back() = false;
-    for (std::size_t k = 0; k < shown; ++k) {
-        const TunePoint& p = ranked[k];
+    t.right_aligned[r.space.front().size() + 5] = false;  // bound
+    if (on_gpu) t.right_aligned.back() = false;
+    for (std::size_t k : shown) {
+        const TunePoint& p = r.ranked[k];
         std::vector<std::string> row = {std::to_string(k + 1)};
         for (const auto& [name, value] : p.varied) row.push_back(std::to_string(value));
         row.push_back(fmt::format("{:.3f} ms", p.seconds * 1e3));
@@ -266,20 +367,50 @@ TunedSpace tune_space(const std::shared_ptr<const ast::Program>& tree, const std
         row.push_back(megabytes(p.dram_bytes));
         row.push_back(std::to_string(p.cycles));
         row.push_back(p.bound);
+        if (on_gpu) {
+            row.push_back(p.measured_seconds ? fmt::format("{:.3f} ms", *p.measured_seconds * 1e3) : p.ran() ? "error" : "");
+            row.push_back(p.measured_seconds ? fmt::format("{:+.1f}%", (p.seconds / *p.measured_seconds - 1) * 100) : "");
+            row.push_back(!p.ran() ? "" : !p.gpu_error.empty() ? p.gpu_error
+                          : p.checks_passed && p.traffic_equal ? "passed"
+                          : !p.checks_passed ? "FAILED" : "traffic differs");
+        }
         t.rows.push_back(std::move(row));
     }
-    std::string out = fmt::format("{}{}: {} on machine {} ({}), by {}; the best {} of {} ranked\n", path,
-                                  fixed.empty() ? "" : " (" + settings_text(fixed) + ")", plural(space.size(), "point"), machine.name,
-                                  plural(static_cast<std::uint64_t>(request.heads), "head"),
+    std::string out = fmt::format("{}{}: {} on machine {} ({}{}), by {}; {} {} of {} ranked\n", r.path,
+                                  r.fixed.empty() ? "" : " (" + settings_text(r.fixed) + ")", plural(r.space.size(), "point"), r.machine,
+                                  plural(static_cast<std::uint64_t>(request.heads), "head"), r.kernel.empty() ? "" : ", " + r.kernel,
                                   request.objective == "time" ? "predicted time" : request.objective == "dram" ? "DRAM bytes" : "the toy machine's cycles",
-                                  shown, ranked.size());
+                                  on_gpu ? "shown:" : "the best", shown.size(), r.ranked.size());
     out += render_table(t, format);
-    if (!dropped.empty()) {
-        out += fmt::format("\n{} dropped:\n", plural(dropped.size(), "point"));
-        for (const auto& [varied, why] : dropped) out += fmt::format("  {}: {}\n", settings_text(varied), why);
+    if (on_gpu) {
+        out += fmt::format("\nOn the GPU ({}): {} timed and checked", r.device, plural(verdict.measured.size(), "point"));
+        if (verdict.failed) out += fmt::format("; {} whose checks or traffic failed, left out", plural(verdict.failed, "point"));
+        out += "\n";
+        if (verdict.best && verdict.measured.front() == &r.ranked.front()) {
+            const TunePoint& pick = r.ranked.front();
+            out += fmt::format("  the model's pick {}: {:.3f} ms measured; the best measured {}: {:.3f} ms", pick_text(pick), *pick.measured_seconds * 1e3,
+                               pick_text(*verdict.best), *verdict.best->measured_seconds * 1e3);
+            out += &pick == verdict.best ? " (the pick is the best)\n" : fmt::format(" (the pick is {:.1f}% slower)\n", verdict.pick_over_best * 100);
+        } else if (!r.ranked.empty()) {
+            const TunePoint& pick = r.ranked.front();
+            out += fmt::format("  the model's pick {} {}\n", pick_text(pick),
+                               !pick.gpu_error.empty() ? "did not run: " + pick.gpu_error : "failed its checks or its traffic: no verdict");
+        }
+        out += std::isnan(verdict.rho) ? "  rank correlation: needs 3 timed points with different times\n"
+                                       : fmt::format("  rank correlation (Spearman) of predicted and measured: {:.2f} over {}\n", verdict.rho,
+                                                     plural(verdict.measured.size(), "point"));
+    }
+    if (!r.dropped.empty()) {
+        out += fmt::format("\n{} dropped:\n", plural(r.dropped.size(), "point"));
+        for (const auto& [varied, why] : r.dropped) out += fmt::format("  {}: {}\n", settings_text(varied), why);
     }
     result.text = std::move(out);
     return result;
+}
+
+TunedSpace tune_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request, Format format,
+                      const Spelling& spelling) {
+    return format_space(rank_space(tree, path, request, spelling), format);
 }
 
 }  // namespace toysim::app

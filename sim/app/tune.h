@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "sim/lower/program.h"
 #include "sim/print/format.h"
 #include "sim/print/plot.h"
+#include "sim/timing/predict.h"
 
 namespace toysim::app {
 
@@ -41,15 +44,55 @@ struct SpaceTuneRequest {
 };
 inline constexpr std::size_t kMaxTunePoints = 10'000;
 
-// Every point of the space compiled, walked through the machine's L2 and timed on it
-// (predict_program), ranked by the objective; the points the program or the machine refuses
-// (a parameter its asserts reject, tiles past the register file, a block past an SM) dropped,
-// each with its reason. Throws ToyError for a bad --vary or objective, or more than
-// kMaxTunePoints points.
+// One point of the space: its --vary values, what the model predicts, and where it ran on a
+// GPU (`toysim tune --gpu`, sim/app/tune_gpu.h), what was measured.
+struct TunePoint {
+    ParamSettings varied;  // the --vary names' values
+    double seconds = 0, flops = 0, dram_bytes = 0;
+    std::uint64_t cycles = 0;
+    std::string bound;  // the slowest launch's
+    // On the GPU: the median of the timed launches (all stages), whether the program's checks
+    // passed and the counted traffic equals the simulated, or why the point did not run.
+    std::optional<double> measured_seconds;
+    bool checks_passed = true, traffic_equal = true;
+    std::string gpu_error;
+    bool ran() const { return measured_seconds.has_value() || !gpu_error.empty(); }
+};
+
+// The space ranked: every point compiled, predicted (`predict`: by default predict_program,
+// the program's schedule on the machine's L2 and units) and sorted by the objective, the points
+// the program, the machine or `predict` refuses (a ToyError) dropped with the reason.
+struct RankedSpace {
+    std::string path, machine;
+    SpaceTuneRequest request;
+    std::vector<ParamSettings> space;
+    ParamSettings fixed;
+    std::vector<TunePoint> ranked;  // best first
+    std::vector<std::pair<ParamSettings, std::string>> dropped;
+    std::string device;             // the GPU the measured points ran on ("": none ran)
+    std::string kernel;             // what ran there, or what the model predicted ("": the program's schedule)
+};
+using PointPredictor = std::function<ProgramTime(const Program& program, const MachineSpec& machine)>;
+RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request,
+                       const Spelling& spelling, const PointPredictor& predict = {});
+// The points' settings: --set's values, then the point's --vary values.
+ParamSettings point_settings(const RankedSpace& space, const TunePoint& point);
+
+// Spearman's rank correlation of two equally long lists (ties get their ranks' mean); NaN for
+// fewer than 3 values or a list whose values are all equal.
+double spearman(const std::vector<double>& a, const std::vector<double>& b);
+
+// The ranked space as `format` prints it: the top points with their predicted figures; where
+// points ran on a GPU, their measured times, the model's pick against the measured best and
+// the rank correlation of predicted and measured; the dropped points with their reasons.
 struct TunedSpace {
     std::string text;  // as `format` prints it
     Plot plot;         // the objective against the first --vary parameter, a curve per value of the others
 };
+TunedSpace format_space(const RankedSpace& space, Format format);
+
+// rank_space, then format_space. Throws ToyError for a bad --vary or objective, or more than
+// kMaxTunePoints points.
 TunedSpace tune_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request, Format format,
                       const Spelling& spelling);
 

@@ -243,6 +243,15 @@ Commands define_commands(CLI::App& app, Args& a) {
                      "none is shorter");
     c.tune->add_option("--registers", a.tune.registers, "the register file to search with (default: the program's registers line)")
         ->check(CLI::Range(1, 16));
+    c.tune->add_flag("--gpu", a.tune.gpu,
+                     "with --vary: run the --top points and a --sample of the rest on the GPU, checked as gpu run checks them, and set the "
+                     "model's pick against the best measured, with the rank correlation of predicted and measured times");
+    c.tune->add_option("--kernel", a.tune.kernel,
+                       "with --vary: rank (and with --gpu, run) each point as this kernel runs it: 'generated' (CUDA generated from the program) or a "
+                       "version of the program's kernel, as gpu run's --kernel; points the kernel refuses are dropped");
+    c.tune->add_option("--sample", a.tune.sample, "with --gpu: points past --top that run too, spread evenly over the ranking, or 'all' (default 5)")
+        ->check(CLI::IsMember({"all"}) | CLI::Range(0, 10000));
+    c.tune->add_option("--repeats", a.tune.repeats, "with --gpu: timed launches a point, the median kept (default 20)")->check(CLI::Range(1, 1000));
     c.tune->add_option("--set", a.tune.sets, "override a parameter, e.g. --set n=2 (repeatable)");
     c.tune->add_option("--format", a.tune.format, "table or json (--vary: also markdown or csv)")->check(CLI::IsMember(formats));
     c.tune->footer("\nThe program says what is computed (each stored output a sum of products of loaded values), not in\n"
@@ -252,6 +261,7 @@ Commands define_commands(CLI::App& app, Args& a) {
                    "register until it is stored.\n"
                    "\nexamples:\n"
                    "  toysim tune programs/attention/schedules/fa2_v3_mma.toy --set n=4096 --set d=64 --vary Br=64,128 --vary Bc=32,64,128 --heads 16 --dtype fp16\n"
+                   "  toysim tune programs/attention/fa2.toy --set n=4096 --set d=64 --vary Br=32,64,128 --vary Bc=32,64,128 --heads 16 --dtype fp16 --kernel generated --gpu\n"
                    "  toysim tune --schedule programs/quiz_matmul_inner_6reg.toy\n"
                    "  toysim tune --schedule programs/p2_matmul_inner_3reg.toy --registers 4\n"
                    "  toysim tune --schedule programs/p3_matmul_outer_6reg.toy --format json");

@@ -5,6 +5,8 @@
 #include "sim/analysis/cost.h"
 #include "sim/app/cost.h"
 #include "sim/app/tune.h"
+#include "sim/app/tune_gpu.h"
+#include "gpu/kernels/kernels.h"
 #include "sim/app/requests.h"
 #include "sim/cli/common.h"
 #include "sim/cli/output.h"
@@ -67,11 +69,30 @@ int tune_command(const TuneArgs& o, Context& ctx) {
         app::SpaceTuneRequest request{o.vary, o.sets, o.objective, o.machine, o.heads, o.dtype, o.top};
         const auto plot = plot_target(o.plot);  // before any point is walked
         const Parsed parsed = parse_program(o.file, ctx);
-        const app::TunedSpace tuned = app::tune_space(parsed.tree, o.file, request, parse_format(o.format), app::Spelling::cli());
+        if (!o.gpu && o.kernel.empty()) {
+            const app::TunedSpace tuned = app::tune_space(parsed.tree, o.file, request, parse_format(o.format), app::Spelling::cli());
+            ctx.out << tuned.text;
+            if (plot) write_file(o.plot, render_plot(tuned.plot, *plot, o.plot), "--plot");
+            return kOk;
+        }
+        app::GpuTuneRequest gpu_request;
+        gpu_request.kernel = o.kernel;
+        gpu_request.run = o.gpu;
+        gpu_request.repeats = o.repeats;
+        gpu_request.sample = o.sample == "all" ? -1 : std::stoi(o.sample);  // CLI11 checked it: 0 to 10000
+        bool all_passed = true;
+        app::TunedSpace tuned;
+        try {
+            tuned = app::tune_space_on_gpu(parsed.tree, o.file, request, gpu_request, parse_format(o.format), app::Spelling::cli(), &all_passed);
+        } catch (const gpu::GpuError& e) {
+            ctx.err << "toysim: error: " << e.what() << "\n";
+            return kBadInput;
+        }
         ctx.out << tuned.text;
         if (plot) write_file(o.plot, render_plot(tuned.plot, *plot, o.plot), "--plot");
-        return kOk;
+        return all_passed ? kOk : kCheckFailed;
     }
+    if (o.gpu || !o.kernel.empty()) throw ToyError("tune: --gpu and --kernel rank a space (--vary); --schedule searches the seeds' machine");
     if (!o.vary.empty()) throw ToyError("tune: --vary searches a space of parameters, --schedule a program's instructions: give one");
     if (!o.plot.empty()) throw ToyError("tune: --plot draws a space (--vary); --schedule has none");
     Program program = load_program(o.file, settings_from(o.sets), ctx);

@@ -67,6 +67,10 @@ struct TuneArgs : ProgramArgs, FormatArgs {
     std::string dtype = "fp32";
     int top = 10;
     std::string plot;  // --vary: the objective against the first parameter, to this file
+    bool gpu = false;        // run the best points and a sample of the rest on the GPU
+    std::string kernel;      // rank (and run) as this kernel runs: "generated", or a version of the program's
+    std::string sample = "5";  // --gpu: points past --top that run too, or "all"
+    int repeats = 20;        // --gpu: timed launches a point
 };
 
 struct CostArgs : ProgramArgs, FormatArgs, CacheArgs {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <fmt/format.h>
 
 #include "support/diag.h"
@@ -377,25 +378,45 @@ Program on_machine_cache(const Program& program, const MachineSpec& machine) {
     return on_machine;
 }
 
-ProgramTime predict_program(const Program& program, const MachineSpec& m, std::int64_t heads) {
+ProgramTime predict_program(const Program& program, const MachineSpec& m, std::int64_t heads, const GeneratedLaunches* generated) {
     ProgramTime out;
     const Program p = on_machine_cache(program, m);
-    out.products = product_unit_of(p);
-    out.occupancy = occupancy(p, m, p.cache->element_bytes);
+    out.products = generated ? generated->products : product_unit_of(p);
+    const auto sms = static_cast<std::int64_t>(m[MachineParam::Sms]);
+    // Each launch's blocks an SM: the schedule's occupancy, or the generated launch's own.
+    const auto resident = [&](std::size_t k) {
+        return generated ? generated->resident.at(std::min(k, generated->resident.size() - 1)) : out.occupancy.resident;
+    };
+    if (generated) {
+        if (generated->threads.empty() || generated->resident.size() != generated->threads.size())
+            throw std::logic_error("predict_program: a generated launch without its threads and resident blocks");
+        out.occupancy.threads = generated->threads.front();
+        out.occupancy.resident = *std::max_element(generated->resident.begin(), generated->resident.end());
+        out.occupancy.limit = "generated";
+    } else {
+        out.occupancy = occupancy(p, m, p.cache->element_bytes);
+    }
     CachedCountOptions& walk = out.walk;
     walk.heads = heads;
     walk.cold_launches = true;
-    walk.workers = out.occupancy.resident * static_cast<std::int64_t>(m[MachineParam::Sms]);
+    walk.workers = out.occupancy.resident * sms;
+    if (generated)
+        for (std::int64_t r : generated->resident) walk.launch_workers.push_back(r * sms);
     out.counted = count_through_cache(p, walk);
     const CachedCount& counted = out.counted;
     for (size_t k = 0; k < counted.launches.size(); ++k) {
         LaunchShape shape;
         shape.blocks = counted.launch_work[k].blocks;
-        shape.resident_per_sm = out.occupancy.resident;
+        shape.resident_per_sm = resident(k);
         shape.products = out.products;
         shape.sector_bytes = p.cache->config.sector_bytes;
         shape.tile_element_bytes = p.cache->element_bytes;
         shape.warps = p.warps;
+        if (generated) {  // as gpu::diff sets a generated launch's shape
+            shape.warps = std::max(1, generated->threads.at(std::min(k, generated->threads.size() - 1)) / 32);
+            shape.shared_element_bytes = 4;
+            shape.generated = true;
+        }
         out.has_grid.push_back(shape.blocks > 0);
         out.launches.push_back(predict_launch(m, counted.launch_work[k], counted.launches[k], shape));
         if (shape.blocks > 0) out.seconds += out.launches.back().seconds;

@@ -173,7 +173,15 @@ struct ProgramTime {
     CachedCountOptions walk;             // the walk the prediction read, and what it counted
     CachedCount counted;
 };
-ProgramTime predict_program(const Program& program, const MachineSpec& machine, std::int64_t heads);
+// CUDA generated from the program (gpu/codegen/) runs its own way, whatever the program's
+// schedule says: each launch a block of `threads[k]`, its tiles in shared memory as fp32,
+// `resident[k]` blocks an SM, its loops at the rates the machine measured for generated code.
+struct GeneratedLaunches {
+    ProductUnit products = ProductUnit::CudaCores;
+    std::vector<int> threads;             // per launch
+    std::vector<std::int64_t> resident;   // per launch, blocks an SM holds at once
+};
+ProgramTime predict_program(const Program& program, const MachineSpec& machine, std::int64_t heads, const GeneratedLaunches* generated = nullptr);
 // The program on the machine's own L2 (the cache preset of its name) where it declares no cache.
 Program on_machine_cache(const Program& program, const MachineSpec& machine);
 

@@ -281,6 +281,23 @@ try {
   const timedPage = await text('#output');
   check(timedPage === timed && timed.includes('predicted time on machine h100'),
         'H100 time of FA2 at n = 256 is the CLI\'s cost --machine h100, byte for byte', `page:\n${timedPage}`);
+  // ---- Tune: the space, and with no space the instruction-level search, as the CLI's ----
+  await page.fill('#tune-vary', 'Br=8,16 Bc=16,32');
+  await page.selectOption('#tune-objective', 'dram');
+  await press('tune');
+  const tuned = toysim(build, ['tune', 'programs/attention/fa2.toy', '--set', 'n=256', '--vary', 'Br=8,16', '--vary', 'Bc=16,32', '--objective', 'dram']).stdout;
+  const tunedPage = await text('#output');
+  check(tunedPage === tuned && tuned.includes('4 points on machine h100 (1 head), by DRAM bytes'),
+        'Tune of FA2 at n = 256 over Br and Bc is the CLI\'s tune --vary, byte for byte', `page:\n${tunedPage}`);
+  await choose('program:programs/quiz_matmul_inner_6reg.toy');
+  await page.fill('#tune-vary', '');
+  await press('tune');
+  const searched = toysim(build, ['tune', '--schedule', 'programs/quiz_matmul_inner_6reg.toy']).stdout;
+  const searchedPage = await text('#output');
+  check(searchedPage === searched && searched.includes('20 cycles'),
+        'Tune with no space is the CLI\'s tune --schedule of the quiz, byte for byte (20 cycles, proven)', `page:\n${searchedPage}`);
+  await choose('program:programs/attention/fa2.toy');
+  await page.fill('#param-n', '256');
   await press('run');
   await page.screenshot({ path: path.join(out, 'playground.png') });
 

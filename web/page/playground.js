@@ -179,6 +179,12 @@ async function traceButton() { show(await engine('trace', request({}))); }
 async function costButton() { show(await engine('cost', request({}))); }
 async function h100Button() { show(await engine('cost', request({ machine: 'h100' }))); }
 
+// tune --vary when the space is given (NAME=V1,V2,... separated by spaces), tune --schedule when not.
+async function tuneButton() {
+  const vary = $('tune-vary').value.trim().split(/\s+/).filter((v) => v !== '');
+  show(await engine('tune', request(vary.length ? { vary, objective: $('tune-objective').value } : { schedule: true })));
+}
+
 async function gradeButton() {
   const ex = state.exercise;
   const reply = await engine('grade', { spec_path: `programs/exercises/${ex.name}/exercise.toy`, spec: ex.spec, exercise: ex.name,
@@ -348,6 +354,7 @@ async function main() {
   $('trace').onclick = () => busy('trace', traceButton);
   $('cost').onclick = () => busy('cost', costButton);
   $('h100').onclick = () => busy('h100', h100Button);
+  $('tune').onclick = () => busy('tune', tuneButton);
   $('grade').onclick = () => busy('grade', gradeButton);
   $('step').onclick = () => busy('step', stepButton);
   $('stop').onclick = stop;

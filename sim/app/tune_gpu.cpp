@@ -1,0 +1,70 @@
+#include "sim/app/tune_gpu.h"
+
+#include <fmt/format.h>
+
+#include "gpu/runtime/diff.h"
+#include "gpu/runtime/run.h"
+#include "support/diag.h"
+
+namespace toysim::app {
+
+std::vector<std::size_t> ranks_to_run(std::size_t ranked, std::size_t top, int sample) {
+    std::vector<std::size_t> ranks;
+    for (std::size_t k = 0; k < std::min(ranked, top); ++k) ranks.push_back(k);
+    if (ranked <= top) return ranks;
+    const std::size_t rest = ranked - top;
+    if (sample < 0 || static_cast<std::size_t>(sample) >= rest) {
+        for (std::size_t k = top; k < ranked; ++k) ranks.push_back(k);
+        return ranks;
+    }
+    for (int i = 0; i < sample; ++i) ranks.push_back(top + (2 * static_cast<std::size_t>(i) + 1) * rest / (2 * static_cast<std::size_t>(sample)));
+    return ranks;
+}
+
+TunedSpace tune_space_on_gpu(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request,
+                             const GpuTuneRequest& gpu_request, Format format, const Spelling& spelling, bool* all_passed) {
+    if (request.dtype != "fp32" && request.dtype != "fp16" && request.dtype != "bf16")
+        throw ToyError(fmt::format("tune: dtype '{}': fp32, fp16 or bf16", request.dtype));
+    gpu::GpuRunOptions options;
+    options.kernel = gpu_request.kernel;
+    options.heads = request.heads;
+    options.dtype = *gpu::parse_dtype(request.dtype);
+    options.tensor_cores = gpu_request.tensor_cores;
+    options.warmups = gpu_request.warmups;
+    options.repeats = gpu_request.repeats;
+    // Each point predicted as its kernel runs it, and dropped where the kernel refuses it.
+    std::string kernel_name;
+    RankedSpace ranked = rank_space(tree, path, request, spelling, [&](const Program& program, const MachineSpec& machine) {
+        const gpu::KernelChoice choice = gpu::choose_kernel(program, options);
+        if (kernel_name.empty()) kernel_name = choice.generated ? "CUDA generated from the program" : "kernel " + std::string(choice.kernel->name);
+        return gpu::predict_run(program, machine, options, choice);
+    });
+    ranked.kernel = kernel_name;
+    if (all_passed) *all_passed = true;
+    if (gpu_request.run && !ranked.ranked.empty()) {
+        const gpu::DeviceInfo device = gpu::query_device();  // no GPU: GpuError, before any point
+        ranked.device = device.name;
+        const std::string preset = gpu::cache_preset_of(device.name);
+        if (preset != ranked.machine)
+            throw ToyError(fmt::format("tune --gpu: the GPU is {}, but the points are ranked on machine {}{}", device.name, ranked.machine,
+                                       preset.empty() ? " (no named machine models this GPU)" : fmt::format(": give --machine {}", preset)));
+        for (std::size_t k : ranks_to_run(ranked.ranked.size(), static_cast<std::size_t>(std::max(request.top, 1)), gpu_request.sample)) {
+            TunePoint& point = ranked.ranked[k];
+            try {
+                const Program program = compile(tree, point_settings(ranked, point));
+                const gpu::GpuRunResult result = gpu::gpu_run(program, options);
+                point.measured_seconds = result.launch.total.median() * 1e-3;
+                point.checks_passed = result.check_passed();
+                point.traffic_equal = result.traffic_equal();
+            } catch (const ToyError& e) {
+                point.gpu_error = e.what();
+            } catch (const gpu::GpuError& e) {
+                point.gpu_error = e.what();
+            }
+            if (all_passed && (!point.checks_passed || !point.traffic_equal || !point.gpu_error.empty())) *all_passed = false;
+        }
+    }
+    return format_space(ranked, format);
+}
+
+}  // namespace toysim::app
