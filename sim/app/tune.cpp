@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <exception>
+#include <thread>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -255,7 +258,14 @@ RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const st
         throw ToyError(fmt::format("tune: {} points; at most {} are ranked (fewer values a --vary)", r.space.size(), kMaxTunePoints));
     r.fixed = settings_from(request.sets);
 
-    for (const ParamSettings& varied : r.space) {
+    // Each point compiled and walked on its own: the points share nothing but the tree, so they
+    // are spread over the cores (the browser's engine has one thread), and gathered in the
+    // space's order, so that the ranking and the dropped list do not depend on the threads.
+    std::vector<std::optional<TunePoint>> points(r.space.size());
+    std::vector<std::string> why(r.space.size());
+    std::vector<std::exception_ptr> failed(r.space.size());
+    const auto rank_point = [&](std::size_t k) {
+        const ParamSettings& varied = r.space[k];
         ParamSettings settings = r.fixed;
         settings.insert(settings.end(), varied.begin(), varied.end());
         try {
@@ -272,10 +282,29 @@ RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const st
                 if (l.seconds > slowest) slowest = l.seconds, p.bound = std::string(time_bound_key(l.bound));
             }
             p.dram_bytes = static_cast<double>(time.counted.counts.total.dram_read_bytes + time.counted.counts.total.dram_write_bytes);
-            r.ranked.push_back(std::move(p));
+            points[k] = std::move(p);
         } catch (const ToyError& e) {
-            r.dropped.emplace_back(varied, e.what());
+            why[k] = e.what();
+        } catch (...) {
+            failed[k] = std::current_exception();
         }
+    };
+#ifdef __EMSCRIPTEN__
+    for (std::size_t k = 0; k < r.space.size(); ++k) rank_point(k);
+#else
+    std::atomic<std::size_t> next{0};
+    std::vector<std::thread> threads;
+    const std::size_t workers = std::min<std::size_t>(r.space.size(), std::max(1u, std::thread::hardware_concurrency()));
+    for (std::size_t w = 0; w < workers; ++w)
+        threads.emplace_back([&] {
+            for (std::size_t k = next++; k < r.space.size(); k = next++) rank_point(k);
+        });
+    for (std::thread& t : threads) t.join();
+#endif
+    for (std::size_t k = 0; k < r.space.size(); ++k) {
+        if (failed[k]) std::rethrow_exception(failed[k]);
+        if (points[k]) r.ranked.push_back(std::move(*points[k]));
+        else r.dropped.emplace_back(r.space[k], why[k]);
     }
     std::stable_sort(r.ranked.begin(), r.ranked.end(), [&](const TunePoint& a, const TunePoint& b) {
         return objective_of(a, request.objective) < objective_of(b, request.objective);

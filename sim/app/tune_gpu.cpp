@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+
 #include "gpu/runtime/diff.h"
 #include "gpu/runtime/run.h"
 #include "support/diag.h"
@@ -33,10 +35,12 @@ TunedSpace tune_space_on_gpu(const std::shared_ptr<const ast::Program>& tree, co
     options.warmups = gpu_request.warmups;
     options.repeats = gpu_request.repeats;
     // Each point predicted as its kernel runs it, and dropped where the kernel refuses it.
+    // (rank_space calls this from several threads at once.)
     std::string kernel_name;
+    std::once_flag named;
     RankedSpace ranked = rank_space(tree, path, request, spelling, [&](const Program& program, const MachineSpec& machine) {
         const gpu::KernelChoice choice = gpu::choose_kernel(program, options);
-        if (kernel_name.empty()) kernel_name = choice.generated ? "CUDA generated from the program" : "kernel " + std::string(choice.kernel->name);
+        std::call_once(named, [&] { kernel_name = choice.generated ? "CUDA generated from the program" : "kernel " + std::string(choice.kernel->name); });
         return gpu::predict_run(program, machine, options, choice);
     });
     ranked.kernel = kernel_name;
