@@ -156,6 +156,17 @@ struct Expect {
     Loc loc;
 };
 
+// require EXPR = EXPR (or <=, >=): a condition on the parameters that the program needs
+// (`require n % (S*Bc) = 0`): a setting that breaks it is refused at the line, before anything
+// runs, as `toysim tune` drops such a point with the line's reason.
+struct Require {
+    ExprPtr lhs;
+    Relation relation = Relation::Equal;
+    ExprPtr rhs;
+    Loc relation_loc;
+    Loc loc;  // 'require' to the end of its right side
+};
+
 // test n = 1000 b = 4: one extra parameter set the program's own test runs it with.
 struct TestCase {
     std::vector<std::pair<std::string, ExprPtr>> settings;
@@ -221,6 +232,7 @@ struct Program {
     std::vector<Check> checks;
     std::vector<Cost> costs;
     std::vector<Expect> expects;
+    std::vector<Require> requires_;  // (requires is a C++20 keyword)
     std::vector<TestCase> tests;
     std::vector<Statement> body;
 };

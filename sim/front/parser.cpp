@@ -14,7 +14,7 @@ namespace toysim {
 const std::vector<std::string_view>& statement_keywords() {
     static const std::vector<std::string_view> words = {"registers", "param", "let",    "tile", "input", "output",
                                                         "scratch",   "check", "cost",   "expect", "test",  "gpu", "for",
-                                                        "workers",   "parallel", "cache", "warps", "products"};
+                                                        "workers",   "parallel", "cache", "warps", "products", "require"};
     return words;
 }
 
@@ -356,6 +356,17 @@ private:
         } else if (word == "expect") {
             next();
             program.expects.push_back(expect_decl());
+        } else if (word == "require") {
+            next();
+            Require r;
+            r.lhs = expr();
+            r.relation_loc = peek().loc;
+            if (at_punct("<=") || at_punct(">=")) r.relation = next().text == "<=" ? Relation::AtMost : Relation::AtLeast;
+            else expect_punct("=");
+            r.rhs = expr();
+            r.loc = span(head.loc, tokens_[pos_ - 1].loc);  // to its last token (an expression's span leaves out closing parentheses)
+            program.requires_.push_back(std::move(r));
+            end_of_statement();
         } else if (word == "gpu") {
             next();
             if (program.gpu_kernel) throw ToyError(head.loc, fmt::format("the program's GPU kernel is already declared ({}, at line {})",

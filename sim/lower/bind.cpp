@@ -28,6 +28,7 @@ Compiler::Compiler(std::shared_ptr<const ast::Program> tree, const ParamSettings
     p_.source = tree_->source;
     p_.tree = tree_;
     bind_params(settings);
+    check_requires();
     bind_machine();
     bind_arrays();
     lower_body(tree_->body);
@@ -72,6 +73,36 @@ void Compiler::bind_params(const ParamSettings& settings) {
             if (name == p.name) value = v;
         params_[p.name] = value;
         p_.params.emplace_back(p.name, value);
+    }
+}
+
+// Each `require` line against the parameters as set: the first that fails is the error, at its
+// line, with both sides' values and the settings that made them.
+void Compiler::check_requires() {
+    for (const ast::Require& r : tree_->requires_) {
+        const std::int64_t lhs = constant(*r.lhs, "a requirement");
+        const std::int64_t rhs = constant(*r.rhs, "a requirement");
+        const bool holds = r.relation == Relation::Equal ? lhs == rhs : r.relation == Relation::AtMost ? lhs <= rhs : lhs >= rhs;
+        if (holds) continue;
+        // Each side as written: the line's text from 'require' to the relation, and from it on.
+        const std::string_view line = tree_->source ? tree_->source->line(r.loc.line) : std::string_view{};
+        const auto cut = [&](int from, int to) {  // 1-based columns [from, to)
+            if (from < 1 || to <= from || static_cast<std::size_t>(to - 1) > line.size()) return std::string("the expression");
+            std::string_view t = line.substr(static_cast<std::size_t>(from - 1), static_cast<std::size_t>(to - from));
+            while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+            while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+            return std::string(t);
+        };
+        const int relation_end = r.relation_loc.col + r.relation_loc.len;
+        const std::string lhs_text = cut(r.loc.col + 7, r.relation_loc.col), rhs_text = cut(relation_end, r.loc.col + r.loc.len);
+        std::string settings;
+        for (const auto& p : tree_->params)
+            if (!p.derived) settings += fmt::format("{}{} = {}", settings.empty() ? "" : ", ", p.name, params_.at(p.name));
+        // A side written as a number says its value itself.
+        std::string values;
+        for (const auto& [side, value] : {std::pair{lhs_text, lhs}, std::pair{rhs_text, rhs}})
+            if (side != std::to_string(value)) values += fmt::format("{}{} is {}", values.empty() ? "" : " and ", side, value);
+        throw ToyError(r.loc, fmt::format("the program requires {} {} {}, but here {} ({})", lhs_text, relation_text(r.relation), rhs_text, values, settings));
     }
 }
 

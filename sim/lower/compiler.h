@@ -62,6 +62,7 @@ private:
 
     // ---- declarations (bind.cpp) ----
     void bind_params(const ParamSettings& settings);
+    void check_requires();
     void bind_machine();
     void bind_tiles();
     static std::string bank_shape(const Tile& b);
