@@ -416,6 +416,9 @@ ProgramTime predict_program(const Program& program, const MachineSpec& m, std::i
             shape.warps = std::max(1, generated->threads.at(std::min(k, generated->threads.size() - 1)) / 32);
             shape.shared_element_bytes = 4;
             shape.generated = true;
+            // Serial code (no parallel loop) runs as one block a head (gpu/codegen/): a grid of
+            // `heads` blocks, each the whole of it, one after another (flash_decoding's merge).
+            if (shape.blocks == 0) shape.blocks = static_cast<std::uint64_t>(heads);
         }
         out.has_grid.push_back(shape.blocks > 0);
         out.launches.push_back(predict_launch(m, counted.launch_work[k], counted.launches[k], shape));
