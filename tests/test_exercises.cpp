@@ -52,6 +52,7 @@ const std::map<std::string, std::string> kShipped = {
     {"p7_online_attention", "programs/attention/p7_online_attention.toy"},
     {"welford_variance", "programs/attention/welford_variance.toy"},
     {"fa2_forward", "programs/attention/fa2.toy"},
+    {"fa2_tiles", "programs/attention/fa2.toy"},
     {"fa2_backward", "programs/attention/fa2_backward.toy"},
     {"fa2_parallel", "programs/attention/fa2.toy"},
     {"split_kv_decoding", "programs/attention/flash_decoding.toy"},
@@ -146,6 +147,12 @@ const std::vector<Wrong> kWrong = {
      {"missed the target reads(Q) <= 512: 2048 reads(Q); missed the target writes(O) <= 512: 2048 writes(O)"}},
     {"fa2_forward", "hang.toy", 0, kAllFault, 1, {"did not finish within 89320 steps"}},
     {"fa2_forward", "writes_input.toy", 0, kAllRejected, 1, {"STORE cannot write to input array 'Q'"}},
+    // FlashAttention-2's block sizes: 25 points, 5 tests of 1 + reads(Q), writes(O) and the optimum (2).
+    {"fa2_tiles", "square_tiles.toy", 15, kAllPartial, 1,
+     {"not the optimum: reads 4608 (Br=16 Bc=16); the least of the 13 choices that are correct and within the targets: 2560 (Br=32 Bc=1)"}},
+    {"fa2_tiles", "bc4.toy", 20, {"passed", "passed", "passed", "passed", "rejected"}, 5,
+     {"bc4.toy:16:6: error: tile 'l' does not fit in the register file: the tiles need 2656 registers"}},
+    {"fa2_tiles", "no_lets.toy", 15, kAllPartial, 1, {"the exercise asks for your choice of Br: declare it with `let Br = ...`"}},
     // FlashAttention-2 backward: 20 points, 5 tests of 2 + reads(K) and reads(V).
     {"fa2_backward", "no_delta.toy", 0, kAllWrong, 1, {"wrong result: check dQ = attention_dq(Q, K, V, dO) failed"}},
     {"fa2_backward", "no_d_trick.toy", 10, kAllPartial, 1,
@@ -257,8 +264,10 @@ TEST_CASE("exercises: each reference solution is its shipped program's code", "[
             }
             INFO(shipped_path);
             Program shipped = compile(shipped_tree, settings);
-            // The spec's machine is what the shipped program needs: the same register file.
-            CHECK(graded.registers == shipped.registers);
+            // The spec's machine is what the shipped program needs: the same register file; in an
+            // exercise that asks for the best block sizes under a budget (fa2_tiles), at least it.
+            if (name == "fa2_tiles") CHECK(graded.registers >= shipped.registers);
+            else CHECK(graded.registers == shipped.registers);
             CHECK(graded.tile_elements == shipped.tile_elements);
             REQUIRE(graded.code.size() == shipped.code.size());
             std::vector<std::int64_t> zeros(kMaxLoopDepth, 0);

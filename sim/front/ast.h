@@ -206,12 +206,28 @@ struct ExerciseTest {
     Loc loc;  // 'test'
 };
 
+// optimum COUNTER over NAME = V, V, ... [NAME = ...] [within P%] [points N]: the solution's
+// choice of its lets NAME (its block sizes) against the best choice of the space for its own
+// code: the grader runs the solution at every combination, keeps those whose checks pass and
+// which meet every target (the budget), and the solution earns the points when its COUNTER is
+// within P% of the least kept one's.
+struct Optimum {
+    std::string counter;  // cycles, instructions, reads or writes
+    Loc counter_loc;
+    std::vector<std::pair<std::string, std::vector<ExprPtr>>> space;
+    std::vector<Loc> name_locs;
+    std::int64_t within_percent = 0;
+    std::int64_t points = 1;
+    Loc loc;  // 'optimum'
+};
+
 struct Exercise {
     std::string title;
     Loc loc;                                  // 'exercise'
     std::vector<std::pair<Op, Loc>> allowed;  // empty: every opcode
     ExprPtr step_limit;                       // null: the default
     std::vector<Target> targets;              // parallel to Program::expects
+    std::optional<Optimum> optimum;
     std::vector<ExerciseTest> tests;
 };
 

@@ -19,7 +19,7 @@ const std::vector<std::string_view>& statement_keywords() {
 }
 
 const std::vector<std::string_view>& exercise_keywords() {
-    static const std::vector<std::string_view> words = {"exercise", "allow", "limit", "target"};
+    static const std::vector<std::string_view> words = {"exercise", "allow", "limit", "target", "optimum"};
     return words;
 }
 
@@ -436,7 +436,7 @@ private:
         }
     }
 
-    // `exercise`, `allow`, `limit`, `target` and `test visible|hidden`: false for any other word.
+    // `exercise`, `allow`, `limit`, `target`, `optimum` and `test visible|hidden`: false for any other word.
     bool exercise_statement(Exercise& ex, Program& program) {
         const Token& head = peek();
         std::string_view word = head.text;
@@ -467,6 +467,37 @@ private:
             next();
             program.expects.push_back(figure());
             ex.targets.push_back(Target{points_clause(), head.loc});
+        } else if (word == "optimum") {
+            next();
+            if (ex.optimum) throw ToyError(head.loc, fmt::format("the optimum is already asked for (line {})", ex.optimum->loc.line));
+            Optimum o;
+            o.loc = head.loc;
+            const Token& counter = expect_ident("a counter: cycles, instructions, reads or writes");
+            if (counter.text != "cycles" && counter.text != "instructions" && counter.text != "reads" && counter.text != "writes")
+                throw ToyError(counter.loc, fmt::format("an optimum is of cycles, instructions, reads or writes, not {}", quoted_name(counter.text)));
+            o.counter = std::string(counter.text);
+            o.counter_loc = counter.loc;
+            if (!at_word("over")) fail(peek(), "'over' and the space (optimum reads over Br = 4, 8, 16 Bc = 4, 8)");
+            next();
+            while (at(Tok::Ident) && !at_word("within") && !at_word("points")) {
+                const Token& name = next();
+                for (const auto& [given, values] : o.space)
+                    if (given == name.text) throw ToyError(name.loc, fmt::format("{} is given twice in the space", quoted_name(name.text)));
+                expect_punct("=");
+                std::vector<ExprPtr> values;
+                values.push_back(expr());
+                while (at_punct(",")) values.push_back((next(), expr()));
+                o.space.emplace_back(std::string(name.text), std::move(values));
+                o.name_locs.push_back(name.loc);
+            }
+            if (o.space.empty()) fail(peek(), "a name and its values (Br = 4, 8, 16)");
+            if (at_word("within")) {
+                next();
+                o.within_percent = static_cast<std::int64_t>(whole_number("a percentage (a whole number, at most 1000)", 1000));
+                expect_punct("%");
+            }
+            o.points = points_clause();
+            ex.optimum = std::move(o);
         } else if (word == "test") {
             next();
             ex.tests.push_back(exercise_test(head.loc));

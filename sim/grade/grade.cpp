@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <fmt/format.h>
 #include <new>
 #include <set>
@@ -120,10 +121,88 @@ std::string located(const ToyError& e, const SourceFile& source) {
     return text;
 }
 
+// The graded program with the solution's lets named in `lets` set to their values instead (the
+// optimum's search); ToyError when the solution does not declare one of them.
+using LetsBuilder = std::function<std::shared_ptr<const ast::Program>(const Bindings& lets)>;
+
+std::uint64_t counter_of(const RunResult& run, const std::string& counter) {
+    return counter == "cycles" ? run.counters.cycles : counter == "instructions" ? run.counters.instructions
+                                                   : counter == "reads"  ? run.counters.dram_reads
+                                                                         : run.counters.dram_writes;
+}
+
+std::string choice_text(const Bindings& b) {
+    std::string out;
+    for (const auto& [name, value] : b) out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, value);
+    return out;
+}
+
+// Every combination of the optimum's space run as the solution's own code at this test case
+// (its data, its step limit); kept where its checks pass and it meets every target (the
+// budget). The solution's own run is among the candidates, so a choice outside the space that
+// beats it is the best.
+OptimumResult search_optimum(const ast::Optimum& o, const Program& mine, const RunResult& my_run, bool my_targets_met,
+                             const LetsBuilder& with_lets, const CaseResult& r) {
+    OptimumResult out;
+    out.counter = o.counter;
+    out.within_percent = o.within_percent;
+    out.points = o.points;
+    Bindings mine_values;
+    for (const auto& [name, values] : o.space) {
+        auto it = std::find_if(mine.params.begin(), mine.params.end(), [&](const auto& p) { return p.first == name; });
+        if (it != mine.params.end()) mine_values.emplace_back(name, it->second);
+    }
+    out.my_choice = choice_text(mine_values);
+    out.mine = counter_of(my_run, o.counter);
+    std::vector<Bindings> space(1);
+    for (const auto& [name, values] : o.space) {
+        std::vector<Bindings> grown;
+        for (const Bindings& b : space)
+            for (const auto& v : values) {
+                Bindings c = b;
+                c.emplace_back(name, evaluate(*v, mine.params, "the parameters"));
+                grown.push_back(std::move(c));
+            }
+        space = std::move(grown);
+    }
+    with_lets(space.front());  // a name the solution does not declare with `let` is its error, said once
+    bool have_best = false;
+    if (my_targets_met) {
+        out.best = out.mine;
+        out.best_choice = out.my_choice;
+        have_best = true;
+    }
+    for (const Bindings& choice : space) {
+        ++out.searched;
+        RunResult run;
+        try {
+            const Program p = compile(with_lets(choice), r.test.settings);
+            RunOptions options = RunOptions::limited_to(r.test.step_limit);
+            options.fill_stream = r.test.seed;
+            run = run_to_verdict(p, options);
+        } catch (const ToyError&) {
+            continue;  // past the machine (a tile that does not fit the registers) or the language's limits
+        }
+        if (run.fault || !run.checks_ok() || !run.expects_ok()) continue;
+        ++out.kept;
+        const std::uint64_t value = counter_of(run, o.counter);
+        if (!have_best || value < out.best) {
+            out.best = value;
+            out.best_choice = choice_text(choice);
+            have_best = true;
+        }
+    }
+    // Within P%: mine · 100 <= best · (100 + P), in exact integers.
+    out.met = my_targets_met && have_best &&
+              static_cast<unsigned __int128>(out.mine) * 100 <= static_cast<unsigned __int128>(out.best) * static_cast<unsigned>(100 + o.within_percent);
+    out.earned = out.met ? out.points : 0;
+    return out;
+}
+
 // Per test case: compile, refuse what the spec does not allow or what cannot finish, run,
 // compare. ToyErrors of the student's are the verdict; a spec's own (too large to run) is thrown.
 void grade_case(const std::shared_ptr<const ast::Program>& tree, const ast::Exercise& spec, const SourceFile& solution,
-                const GradeLimits& limits, CaseResult& r) {
+                const GradeLimits& limits, const LetsBuilder& with_lets, CaseResult& r) {
     Program p;
     try {
         p = compile(tree, r.test.settings);
@@ -211,6 +290,17 @@ void grade_case(const std::shared_ptr<const ast::Program>& tree, const ast::Exer
         t.earned = t.met ? t.points : 0;
         r.score += t.earned;
     }
+    if (spec.optimum) {
+        try {
+            r.optimum = search_optimum(*spec.optimum, p, run, missed.empty(), with_lets, r);
+        } catch (const ToyError& e) {  // the solution names no let the space varies
+            r.optimum = OptimumResult{spec.optimum->counter, "", "", counter_of(run, spec.optimum->counter), 0, spec.optimum->within_percent,
+                                      0, 0, false, spec.optimum->points, 0};
+            missed.push_back(e.what());
+        }
+        r.score += r.optimum->earned;
+        if (!r.optimum->met && missed.empty()) missed.push_back(fmt::format("not the optimum: {}", r.optimum->text()));
+    }
     r.verdict = missed.empty() ? Verdict::Passed : Verdict::Partial;
     r.message = fmt::format("{}", fmt::join(missed, "; "));
 }
@@ -241,6 +331,12 @@ std::string_view verdict_name(Verdict v) {
     return "rejected";
 }
 
+std::string OptimumResult::text() const {
+    return fmt::format("{} {}{}; the least of the {} choices that are correct and within the targets: {} ({}){}", counter, mine,
+                       my_choice.empty() ? "" : " (" + my_choice + ")", kept, best, best_choice,
+                       within_percent ? fmt::format(", {}% over it allowed", within_percent) : "");
+}
+
 std::string TargetResult::text() const { return fmt::format("{} {} {}", counter, relation_text(relation), expected); }
 
 Exercise load_exercise(std::shared_ptr<const SourceFile> source, std::string name) {
@@ -260,10 +356,20 @@ Exercise load_exercise(std::shared_ptr<const SourceFile> source, std::string nam
         test.points = line.points;
         test.loc = line.loc;
         for (const auto& [setting, value] : line.settings) test.settings.emplace_back(setting, evaluate(*value, {}, "numbers"));
-        test.max_score = test.points + target_points;
+        test.max_score = test.points + target_points + (spec.optimum ? spec.optimum->points : 0);
         try {
             Program p = compile(tree, test.settings);
             check_fits(p);
+            if (spec.optimum) {  // its values at this test's parameters, and a space the grader can afford
+                std::size_t combinations = 1;
+                for (const auto& [name, values] : spec.optimum->space) {
+                    for (const auto& v : values) evaluate(*v, p.params, "the parameters");
+                    combinations *= values.size();
+                    if (combinations > kMaxOptimumChoices)
+                        throw ToyError(spec.optimum->loc, fmt::format("the optimum's space has more than {} choices: each is a run of every test",
+                                                                      kMaxOptimumChoices));
+                }
+            }
             if (spec.step_limit) {
                 std::int64_t limit = evaluate(*spec.step_limit, p.params, "the parameters");
                 if (limit < 1) throw ToyError(spec.step_limit->loc, fmt::format("the step limit must be at least 1, not {}", limit));
@@ -299,11 +405,26 @@ Grade grade_solution(const Exercise& exercise, std::shared_ptr<const SourceFile>
     } catch (const ToyError& e) {
         refused = located(e, *solution);
     }
+    // The optimum's search: the spec and the solution parsed again, the lets it varies set.
+    const LetsBuilder with_lets = [&](const Bindings& lets) {
+        ast::Program mine = parse(solution, ParseMode::Solution);
+        for (const auto& [name, value] : lets) {
+            auto it = std::find_if(mine.params.begin(), mine.params.end(), [&](const ast::Param& p) { return p.name == name; });
+            if (it == mine.params.end() || !it->derived)
+                throw ToyError(fmt::format("the exercise asks for your choice of {}: declare it with `let {} = ...`", name, name));
+            auto number = std::make_unique<ast::Expr>();
+            number->kind = ast::Expr::Kind::Number;
+            number->value = value;
+            number->loc = it->value->loc;
+            it->value = std::move(number);
+        }
+        return merge(parse_spec(exercise.source), std::move(mine));
+    };
     for (const auto& test : exercise.tests) {
         CaseResult r;
         r.test = test;
         if (tree) {
-            grade_case(tree, spec_decls, *solution, limits, r);
+            grade_case(tree, spec_decls, *solution, limits, with_lets, r);
         } else {
             r.verdict = Verdict::Rejected;
             r.message = refused;

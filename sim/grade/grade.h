@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,8 @@ inline constexpr std::uint64_t kDefaultStepLimit = 1'000'000;
 // seconds of tile work. A solution whose loops and tiles say more is refused before it runs,
 // since a few huge tile instructions stay far below any step limit.
 inline constexpr std::uint64_t kMaxWorkUnits = std::uint64_t{1} << 32;
+// An optimum's space: each choice is one more run of every test case.
+inline constexpr std::size_t kMaxOptimumChoices = 64;
 
 struct TestCase {
     int number = 0;  // 1-based, in the spec's order
@@ -69,6 +72,19 @@ struct TargetResult {
     std::string text() const;  // "cycles <= 25"
 };
 
+// The solution's choice of its lets against the space's best for its own code (an exercise's
+// `optimum` line): `mine` and `best` are the counter's values, `best_choice` where the best is.
+struct OptimumResult {
+    std::string counter;               // "reads"
+    std::string my_choice, best_choice;  // "Br=16 Bc=16"
+    std::uint64_t mine = 0, best = 0;
+    std::int64_t within_percent = 0;
+    std::size_t searched = 0, kept = 0;  // combinations run, and those correct and within every target
+    bool met = false;
+    std::int64_t points = 0, earned = 0;
+    std::string text() const;  // "reads 3264, the least of 16 choices 1632 (Br=32 Bc=4)"
+};
+
 struct CheckOutcome {
     std::string text;  // "c = matmul(a, b)"
     CheckResult result;
@@ -84,6 +100,7 @@ struct CaseResult {
     std::uint64_t cycles = 0, instructions = 0, reads = 0, writes = 0;
     std::vector<CheckOutcome> checks;    // when the run finished
     std::vector<TargetResult> targets;   // when the run finished
+    std::optional<OptimumResult> optimum;  // when the run finished correct and the spec asks for one
     std::int64_t score = 0;
 };
 

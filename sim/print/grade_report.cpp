@@ -1,5 +1,6 @@
 #include "sim/print/grade_report.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "support/text.h"
@@ -71,6 +72,12 @@ std::string format_table(const Grade& g) {
         t.header.push_back(col.header);
         t.right_aligned.push_back(false);
     }
+    // The optimum's column, where the spec asks for one: the solution's figure against the best.
+    const auto optimum = std::find_if(g.cases.begin(), g.cases.end(), [](const CaseResult& c) { return c.optimum.has_value(); });
+    if (optimum != g.cases.end()) {
+        t.header.push_back(fmt::format("least {}", optimum->optimum->counter));
+        t.right_aligned.push_back(false);
+    }
     t.header.push_back("points");
     t.right_aligned.push_back(true);
     for (const auto& c : g.cases) {
@@ -80,6 +87,10 @@ std::string format_table(const Grade& g) {
                                         figure(c.writes)};
         for (size_t i = 0; i < columns.size(); ++i)
             row.push_back(i < c.targets.size() ? target_cell(c.targets[i], columns[i].uniform, c.verdict <= grade::Verdict::Partial) : "—");
+        if (optimum != g.cases.end())
+            row.push_back(!c.optimum ? "—"
+                          : c.optimum->met ? fmt::format("{} ok", c.optimum->best)
+                                           : fmt::format("{} missed", c.optimum->best));
         row.push_back(fmt::format("{}/{}", c.score, c.test.max_score));
         t.rows.push_back(std::move(row));
     }
@@ -139,6 +150,12 @@ ordered_json case_json(const CaseResult& c) {
                            {"points", t.points},
                            {"earned", t.earned}});
     j["targets"] = targets;
+    if (c.optimum) {
+        const grade::OptimumResult& o = *c.optimum;
+        j["optimum"] = {{"counter", o.counter}, {"mine", o.mine},        {"choice", o.my_choice}, {"best", o.best},
+                        {"best_choice", o.best_choice}, {"within_percent", o.within_percent}, {"searched", o.searched},
+                        {"kept", o.kept}, {"met", o.met}, {"points", o.points}, {"earned", o.earned}};
+    }
     return j;
 }
 
@@ -148,6 +165,7 @@ std::string case_output(const CaseResult& c) {
     if (c.ran) out += "\n" + figures_text(c);
     for (const auto& t : c.targets)
         out += fmt::format("\ntarget {}: {}, {}", t.text(), t.actual, t.met ? fmt::format("met (+{})", t.earned) : std::string("missed"));
+    if (c.optimum) out += fmt::format("\noptimum: {}, {}", c.optimum->text(), c.optimum->met ? fmt::format("met (+{})", c.optimum->earned) : std::string("missed"));
     if (!c.message.empty()) out += "\n\n" + c.message;
     return out;
 }
