@@ -330,8 +330,8 @@ TEST_CASE("the worker of each step: step's header, break worker W, and the trace
     // Splits take 196 cycles: split 2 starts at cycle 0 on worker 2, split 6 at 196. The workers
     // run one instruction at a time, the earliest clock first (the lowest-numbered among
     // equals): worker 2's first instruction is the run's third.
-    CHECK(contains(r.out, "breakpoint 1: break worker 2\nstep 3, cycle 4 on worker 2, work 12  programs/attention/flash_decoding.toy:70\n"));
-    CHECK(contains(r.out, "breakpoint 1: break worker 2\nstep 151, cycle 200 on worker 2, work 796  programs/attention/flash_decoding.toy:70\n"));
+    CHECK(contains(r.out, "breakpoint 1: break worker 2\nstep 3, cycle 4 on worker 2, work 12  programs/attention/flash_decoding.toy:71\n"));
+    CHECK(contains(r.out, "breakpoint 1: break worker 2\nstep 151, cycle 200 on worker 2, work 796  programs/attention/flash_decoding.toy:71\n"));
     CHECK(contains(r.err, "error: there is no worker 4: the machine has 4 workers (workers 0..3); `workers P` gives it more\n"));
     CHECK(contains(r.err, "error: break worker W takes a worker number from 0, e.g. break worker 2\n"));
     // The third continue runs to the end: no iteration is left for worker 2.

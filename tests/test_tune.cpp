@@ -185,7 +185,7 @@ TEST_CASE("tune --vary --plot: the objective against the first parameter, a curv
     CHECK(r.err.find("error: tune: --plot draws a space (--vary); --schedule has none") != std::string::npos);
 }
 
-TEST_CASE("tune --kernel: each point as its kernel runs it, the points the kernel refuses dropped with its reason", "[tune][gpu]") {
+TEST_CASE("tune --kernel: each point as its kernel runs it and the points the kernel refuses dropped with its reason", "[tune][gpu]") {
     CliResult r = run_cli({"tune", "programs/attention/fa2.toy", "--set", "n=512", "--set", "d=64", "--vary", "Br=64,128", "--vary", "Bc=32,64,128",
                            "--dtype", "fp16", "--heads", "4", "--kernel", "fa2_v3_mma", "--format", "json"});
     INFO(r.err);
@@ -214,7 +214,7 @@ TEST_CASE("tune --kernel: each point as its kernel runs it, the points the kerne
     CHECK(r.err.find("error: tune: --gpu and --kernel rank a space (--vary); --schedule searches the seeds' machine") != std::string::npos);
 }
 
-TEST_CASE("tune --gpu: the points that run, and how the model's order is scored", "[tune][gpu]") {
+TEST_CASE("tune --gpu: the points that run and how the model's order is scored", "[tune][gpu]") {
     // The --top points, then --sample of the rest, the middle of equal slices of the ranking.
     CHECK(app::ranks_to_run(16, 3, 5) == std::vector<std::size_t>{0, 1, 2, 4, 6, 9, 12, 14});
     CHECK(app::ranks_to_run(16, 3, -1).size() == 16);

@@ -148,7 +148,8 @@ OptimumResult search_optimum(const ast::Optimum& o, const Program& mine, const R
     out.within_percent = o.within_percent;
     out.points = o.points;
     Bindings mine_values;
-    for (const auto& [name, values] : o.space) {
+    for (const auto& varied : o.space) {
+        const std::string& name = varied.first;  // (a lambda may not capture a structured binding in C++20 as clang 14 reads it)
         auto it = std::find_if(mine.params.begin(), mine.params.end(), [&](const auto& p) { return p.first == name; });
         if (it != mine.params.end()) mine_values.emplace_back(name, it->second);
     }
@@ -408,7 +409,9 @@ Grade grade_solution(const Exercise& exercise, std::shared_ptr<const SourceFile>
     // The optimum's search: the spec and the solution parsed again, the lets it varies set.
     const LetsBuilder with_lets = [&](const Bindings& lets) {
         ast::Program mine = parse(solution, ParseMode::Solution);
-        for (const auto& [name, value] : lets) {
+        for (const auto& let : lets) {
+            const std::string& name = let.first;
+            const std::int64_t value = let.second;
             auto it = std::find_if(mine.params.begin(), mine.params.end(), [&](const ast::Param& p) { return p.name == name; });
             if (it == mine.params.end() || !it->derived)
                 throw ToyError(fmt::format("the exercise asks for your choice of {}: declare it with `let {} = ...`", name, name));
