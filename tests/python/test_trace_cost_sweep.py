@@ -143,3 +143,14 @@ def test_tune_is_the_cli_tune():
                          "--vary", "Br=64,128", "--vary", "Bc=64,128", "--format", "json")
     assert [r["params"] for r in t["ranked"]] == [{"Br": 64, "Bc": 128}, {"Br": 64, "Bc": 64}]
     assert "registers a thread" in t["dropped"][0]["why"]
+
+
+def test_tune_as_a_kernel_runs_it_is_the_cli_tune():
+    # kernel= is --kernel: each point as fa2_v3_mma runs it, the tiles it refuses dropped with its reason.
+    p = toysim.load("programs/attention/fa2.toy", n=512, d=64)
+    t = p.tune(Br=[64, 128], Bc=[32, 64], dtype="fp16", kernel="fa2_v3_mma")
+    assert t == cli_json("tune", "programs/attention/fa2.toy", "--set", "n=512", "--set", "d=64", "--vary", "Br=64,128",
+                         "--vary", "Bc=32,64", "--dtype", "fp16", "--kernel", "fa2_v3_mma", "--format", "json")
+    assert t["kernel"] == "kernel fa2_v3_mma"
+    assert [r["params"] for r in t["ranked"]] == [{"Br": 128, "Bc": 64}, {"Br": 128, "Bc": 32}]
+    assert t["dropped"][0]["why"] == "fa2_v3_mma takes Br = 128 (4 warps of 32 rows) and Bc = 32 or 64, not Br = 64, Bc = 32"
