@@ -22,10 +22,13 @@ std::string list(const std::vector<std::string>& names) {
     return out;
 }
 
+// Where generated CUDA's products run: on the tensor cores in tf32 where they may run there.
+ProductUnit generated_products(const GeneratedProgram& g) { return g.tensor_cores ? ProductUnit::MmaTf32 : ProductUnit::CudaCores; }
+
 // Where the kernel's products run, as the time model names the units: a catalog kernel's as
-// its row says, generated CUDA's on the tensor cores in tf32 where its products may run there.
+// its row says, generated CUDA's as generated_products says.
 ProductUnit product_unit(const KernelSpec& kernel, const GpuRunResult& gpu) {
-    if (gpu.generated) return gpu.generated->tensor_cores ? ProductUnit::MmaTf32 : ProductUnit::CudaCores;
+    if (gpu.generated) return generated_products(*gpu.generated);
     switch (kernel.products) {
         case Products::CudaCores: return ProductUnit::CudaCores;
         case Products::WarpMma: return ProductUnit::MmaF16;
@@ -151,11 +154,7 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
             shape.sector_bytes = q.cache->config.sector_bytes;
             shape.tile_element_bytes = dtype_bytes(gpu.dtype);
             shape.warps = q.warps;
-            if (gpu.generated) {  // what the code generator emits: its block size, tiles in shared memory as fp32
-                shape.warps = generated_threads(*gpu.generated, k) / 32;
-                shape.shared_element_bytes = 4;
-                shape.generated = true;
-            }
+            if (gpu.generated) run_as_generated(shape, generated_threads(*gpu.generated, k));
             stage.predicted_time = predict_launch(*machine, work, c, shape);
         }
         if (!machine) pr.machine.clear();
@@ -171,7 +170,7 @@ ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuR
     if (!choice.generated) return predict_program(on_machine, machine, options.heads);
     const GeneratedProgram& g = *choice.generated;
     GeneratedLaunches launches;
-    launches.products = g.tensor_cores ? ProductUnit::MmaTf32 : ProductUnit::CudaCores;
+    launches.products = generated_products(g);
     const auto at = [&](MachineParam q) { return static_cast<std::int64_t>(machine[q]); };
     for (std::size_t k = 0; k < std::max<std::size_t>(g.stages.size(), 1); ++k) {
         const int threads = generated_threads(g, k);

@@ -4,13 +4,8 @@
 #include "gpu/codegen/nvrtc.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
-#include <functional>
 #include <limits>
-#include <mutex>
-#include <thread>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -20,6 +15,7 @@
 #include "sim/check/fill.h"
 #include "sim/check/run.h"
 #include "sim/reference/reference.h"
+#include "support/parallel.h"
 #include "support/text.h"
 
 namespace toysim::gpu {
@@ -260,38 +256,6 @@ double GpuRunResult::gigabytes_per_second() const {
     return launch.total.ms.empty() ? 0.0 : counted_bytes / (launch.total.median() * 1e-3) / 1e9;
 }
 
-namespace {
-
-// fn(0), ..., fn(heads − 1) over the host's cores: the CPU reference of a head (its fills and
-// checks) reads its own inputs and writes its own slice, and is most of a run's host time
-// (a backward's O and L, 10^10 multiply-adds at n = 4096).
-void each_head(std::size_t heads, const std::function<void(std::size_t)>& fn) {
-    const std::size_t workers = std::min<std::size_t>(heads, std::max(1u, std::thread::hardware_concurrency()));
-    if (workers <= 1) {
-        for (std::size_t hd = 0; hd < heads; ++hd) fn(hd);
-        return;
-    }
-    std::atomic<std::size_t> next{0};
-    std::exception_ptr failed;
-    std::mutex failed_lock;
-    std::vector<std::thread> threads;
-    for (std::size_t w = 0; w < workers; ++w)
-        threads.emplace_back([&] {
-            for (std::size_t hd = next++; hd < heads; hd = next++) {
-                try {
-                    fn(hd);
-                } catch (...) {
-                    std::lock_guard<std::mutex> hold(failed_lock);
-                    if (!failed) failed = std::current_exception();
-                }
-            }
-        });
-    for (std::thread& t : threads) t.join();
-    if (failed) std::rethrow_exception(failed);
-}
-
-}  // namespace
-
 bool runs_generated(const Program& p, std::string_view kernel) { return kernel == "generated" || (kernel.empty() && !p.tree->gpu_kernel); }
 
 void refuse_races(const Program& p, bool force) {
@@ -426,7 +390,9 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
                 throw ToyError(ErrorKind::Input, a.fill.loc,
                                fmt::format("filling {} = {}(...) for {} heads needs about {:.2g} multiply-adds on the CPU: lower --heads or n",
                                            a.name, a.fill.function, heads, work));
-            each_head(heads, [&](std::size_t hd) {
+            // Each head's reference on a core of its own: most of a run's host time (a backward's O and
+            // L, 10^10 multiply-adds at n = 4096); each head writes its own slice.
+            for_each_index(heads, [&](std::size_t hd) {
                 std::vector<Tensor> tensors;
                 for (int arg : args) tensors.push_back(head_tensor(static_cast<size_t>(arg), hd));
                 auto values = reference(a.fill.function, tensors).data;
@@ -531,7 +497,7 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
         // Each head's reference on its own thread, then compared in order (the first mismatch
         // reported is the first head's).
         std::vector<std::vector<double>> expected_of(static_cast<std::size_t>(out.heads_checked));
-        each_head(expected_of.size(), [&](std::size_t hd) {
+        for_each_index(expected_of.size(), [&](std::size_t hd) {
             std::vector<Tensor> args;
             for (size_t i = 0; i < plan.args.size(); ++i) {
                 const std::size_t a = static_cast<std::size_t>(plan.args[i]);

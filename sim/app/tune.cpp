@@ -4,9 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <exception>
-#include <thread>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -23,6 +20,7 @@
 #include "sim/front/parser.h"
 #include "sim/print/report.h"
 #include "support/diag.h"
+#include "support/parallel.h"
 
 namespace toysim::app {
 
@@ -239,15 +237,18 @@ ParamSettings point_settings(const RankedSpace& space, const TunePoint& point) {
     return settings;
 }
 
+int tune_element_bytes(const std::string& dtype) {
+    if (dtype != "fp32" && dtype != "fp16" && dtype != "bf16") throw ToyError(fmt::format("tune: dtype '{}': fp32, fp16 or bf16", dtype));
+    return dtype == "fp32" ? 4 : 2;
+}
+
 RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request,
                        const Spelling& spelling, const PointPredictor& predict) {
     if (request.objective != "time" && request.objective != "dram" && request.objective != "cycles")
         throw ToyError(fmt::format("tune: objective '{}': time, dram or cycles", request.objective));
     if (request.vary.empty()) throw ToyError("tune: give --vary NAME=V1,V2,... (the space), or --schedule");
     const MachineSpec& machine = named_machine(request.machine, spelling);
-    if (request.dtype != "fp32" && request.dtype != "fp16" && request.dtype != "bf16")
-        throw ToyError(fmt::format("tune: dtype '{}': fp32, fp16 or bf16", request.dtype));
-    const int element_bytes = request.dtype == "fp32" ? 4 : 2;
+    const int element_bytes = tune_element_bytes(request.dtype);
     RankedSpace r;
     r.path = path;
     r.machine = std::string(machine.name);
@@ -259,12 +260,11 @@ RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const st
     r.fixed = settings_from(request.sets);
 
     // Each point compiled and walked on its own: the points share nothing but the tree, so they
-    // are spread over the cores (the browser's engine has one thread), and gathered in the
-    // space's order, so that the ranking and the dropped list do not depend on the threads.
+    // are spread over the cores, and gathered in the space's order, so that the ranking and the
+    // dropped list do not depend on the threads.
     std::vector<std::optional<TunePoint>> points(r.space.size());
     std::vector<std::string> why(r.space.size());
-    std::vector<std::exception_ptr> failed(r.space.size());
-    const auto rank_point = [&](std::size_t k) {
+    for_each_index(r.space.size(), [&](std::size_t k) {
         const ParamSettings& varied = r.space[k];
         ParamSettings settings = r.fixed;
         settings.insert(settings.end(), varied.begin(), varied.end());
@@ -285,24 +285,9 @@ RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const st
             points[k] = std::move(p);
         } catch (const ToyError& e) {
             why[k] = e.what();
-        } catch (...) {
-            failed[k] = std::current_exception();
         }
-    };
-#ifdef __EMSCRIPTEN__
-    for (std::size_t k = 0; k < r.space.size(); ++k) rank_point(k);
-#else
-    std::atomic<std::size_t> next{0};
-    std::vector<std::thread> threads;
-    const std::size_t workers = std::min<std::size_t>(r.space.size(), std::max(1u, std::thread::hardware_concurrency()));
-    for (std::size_t w = 0; w < workers; ++w)
-        threads.emplace_back([&] {
-            for (std::size_t k = next++; k < r.space.size(); k = next++) rank_point(k);
-        });
-    for (std::thread& t : threads) t.join();
-#endif
+    });
     for (std::size_t k = 0; k < r.space.size(); ++k) {
-        if (failed[k]) std::rethrow_exception(failed[k]);
         if (points[k]) r.ranked.push_back(std::move(*points[k]));
         else r.dropped.emplace_back(r.space[k], why[k]);
     }

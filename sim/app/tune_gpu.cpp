@@ -25,8 +25,7 @@ std::vector<std::size_t> ranks_to_run(std::size_t ranked, std::size_t top, int s
 
 TunedSpace tune_space_on_gpu(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request,
                              const GpuTuneRequest& gpu_request, Format format, const Spelling& spelling, bool* all_passed) {
-    if (request.dtype != "fp32" && request.dtype != "fp16" && request.dtype != "bf16")
-        throw ToyError(fmt::format("tune: dtype '{}': fp32, fp16 or bf16", request.dtype));
+    tune_element_bytes(request.dtype);  // a name gpu::parse_dtype knows, or the command's error
     gpu::GpuRunOptions options;
     options.kernel = gpu_request.kernel;
     options.heads = request.heads;

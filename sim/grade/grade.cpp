@@ -123,6 +123,13 @@ std::string located(const ToyError& e, const SourceFile& source) {
 
 // The graded program with the solution's lets named in `lets` set to their values instead (the
 // optimum's search); ToyError when the solution does not declare one of them.
+// A test case's run: its step limit and its data's stream.
+RunOptions case_run_options(const TestCase& test) {
+    RunOptions options = RunOptions::limited_to(test.step_limit);
+    options.fill_stream = test.seed;
+    return options;
+}
+
 using LetsBuilder = std::function<std::shared_ptr<const ast::Program>(const Bindings& lets)>;
 
 std::uint64_t counter_of(const RunResult& run, const std::string& counter) {
@@ -178,9 +185,7 @@ OptimumResult search_optimum(const ast::Optimum& o, const Program& mine, const R
         RunResult run;
         try {
             const Program p = compile(with_lets(choice), r.test.settings);
-            RunOptions options = RunOptions::limited_to(r.test.step_limit);
-            options.fill_stream = r.test.seed;
-            run = run_to_verdict(p, options);
+            run = run_to_verdict(p, case_run_options(r.test));
         } catch (const ToyError&) {
             continue;  // past the machine (a tile that does not fit the registers) or the language's limits
         }
@@ -241,8 +246,7 @@ void grade_case(const std::shared_ptr<const ast::Program>& tree, const ast::Exer
                             solution);
         return;
     }
-    RunOptions options = RunOptions::limited_to(r.test.step_limit);
-    options.fill_stream = r.test.seed;
+    const RunOptions options = case_run_options(r.test);
     RunResult run;
     try {
         run = run_to_verdict(p, options);

@@ -412,10 +412,8 @@ ProgramTime predict_program(const Program& program, const MachineSpec& m, std::i
         shape.sector_bytes = p.cache->config.sector_bytes;
         shape.tile_element_bytes = p.cache->element_bytes;
         shape.warps = p.warps;
-        if (generated) {  // as gpu::diff sets a generated launch's shape
-            shape.warps = std::max(1, generated->threads.at(std::min(k, generated->threads.size() - 1)) / 32);
-            shape.shared_element_bytes = 4;
-            shape.generated = true;
+        if (generated) {
+            run_as_generated(shape, generated->threads.at(std::min(k, generated->threads.size() - 1)));
             // Serial code (no parallel loop) runs as one block a head (gpu/codegen/): a grid of
             // `heads` blocks, each the whole of it, one after another (flash_decoding's merge).
             if (shape.blocks == 0) shape.blocks = static_cast<std::uint64_t>(heads);

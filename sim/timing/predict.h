@@ -105,6 +105,14 @@ struct LaunchShape {
     bool generated = false;
 };
 
+// A launch of CUDA generated from the program (gpu/codegen/): a block of `threads`, its tiles in
+// shared memory as fp32, its loops at the rates the machine measured for generated code.
+inline void run_as_generated(LaunchShape& shape, int threads) {
+    shape.warps = threads >= 32 ? threads / 32 : 1;
+    shape.shared_element_bytes = 4;
+    shape.generated = true;
+}
+
 // Where the chain bound's time goes, on the busiest SM: the loads and stores that wait in line
 // (their latency and bytes), the asynchronous copies (overlapped with the rest: the chain takes
 // the longer), and the products, the special-function unit and element-wise work at the rate
