@@ -45,6 +45,12 @@ namespace toysim {
     X(BarrierCycles, "barrier", "cycles", "a block's barrier (__syncthreads, 4 warps) with nothing to wait for")                     \
     X(GeneratedElementRate, "generated_elementwise", "G/s/SM", "elements of element-wise tile instructions generated CUDA does a second, per SM") \
     X(GeneratedMacRate, "generated_mac", "G/s/SM", "multiply-adds of tile products generated CUDA does a second, per SM (tf32 tensor cores)") \
+    X(GeneratedInstructionNs, "generated_instruction", "ns", "an SM's time for a block's tile instruction in generated CUDA's shared memory, beyond its elements") \
+    X(GeneratedInstructionLatencyNs, "generated_instruction_latency", "ns", "a block's tile instruction in generated CUDA's shared memory, start to its barrier's end, one block an SM") \
+    X(GeneratedProductStepNs, "generated_product_step", "ns", "a step of a generated product in shared memory (wmma m16n16k8, tf32) that waits for the one before") \
+    X(GeneratedScalarStepNs, "generated_scalar_step", "ns", "a step of k of a generated product on the CUDA cores (a lane's 4x4 patch) that waits for the one before") \
+    X(GeneratedRegisterElementRate, "generated_elementwise_registers", "G/s/SM", "elements of element-wise instructions on tiles generated CUDA keeps in registers, a second, per SM") \
+    X(GeneratedRegisterMacRate, "generated_mma", "G/s/SM", "multiply-adds of products into tiles generated CUDA keeps in registers (mma.sync, fp16), a second, per SM") \
     X(LaunchMicroseconds, "launch", "µs", "a launch's own time: an empty kernel between two events, as a run times a stage")            \
     X(RegistersPerSm, "registers", "/SM", "32-bit registers per SM")                                                                \
     X(SharedPerSm, "shared_per_sm", "B", "shared memory per SM")                                                                    \

@@ -133,3 +133,40 @@ TEST_CASE("nvrtc: a syntax error throws NvrtcCompileError with NVRTC's log", "[n
     // An option NVRTC does not know: an NvrtcCompileError too, a GpuError to the CLI.
     CHECK_THROWS_AS(gpu::nvrtc_compile(bad, "bad.cu", 90, {"--no-such-option"}), gpu::GpuError);
 }
+
+TEST_CASE("nvrtc: ptxas's registers and stack frame are read from the cubin", "[nvrtc]") {
+    std::string why;
+    if (!gpu::nvrtc_available(&why)) SKIP(why);
+    ScopedEnv no_cache("TOYSIM_NO_CACHE", "1");
+    // `spill` writes and reads a local array at indices known only at run time: ptxas must keep
+    // it in local memory (a frame of its 1024 bytes); `scale` needs none.
+    const std::string source = std::string(kHalfKernel) + R"(
+extern "C" __global__ void spill(float* y, int k) {
+    float a[256];
+    for (int i = 0; i < 256; ++i) a[(i * k) & 255] = y[i * blockDim.x + threadIdx.x];
+    y[threadIdx.x] = a[k & 255] + a[(k >> 3) & 255];
+}
+)";
+    const gpu::NvrtcCompiled c = gpu::nvrtc_compile(source, "resources.cu", 90, {"-std=c++17"});
+    const auto scale = gpu::cubin_resources(c.image, "scale");
+    REQUIRE(scale);
+    CHECK(scale->registers >= 4);
+    CHECK(scale->registers <= 32);
+    CHECK(scale->frame_bytes == 0);
+    const auto spill = gpu::cubin_resources(c.image, "spill");
+    REQUIRE(spill);
+    CHECK(spill->frame_bytes >= 1024);
+    CHECK_FALSE(gpu::cubin_resources(c.image, "no_such_kernel"));
+    // A truncated or damaged image gives the answer or none, and is never read past its end
+    // (the sanitizer build would stop).
+    for (std::size_t size = 0; size < c.image.size(); size += 61) {
+        const auto cut = gpu::cubin_resources(c.image.substr(0, size), "scale");
+        if (cut) CHECK(cut->registers == scale->registers);
+    }
+    CHECK_FALSE(gpu::cubin_resources(c.image.substr(0, 63), "scale"));
+    std::string damaged = c.image;
+    for (std::size_t at = 64; at < damaged.size(); at += 97) damaged[at] = static_cast<char>(damaged[at] ^ 0x5a);
+    (void)gpu::cubin_resources(damaged, "scale");
+    CHECK_FALSE(gpu::cubin_resources("\x7f" "ELF", "scale"));
+    CHECK_FALSE(gpu::cubin_resources(std::string(200, '\xff'), "scale"));
+}

@@ -40,6 +40,9 @@ struct KernelLaunchFacts {
     int threads = 256;               // block size
     std::int64_t shared_bytes = 0;   // dynamic shared memory of a block: the tiles and scalar registers
     std::int64_t spill_floats = 0;   // a block's tiles in global memory, where shared memory cannot hold them all
+    // Per tile: kept in registers, in the tensor cores' fragment layout (codegen_fragment.cpp);
+    // empty where the kernel keeps every tile in shared memory.
+    std::vector<bool> tiles_in_registers;
     // The tile that takes the most shared memory, for the message when a block's do not fit.
     std::string largest_tile;
     std::int64_t largest_tile_bytes = 0;

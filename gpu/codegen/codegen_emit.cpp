@@ -446,6 +446,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     for (size_t at = head.find(kSpillPerBlockMarker); at != std::string::npos; at = head.find(kSpillPerBlockMarker))
         head.replace(at, std::string(kSpillPerBlockMarker).size(), std::to_string(spilled));
     out.spill_floats = spilled;
+    if (fragments) out.tiles_in_registers = fragment_;
     if (uses_registers) {
         if (per_thread_) head += fmt::format("    float R[{}];  // the scalar registers\n", layout_.registers());
         else head += fmt::format("    float* const R = smem + {};  // the scalar registers\n", floats);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -287,6 +288,76 @@ NvrtcCompiled nvrtc_compile(const std::string& source, const std::string& name, 
     if (int r = api.nvrtcGetCUBIN(guard.prog, out.image.data()); r != kSuccess)
         throw GpuError{fmt::format("NVRTC compiled {} but could not return the cubin: {}", name, error_text(api, r))};
     if (!file.empty()) write_cache(file, out.image);
+    return out;
+}
+
+// An ELF64 little-endian cubin: the section headers, the symbol table's names, and the
+// .nv.info section's attributes (each a format byte, an attribute byte, then for EIFMT_SVAL a
+// 16-bit size and that many bytes; else 2 bytes): EIATTR_REGCOUNT (0x2f) and
+// EIATTR_FRAME_SIZE (0x11) are a symbol's index and its count. Every offset is checked
+// against the image.
+std::optional<CubinResources> cubin_resources(const std::string& image, const std::string& function) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(image.data());
+    const std::size_t size = image.size();
+    auto read = [&](std::size_t at, std::size_t width) -> std::optional<std::uint64_t> {
+        if (at > size || width > size - at) return std::nullopt;
+        std::uint64_t v = 0;
+        for (std::size_t i = 0; i < width; ++i) v |= std::uint64_t{bytes[at + i]} << (8 * i);
+        return v;
+    };
+    if (size < 64 || image.compare(0, 4, "\x7f" "ELF") != 0 || bytes[4] != 2 || bytes[5] != 1) return std::nullopt;
+    const auto shoff = read(0x28, 8), shentsize = read(0x3A, 2), shnum = read(0x3C, 2), shstrndx = read(0x3E, 2);
+    if (!shoff || !shentsize || !shnum || !shstrndx || *shentsize < 64) return std::nullopt;
+    struct Section {
+        std::uint64_t name = 0, type = 0, offset = 0, size = 0, link = 0, entsize = 0;
+    };
+    std::vector<Section> sections;
+    for (std::uint64_t i = 0; i < *shnum; ++i) {
+        const std::size_t at = *shoff + i * *shentsize;
+        const auto name = read(at, 4), type = read(at + 4, 4), offset = read(at + 24, 8), bytes_of = read(at + 32, 8), link = read(at + 40, 4),
+                   entsize = read(at + 56, 8);
+        if (!name || !type || !offset || !bytes_of || !link || !entsize) return std::nullopt;
+        if (*offset > size || *bytes_of > size - *offset) return std::nullopt;
+        sections.push_back({*name, *type, *offset, *bytes_of, *link, *entsize});
+    }
+    auto text = [&](const Section& table, std::uint64_t at) -> std::string_view {
+        if (at >= table.size) return {};
+        const char* start = image.data() + table.offset + at;
+        const std::size_t room = table.size - at;
+        return std::string_view(start, strnlen(start, room));
+    };
+    if (*shstrndx >= sections.size()) return std::nullopt;
+    constexpr std::uint64_t kSymtab = 2;
+    std::optional<std::uint64_t> symbol;
+    for (const Section& s : sections) {
+        if (s.type != kSymtab || s.entsize < 24 || s.link >= sections.size()) continue;
+        for (std::uint64_t k = 0; k < s.size / s.entsize; ++k) {
+            const auto name = read(s.offset + k * s.entsize, 4);
+            if (name && text(sections[s.link], *name) == function) symbol = k;
+        }
+    }
+    if (!symbol) return std::nullopt;
+    constexpr unsigned kSval = 4, kRegcount = 0x2f, kFrameSize = 0x11;
+    std::optional<CubinResources> out;
+    int frame = 0;
+    for (const Section& s : sections) {
+        if (text(sections[*shstrndx], s.name) != ".nv.info") continue;
+        for (std::size_t at = s.offset; at + 4 <= s.offset + s.size;) {
+            const unsigned format = bytes[at], attribute = bytes[at + 1];
+            if (format != kSval) {
+                at += 4;
+                continue;
+            }
+            const std::size_t length = static_cast<std::size_t>(*read(at + 2, 2));
+            if ((attribute == kRegcount || attribute == kFrameSize) && length == 8 && at + 12 <= s.offset + s.size && *read(at + 4, 4) == *symbol) {
+                const int value = static_cast<int>(*read(at + 8, 4));
+                if (attribute == kRegcount) out = CubinResources{value, 0};
+                else frame = value;
+            }
+            at += 4 + length;
+        }
+    }
+    if (out) out->frame_bytes = frame;
     return out;
 }
 

@@ -6,6 +6,7 @@
 // file per source, options, architecture and NVRTC version; TOYSIM_NO_CACHE=1 turns that off.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,5 +43,15 @@ std::string nvrtc_version();
 // that cannot be read or written is ignored.
 NvrtcCompiled nvrtc_compile(const std::string& source, const std::string& name, int arch,
                             const std::vector<std::string>& options);
+
+// What ptxas gave kernel `function`, read from the cubin's .nv.info section (what cuobjdump
+// --dump-resource-usage prints): a thread's registers (EIATTR_REGCOUNT) and its stack frame in
+// local memory (EIATTR_FRAME_SIZE: registers spilled, arrays it could not keep in registers).
+// nullopt where the image has no register count for the function.
+struct CubinResources {
+    int registers = 0;
+    int frame_bytes = 0;
+};
+std::optional<CubinResources> cubin_resources(const std::string& image, const std::string& function);
 
 }  // namespace toysim::gpu

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "gpu/codegen/codegen.h"
+#include "gpu/codegen/nvrtc.h"
 #include "sim/analysis/cost.h"
 #include "sim/exec/cached_count.h"
 
@@ -49,6 +50,25 @@ const GeneratedKernel* first_kernel(const GeneratedProgram& g, std::size_t stage
     return stage < g.stages.size() ? first(g.stages[stage].steps) : nullptr;
 }
 
+// The program as generated CUDA keeps its tiles, whatever its schedule says: in registers the
+// tiles some kernel keeps in the tensor cores' fragment layout, every other tile in shared
+// memory, loaded synchronously (no stages). A tile in registers in one kernel counts as in
+// registers in all (the generator keeps none there that another kernel writes). Its warps are
+// a grid kernel's.
+Program as_generated(const Program& p, const GeneratedProgram& g) {
+    Program q = p;
+    // A block kernel's warps share a product's rows (the walk's patches and fragment steps).
+    for (const GeneratedKernel& k : g.kernels)
+        if (!k.per_thread && !k.grid.empty()) q.warps = std::max(1, k.threads / 32);
+    for (size_t t = 0; t < q.tiles.size(); ++t) {
+        q.tiles[t].in_registers = false;
+        q.tiles[t].stages = 1;
+        for (const GeneratedKernel& k : g.kernels)
+            if (t < k.tiles_in_registers.size() && k.tiles_in_registers[t]) q.tiles[t].in_registers = true;
+    }
+    return q;
+}
+
 // The threads of a generated stage's first kernel.
 int generated_threads(const GeneratedProgram& g, std::size_t stage) {
     const GeneratedKernel* k = first_kernel(g, stage);
@@ -63,7 +83,7 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
         out.why_no_prediction = fmt::format("no cache preset models {}: give one with --cache", gpu.device.name);
         return;
     }
-    Program q = p;
+    Program q = gpu.generated ? as_generated(p, *gpu.generated) : p;
     q.cache = make_program_cache(cache, Loc{}, fmt::format("--cache {}: ", cache));
     CachedCountOptions walk;
     walk.heads = gpu.heads;
@@ -165,19 +185,60 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
 }  // namespace
 
 ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuRunOptions& options, const KernelChoice& choice) {
-    Program on_machine = on_machine_cache(p, machine);
+    Program on_machine = on_machine_cache(choice.generated ? as_generated(p, *choice.generated) : p, machine);
     on_machine.cache->element_bytes = dtype_bytes(options.dtype);
     if (!choice.generated) return predict_program(on_machine, machine, options.heads);
     const GeneratedProgram& g = *choice.generated;
     GeneratedLaunches launches;
     launches.products = generated_products(g);
     const auto at = [&](MachineParam q) { return static_cast<std::int64_t>(machine[q]); };
+    // The registers ptxas gives each kernel, where NVRTC compiles the module here (no GPU
+    // needed; the disk cache keeps it for the run): they decide how many blocks an SM holds.
+    std::optional<NvrtcCompiled> compiled;
+    if (nvrtc_available()) {
+        try {
+            compiled = nvrtc_compile(g.compile_unit(), g.program_path + ".cu", 90, generated_compile_options());
+        } catch (const GpuError&) {
+            compiled.reset();  // estimated below, as without NVRTC
+        }
+    }
     for (std::size_t k = 0; k < std::max<std::size_t>(g.stages.size(), 1); ++k) {
         const int threads = generated_threads(g, k);
         const GeneratedKernel* kernel = first_kernel(g, k);
         const std::int64_t shared = kernel ? kernel->shared_bytes : 0;
         std::int64_t resident = std::min(at(MachineParam::BlocksPerSm), at(MachineParam::ThreadsPerSm) / threads);
         if (shared > 0) resident = std::min(resident, at(MachineParam::SharedPerSm) / shared);
+        std::optional<int> registers;
+        if (compiled && kernel)
+            if (const auto used = cubin_resources(compiled->image, kernel->function)) {
+                // (Registers ptxas spilled to local memory, used->frame_bytes a thread, are not
+                // timed: fa2's 128-row tiles at d = 128 spill 56 to 584 bytes and ran 0.93 to 1.12
+                // times the prediction; docs/gpu.md, "Predicted time".)
+                registers = used->registers;
+            }
+        if (!registers && kernel && !kernel->per_thread) {
+            // Estimated: the block's share of its tiles in registers (a [rows][1] tile: 2 of each
+            // 16-row block in every lane) and 32 for addresses, indices and loop state, as
+            // occupancy() assumes for a schedule's, at most the 128 a block kernel's launch
+            // bounds allow (gpu/codegen/codegen_emit.cpp).
+            std::int64_t floats = 32;
+            for (std::size_t t = 0; t < kernel->tiles_in_registers.size(); ++t)
+                if (kernel->tiles_in_registers[t]) {
+                    const Tile& tile = p.tiles[t];
+                    floats += tile.cols == 1 ? 2 * tile.rows / 128 : tile.rows * tile.cols / threads;
+                }
+            registers = static_cast<int>(std::min<std::int64_t>(floats, 128));
+        }
+        if (registers && *registers > 0) {
+            // Registers go to warps in units of 256 (8 a thread): the occupancy calculator's rule.
+            const std::int64_t per_warp = (std::int64_t{*registers} * 32 + 255) / 256 * 256;
+            const std::int64_t warps = (threads + 31) / 32;
+            resident = std::min(resident, at(MachineParam::RegistersPerSm) / per_warp / warps);
+            launches.registers.push_back(*registers);
+        } else {
+            launches.registers.push_back(0);
+        }
+        launches.registers_from_compiler = compiled.has_value();
         launches.threads.push_back(threads);
         launches.resident.push_back(std::max<std::int64_t>(resident, 1));
     }

@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # What generated CUDA's own loops cost on this GPU, for the h100 machine's generated-code rows
-# (isa/machine.cpp): gpu/tools/generated_probe.toy run as generated CUDA (fp16, tensor cores on)
-# with no work, with Ke element-wise additions of 64 × 64 tiles and with Km 64 × 64 × 64
-# products, each the median of 20 launches. The differences over the elements added and the
-# multiply-adds done, per SM, are the rates the model reads. Prints the rows machine_h100.txt
-# holds (under "-- generated CUDA").
+# (isa/machine.cpp), each the median of 20 launches, fp16, tensor cores on:
+#   - gpu/tools/generated_probe.toy (tiles in shared memory) with no work, with Ke element-wise
+#     additions of 64 × 64 tiles and with Km 64 × 64 × 64 products: the differences over the
+#     elements added and the multiply-adds done, per SM, are the rates;
+#   - the same at E = 4 (16 elements: fewer than a block's threads): what a tile instruction
+#     costs an SM beyond its elements (the time over the instructions, less their elements at
+#     the rate above);
+#   - the same at one block an SM (132 blocks): what a block waits for an instruction (E = 4
+#     additions) and for a step of a product's fragments (16 steps of 64 × 64 × 64 less 2 of
+#     16 × 16 × 16, over 14; on the CUDA cores, 12 steps of 12 × 12 × 12 less 4 of 4 × 4 × 4);
+#   - gpu/tools/generated_probe_registers.toy (tiles in the tensor cores' fragment layout, in
+#     registers): the rates of additions and mma.sync products there, from the difference
+#     between two counts of them (the loads before them would hide a small count).
+# Prints the rows machine_h100.txt holds (under "-- generated CUDA").
 #
 #   bash gpu/tools/generated_probe.sh [path/to/toysim]
 set -euo pipefail
@@ -12,25 +21,65 @@ toysim=${1:-build/toysim}
 python3 - "$toysim" <<'PY'
 import json, subprocess, sys
 toysim = sys.argv[1]
-B, Ke, Km = 2112, 256, 64  # 2112 blocks: 8 waves of 2 resident blocks on 132 SMs
-def run(ke, km):
-    out = subprocess.run([toysim, "gpu", "run", "gpu/tools/generated_probe.toy", "--kernel", "generated", "--dtype", "fp16",
-                          "--set", f"B={B}", "--set", f"Ke={ke}", "--set", f"Km={km}", "--format", "json"],
-                         check=True, capture_output=True, text=True).stdout
-    d = json.loads(out)
+def run(program, **params):
+    args = [toysim, "gpu", "run", program, "--kernel", "generated", "--dtype", "fp16", "--repeats", "20", "--format", "json"]
+    for k, v in params.items(): args += ["--set", f"{k}={v}"]
+    d = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
     launch = d["launches"][0]
     return launch["time_ms"]["median"] * 1e-3, launch.get("resident_blocks_per_sm"), d["device"]
-base, resident, device = run(0, 0)
-elementwise, _, _ = run(Ke, 0)
-products, _, _ = run(0, Km)
+shared, registers = "gpu/tools/generated_probe.toy", "gpu/tools/generated_probe_registers.toy"
+B, Ke, Km = 2112, 256, 64  # 2112 blocks: 8 waves of 2 resident blocks on 132 SMs
+base, resident, device = run(shared, B=B, E=64, Ke=0, Km=0)
+elementwise, _, _ = run(shared, B=B, E=64, Ke=Ke, Km=0)
+products, _, _ = run(shared, B=B, E=64, Ke=0, Km=Km)
 sms = device["sm_count"]
-elements = B * Ke * 64 * 64
-macs = B * Km * 64 * 64 * 64
-per_element = elements / (elementwise - base) / sms
-per_mac = macs / (products - base) / sms
-print(f"# generated CUDA: {device['name']}, {sms} SMs, {resident} resident blocks an SM; base {base * 1e3:.3f} ms, "
-      f"+{Ke} additions {elementwise * 1e3:.3f} ms, +{Km} products {products * 1e3:.3f} ms")
+per_element = B * Ke * 64 * 64 / (elementwise - base) / sms
+per_mac = B * Km * 64 * 64 * 64 / (products - base) / sms
+Bs = 8448  # E = 4: 8 waves of 8 resident blocks (256 threads each) on 132 SMs
+small_base, small_resident, _ = run(shared, B=Bs, E=4, Ke=0, Km=0)
+small, _, _ = run(shared, B=Bs, E=4, Ke=Ke, Km=0)
+per_instruction = (small - small_base) * sms / (Bs * Ke) - 16 / per_element  # an SM's seconds per block instruction
+B1 = 132  # one block an SM: what a block waits for, nothing beside it
+one_base, _, _ = run(shared, B=B1, E=4, Ke=0, Km=0)
+one_add, _, _ = run(shared, B=B1, E=4, Ke=Ke, Km=0)
+latency = (one_add - one_base) / Ke
+Kp = 256
+one_base16, _, _ = run(shared, B=B1, E=16, Ke=0, Km=0)
+one_mac16, _, _ = run(shared, B=B1, E=16, Ke=0, Km=Kp)
+one_base64, _, _ = run(shared, B=B1, E=64, Ke=0, Km=0)
+one_mac64, _, _ = run(shared, B=B1, E=64, Ke=0, Km=Kp)
+# A 16 x 16 x 16 product: 1 fragment, 2 steps of k = 8 (one warp); 64 x 64 x 64: 16 fragments on
+# 8 warps, 2 each, 8 steps of k each: 16 in turn.
+step = ((one_mac64 - one_base64) - (one_mac16 - one_base16)) / Kp / (16 - 2)
+# Not whole fragments, so on the CUDA cores: 4 x 4 x 4 is one lane's patch, 4 steps of k;
+# 12 x 12 x 12, 9 patches (a lane each), 12 steps.
+one_base4, _, _ = run(shared, B=B1, E=4, Ke=0, Km=0)
+one_mac4, _, _ = run(shared, B=B1, E=4, Ke=0, Km=Kp)
+one_base12, _, _ = run(shared, B=B1, E=12, Ke=0, Km=0)
+one_mac12, _, _ = run(shared, B=B1, E=12, Ke=0, Km=Kp)
+scalar_step = ((one_mac12 - one_base12) - (one_mac4 - one_base4)) / Kp / (12 - 4)
+Br = 2112
+Ke1, Ke2, Km1, Km2 = 2048, 4096, 512, 1024  # two counts each: the difference is the work's own time
+reg_add1, reg_resident, _ = run(registers, B=Br, Ke=Ke1, Km=0)
+reg_add2, _, _ = run(registers, B=Br, Ke=Ke2, Km=0)
+reg_mac1, _, _ = run(registers, B=Br, Ke=0, Km=Km1)
+reg_mac2, _, _ = run(registers, B=Br, Ke=0, Km=Km2)
+reg_element = Br * (Ke2 - Ke1) * 128 * 64 / (reg_add2 - reg_add1) / sms
+reg_mac = Br * (Km2 - Km1) * 128 * 64 * 64 / (reg_mac2 - reg_mac1) / sms
+print(f"# generated CUDA: {device['name']}, {sms} SMs; shared: {resident} resident blocks an SM, base {base * 1e3:.3f} ms, "
+      f"+{Ke} additions {elementwise * 1e3:.3f} ms, +{Km} products {products * 1e3:.3f} ms; E = 4: {small_resident} an SM, base "
+      f"{small_base * 1e3:.3f} ms, +{Ke} additions {small * 1e3:.3f} ms; registers: {reg_resident} an SM, "
+      f"{Ke1} additions {reg_add1 * 1e3:.3f} ms, {Ke2} {reg_add2 * 1e3:.3f} ms, {Km1} products {reg_mac1 * 1e3:.3f} ms, {Km2} {reg_mac2 * 1e3:.3f} ms")
+def row(name, figure, how):
+    print(f"{name:<30} {figure:<30} {'':<24} {'':>5}  {how:<70} ")
 how = f"generated_probe.toy, fp16, {B} blocks of 256 threads, {resident} an SM"
-print(f"{'generated element-wise op':<30} {f'{per_element / 1e9:.2f} G elements/s/SM':<30} {'':<24} {'':>5}  {how + f', {Ke} ADDs of 64x64 less none':<70} ")
-print(f"{'generated product (tf32 wmma)':<30} {f'{per_mac / 1e9:.1f} G MACs/s/SM':<30} {'':<24} {'':>5}  {how + f', {Km} MACs 64x64x64 less none':<70} ")
+row("generated element-wise op", f"{per_element / 1e9:.2f} G elements/s/SM", how + f", {Ke} ADDs of 64x64 less none")
+row("generated product (tf32 wmma)", f"{per_mac / 1e9:.1f} G MACs/s/SM", how + f", {Km} MACs 64x64x64 less none")
+row("generated tile instruction", f"{per_instruction * 1e9:.1f} ns/SM", f"generated_probe.toy E=4, fp16, {Bs} blocks, {small_resident} an SM, {Ke} ADDs of 4x4 less none, less 16 elements at the rate above")
+howr = f"generated_probe_registers.toy, fp16, {Br} blocks of 256 threads, {reg_resident} an SM"
+row("generated instruction latency", f"{latency * 1e9:.1f} ns", f"generated_probe.toy E=4, fp16, {B1} blocks (one an SM), {Ke} ADDs of 4x4 less none, per ADD")
+row("generated product step", f"{step * 1e9:.2f} ns", f"generated_probe.toy, fp16, {B1} blocks, {Kp} MACs 64x64x64 (16 steps) less {Kp} 16x16x16 (2), per step")
+row("generated scalar product step", f"{scalar_step * 1e9:.2f} ns", f"generated_probe.toy, fp16, {B1} blocks, {Kp} MACs 12x12x12 (12 steps) less {Kp} 4x4x4 (4), per step")
+row("generated op in registers", f"{reg_element / 1e9:.1f} G elements/s/SM", howr + f", {Ke2} ADDs of 128x64 less {Ke1}")
+row("generated product (mma.sync)", f"{reg_mac / 1e9:.1f} G MACs/s/SM", howr + f", {Km2} MACs 128x64x64 less {Km1}")
 PY

@@ -5,7 +5,12 @@
 # (Spearman's rho). Issue 37's benchmark; docs/gpu.md, "Choosing tiles".
 #
 #   bash gpu/tools/tune_grid.sh run  [toysim] [group]   # on the GPU: one JSON a cell into $OUT_DIR
+#   bash gpu/tools/tune_grid.sh rescore [toysim]        # here: the current model's predictions against the cells' measured times
 #   bash gpu/tools/tune_grid.sh table                   # the cells' JSON -> gpu/results/tune_grid_h100.md
+#
+# rescore ranks each cell's points again with `toysim tune` (no GPU) and keeps each point's
+# measured time, so that a change to the model is judged on the same measurements; the cell
+# says which commit's model ranked it ("predicted_by").
 #
 # group: fwd (fa2 on v3 and generated), rest (fa2_backward at n = 1024, fa2_causal, flash_decoding),
 # all (both), backward4096 (fa2_backward at n = 4096, d = 64), fwd16384 (generated fa2 at n = 16384, d = 128).
@@ -52,9 +57,9 @@ if [[ $mode == run ]]; then
   done
   exit 0
 fi
-python3 - "$dir" <<'PY'
-import glob, json, os, re, statistics, sys
-dir = sys.argv[1]
+python3 - "$mode" "$dir" "${2:-build/toysim}" <<'PY'
+import glob, json, os, re, statistics, subprocess, sys
+mode, dir, toysim = sys.argv[1], sys.argv[2], sys.argv[3]
 order = ["fa2_v3_mma", "fa2_generated", "fa2_backward", "fa2_causal", "flash_decoding"]
 
 def ranks(v):
@@ -76,6 +81,41 @@ def spearman(a, b):  # as toysim's (sim/app/tune.cpp)
     va, vb = sum((x - m) ** 2 for x in ra), sum((y - m) ** 2 for y in rb)
     return cov / (va * vb) ** 0.5 if va > 0 and vb > 0 else None
 
+if mode == "rescore":
+    version = subprocess.run([toysim, "--version"], capture_output=True, text=True).stdout.strip()
+    for path in sorted(glob.glob(f"{dir}/*.json")):
+        j = json.load(open(path))
+        n, d = re.search(r"\.n(\d+)\.d(\d+)\.json$", path).groups()
+        key = lambda p: json.dumps(p, sort_keys=True)
+        old = {key(r["params"]): r for r in j["ranked"]}
+        vary = {}
+        for r in j["ranked"] + j["dropped"]:
+            for k, v in r["params"].items(): vary.setdefault(k, []).append(v)
+        args = [toysim, "tune", j["program"], "--set", f"n={n}", "--set", f"d={d}", "--heads", str(j["heads"]), "--dtype", j["dtype"],
+                "--top", "1000", "--format", "json"]
+        for k, v in vary.items(): args += ["--vary", f"{k}=" + ",".join(str(x) for x in sorted(set(v)))]
+        if j["kernel"] == "CUDA generated from the program": args += ["--kernel", "generated"]
+        elif j["kernel"].startswith("kernel "): args += ["--kernel", j["kernel"].split()[1]]
+        new = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+        measured = ("measured_seconds", "checks_passed", "traffic_equal", "gpu_error")
+        for r in new["ranked"]:
+            r.update({f: old[key(r["params"])][f] for f in measured if key(r["params"]) in old and f in old[key(r["params"])]})
+        j["ranked"], j["dropped"], j["points"] = new["ranked"], new["dropped"], new["points"]
+        j["predicted_by"] = version
+        # The run's summary, as tune --gpu writes it, for the new ranking.
+        ok = [r for r in j["ranked"] if r.get("measured_seconds") and r.get("checks_passed") and r.get("traffic_equal")]
+        if ok and "gpu" in j:
+            best, pick = min(ok, key=lambda r: r["measured_seconds"]), j["ranked"][0]
+            g = j["gpu"]
+            g.update(pick=pick["params"], best=best["params"], best_measured_seconds=best["measured_seconds"])
+            for f in ("pick_measured_seconds", "pick_over_best"): g.pop(f, None)
+            if pick in ok:
+                g.update(pick_measured_seconds=pick["measured_seconds"], pick_over_best=pick["measured_seconds"] / best["measured_seconds"] - 1)
+            g["spearman"] = spearman([r["seconds"] for r in ok], [r["measured_seconds"] for r in ok])
+        json.dump(j, open(path, "w"), indent=2)
+        print(f"{os.path.basename(path)}: {len(new['ranked'])} ranked, {len(new['dropped'])} dropped")
+    sys.exit(0)
+
 def ms(s): return f"{s * 1e3:.3f} ms"
 def params(p): return " ".join(f"{k}={v}" for k, v in p.items())
 def passed(r): return "measured_seconds" in r and r["checks_passed"] and r["traffic_equal"]
@@ -85,7 +125,8 @@ out = ["# `toysim tune --gpu` on the H100: the model's pick against the best mea
        "`bash gpu/tools/tune_grid.sh run build/toysim GROUP` measured on the H100 (every tile the kernel takes at each shape: `--sample all`,",
        "fp16, the median of 10 launches). *pick / best*: the measured time of the model's first choice over the fastest measured point",
        "whose checks passed; *rho*: Spearman's rank correlation of predicted and measured times over those points; *error*: the median",
-       "|predicted − measured| / measured over them.", ""]
+       "|predicted − measured| / measured over them. Predictions are those of the model at the commit each cell names (`predicted_by`:",
+       "`bash gpu/tools/tune_grid.sh rescore` ranks the measured points again with the current model); measurements are the run's.", ""]
 summary, sections, failed = [], [], []
 for name in order:
     paths = glob.glob(f"{dir}/{name}.n*.json")
@@ -110,6 +151,7 @@ for name in order:
         best = min(ok, key=lambda r: r["measured_seconds"])
         pick = j["ranked"][0]
         ratio = pick["measured_seconds"] / best["measured_seconds"] if passed(pick) else None
+        if "measured_seconds" not in pick: failed.append((os.path.basename(path), dict(pick, gpu_error="the model's pick was not measured (rescored)")))
         rho = spearman([r["seconds"] for r in ok], [r["measured_seconds"] for r in ok])
         err = statistics.median(abs(r["seconds"] / r["measured_seconds"] - 1) for r in ok)
         if ratio is not None: ratios.append(ratio)

@@ -134,6 +134,8 @@ private:
     std::size_t launch_ = 0;  // with cold_launches: which launch the walk is in
     LaunchWork launch_work_;  // the launch the walk is in
     double lane_factor_ = 1;  // the last product's: its lanes' issue ÷ its multiply-adds (lane_work)
+    double product_steps_ = 0;  // the last product's fragment steps a warp takes in turn (InstructionWork::product_steps)
+    double scalar_steps_ = 0;   // or its steps on the CUDA cores (InstructionWork::scalar_product_steps)
     std::vector<bool> sums_;  // per tile: a product's destination (fp32 sums on a GPU)
     std::uint64_t instructions_ = 0;
     std::uint64_t steps_ = 0;            // instructions, loop steps and runs walked: with lookups, against max_work
@@ -299,6 +301,7 @@ private:
             const std::uint64_t shared_before = launch_work_.shared_elements, product_before = launch_work_.product_shared_elements,
                                 sums_before = launch_work_.shared_sum_elements, async_before = launch_work_.async_loads;
             lane_factor_ = 1;
+            product_steps_ = scalar_steps_ = 0;
             const std::uint64_t units = execute(w, in);
             const auto op = static_cast<size_t>(p_.op_at(w.pc));
             w.clock += units * static_cast<std::uint64_t>(p_.cycles[op]);
@@ -318,6 +321,8 @@ private:
             each.shared_sum_elements += launch_work_.shared_sum_elements - sums_before;
             if (kOpShape[op] == OpShape::Product) {
                 each.lane_work += static_cast<double>(units) * lane_factor_;
+                each.product_steps += product_steps_;
+                each.scalar_product_steps += scalar_steps_;
                 launch_work_.idle_lane_work += static_cast<double>(units) * (lane_factor_ - 1);
             }
             ++w.pc;
@@ -619,6 +624,18 @@ private:
             const std::int64_t warp_rows = (rows + p_.warps - 1) / std::max<std::int64_t>(p_.warps, 1);
             const std::int64_t patches = std::max<std::int64_t>(1, ((warp_rows + 3) / 4) * ((cols + 3) / 4));
             lane_factor_ = 32.0 * static_cast<double>((patches + 31) / 32) / static_cast<double>(patches);
+            // The steps the busiest warp takes one after another: on the tensor cores (whole
+            // 16×16 fragments, k 8 at a time: wmma m16n16k8), the warps sharing the fragments;
+            // else on the CUDA cores, a lane's patches, k one at a time.
+            const std::int64_t warps = std::max<std::int64_t>(p_.warps, 1);
+            if (rows % 16 == 0 && cols % 16 == 0 && inner % 8 == 0) {
+                const std::int64_t fragments = (rows / 16) * (cols / 16);
+                product_steps_ = static_cast<double>(((fragments + warps - 1) / warps) * (inner / 8));
+                scalar_steps_ = 0;
+            } else {
+                product_steps_ = 0;
+                scalar_steps_ = static_cast<double>(((patches + 31) / 32) * inner);
+            }
             return units(rows, cols, inner);
         }
         std::int64_t rows = 1, cols = 1;

@@ -85,6 +85,12 @@ struct InstructionWork {
     // A product's multiply-adds as the lanes issue them: × 32/P where a warp's rows and the
     // columns make P < 32 patches of 4×4 (lanes without one idle; on the CUDA cores).
     double lane_work = 0;
+    // A product's steps on 16×16 fragments, k 8 at a time (wmma m16n16k8: generated CUDA's
+    // products in shared memory), that the busiest of the block's warps takes in turn: in all.
+    double product_steps = 0;
+    // Or, where its shapes are not whole fragments, on the CUDA cores: the steps of k (each a
+    // multiply-add of a lane's 4×4 patches of its warp's rows) a lane takes in turn.
+    double scalar_product_steps = 0;
     int op = 0;                  // its Op
     bool async = false;          // a LOAD into a tile with stages
     bool writes_shared = false;  // its destination is a tile in shared memory

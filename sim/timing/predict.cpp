@@ -48,6 +48,9 @@ constexpr double kLanePatch = 4;
 // operands (a float4: the course's kernels' load4; the tiles are fp32 on chip, so nothing is
 // converted in the inner loop), and a block's threads a tile from global memory (load_tile).
 constexpr double kElementsPerLoad = 4;
+// Generated CUDA's tile loads (gpu/codegen/codegen_prelude.cpp, load_pieces' kBatch): a lane's
+// 4 loads of 4 elements all in flight before it writes any.
+constexpr double kGeneratedLoadBatch = 4;
 
 // Elements a product's lanes read from shared memory for `macs` multiply-adds, of which the
 // tile-level count is `product_shared` (each operand once per warp, cached_count.cpp): on the
@@ -144,7 +147,7 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
     Split sync, compute, copies;
     std::array<Split, kChainPartCount> split{};
     auto phase = [&](int op, double executions, double units, double shared, double product_shared, double sums, bool async, bool writes_shared,
-                     double lanes) {
+                     double lanes, double product_steps, double scalar_steps) {
         if (executions <= 0) return;
         const double w = units / executions, sh = shared / executions, psh = product_shared / executions, lw = lanes / executions;
         const GpuUnit unit = kOpGpuUnit[op];
@@ -154,6 +157,15 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
         double busy = together * (warp_instructions_of(unit, w, psh, shape, lw) + (sh - psh) / 32) / (kIssuePerClock * clock * reach);
         const double shared_bytes = shared_bytes_of(unit == GpuUnit::Matrix ? w : 0, sh, psh, sums / executions, shape);
         busy = std::max(busy, together * shared_bytes / (m[MachineParam::SharedBytesPerClock] * clock));
+        // Generated CUDA: a tile instruction in shared memory is a loop of the block's threads
+        // over its elements, with the shape checks and index arithmetic every thread does
+        // whatever their number (GeneratedInstructionNs, on an SM's issue slots); one on tiles
+        // in registers (the fragment layout: its destination is not in shared memory) is
+        // straight-line code at the rates measured there.
+        const bool in_shared = writes_shared || (unit == GpuUnit::Memory && sh > 0);
+        const auto generated_rate = [&](MachineParam shared_rate, MachineParam register_rate) {
+            return m[in_shared ? shared_rate : register_rate] * 1e9;
+        };
         double latency = 0;
         switch (unit) {
             case GpuUnit::Memory: {
@@ -163,23 +175,28 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
                 // 4 elements a thread at a time, each round stored before the next is loaded (a
                 // load does not pass a store to memory it may alias): ⌈elements / 4T⌉ waits in
                 // turn. Asynchronous copies are all in flight at once: one wait.
+                // Generated CUDA keeps kGeneratedLoadBatch such loads of a lane in flight.
                 if (op == static_cast<int>(Op::LOAD))
-                    latency = memory_wait * (sh > 0 && !async ? std::ceil(w / (kElementsPerLoad * 32 * std::max(shape.warps, 1))) : 1.0);
+                    latency = memory_wait * (sh > 0 && !async ? std::ceil(w / (kElementsPerLoad * (shape.generated ? kGeneratedLoadBatch : 1) * 32 *
+                                                                                std::max(shape.warps, 1)))
+                                                              : 1.0);
                 break;
             }
             case GpuUnit::Matrix:
                 busy = std::max(busy, together * w / (product_rate(m, shape.products) * reach));
-                if (shape.generated) busy = std::max(busy, together * w / (m[MachineParam::GeneratedMacRate] * 1e9 * reach));
+                if (shape.generated) busy = std::max(busy, together * w / (generated_rate(MachineParam::GeneratedMacRate, MachineParam::GeneratedRegisterMacRate) * reach));
                 latency = product_latency * cycle;
                 break;
             case GpuUnit::Special:
                 busy = std::max(busy, together * w / (m[MachineParam::SfuPerClock] * clock * reach));
-                if (shape.generated) busy = std::max(busy, together * w / (m[MachineParam::GeneratedElementRate] * 1e9 * reach));
+                if (shape.generated)
+                    busy = std::max(busy, together * w / (generated_rate(MachineParam::GeneratedElementRate, MachineParam::GeneratedRegisterElementRate) * reach));
                 latency = m[MachineParam::SfuLatency] * cycle;
                 break;
             case GpuUnit::Alu:
                 busy = std::max(busy, together * w / (m.alu_per_clock() * clock * reach));
-                if (shape.generated) busy = std::max(busy, together * w / (m[MachineParam::GeneratedElementRate] * 1e9 * reach));
+                if (shape.generated)
+                    busy = std::max(busy, together * w / (generated_rate(MachineParam::GeneratedElementRate, MachineParam::GeneratedRegisterElementRate) * reach));
                 latency = (m[MachineParam::AluLatency] +
                            (kOpShape[static_cast<size_t>(op)] == OpShape::RowReduce ? reduce_steps * m[MachineParam::ShuffleLatency] : 0)) *
                           cycle;
@@ -187,6 +204,17 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
         }
         const bool loads_shared = op == static_cast<int>(Op::LOAD) && sh > 0;
         if (writes_shared || loads_shared) latency += m[MachineParam::BarrierCycles] * cycle;
+        if (shape.generated && in_shared) busy += together * m[MachineParam::GeneratedInstructionNs] * 1e-9;
+        // Generated CUDA's loops in shared memory take as long as the probe's did with one
+        // block an SM (the instruction, its barrier, a product's fragment steps in turn: its
+        // own work included), or the `together` blocks' work where that is longer: each
+        // block's wait is the other blocks' work.
+        if (shape.generated && in_shared && unit != GpuUnit::Memory)
+            latency = std::max(0.0, (m[MachineParam::GeneratedInstructionLatencyNs] +
+                                     (product_steps * m[MachineParam::GeneratedProductStepNs] + scalar_steps * m[MachineParam::GeneratedScalarStepNs]) /
+                                         executions) *
+                                            1e-9 -
+                                        busy);
         auto add = [&](Split& to, ChainPart busy_part, ChainPart wait_part) {
             to.busy += executions * busy;
             to.wait += executions * latency;
@@ -211,12 +239,13 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
             i.in_grid || work.grids == 0 ? 1.0 : blocks / static_cast<double>(work.grids) / static_cast<double>(std::max<std::int64_t>(work.heads, 1));
         phase(op, copies_of * static_cast<double>(i.executions), copies_of * static_cast<double>(i.work),
               copies_of * static_cast<double>(i.shared_elements), copies_of * static_cast<double>(i.product_shared_elements),
-              copies_of * static_cast<double>(i.shared_sum_elements), i.async, i.writes_shared, copies_of * i.lane_work);
+              copies_of * static_cast<double>(i.shared_sum_elements), i.async, i.writes_shared, copies_of * i.lane_work,
+              copies_of * i.product_steps, copies_of * i.scalar_product_steps);
     }
     // The scalar instructions counted in runs: one instruction, one unit each.
     for (int op = 0; op < kOpCount; ++op) {
         const double rest = static_cast<double>(work.instructions[static_cast<size_t>(op)] - executions[static_cast<size_t>(op)]);
-        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false, rest);
+        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false, rest, 0, 0);
     }
     // The busiest SM runs ⌈B/S⌉ average blocks, `together` at a time: its units are busy for
     // ⌈B/S⌉/R rounds' work, and it waits ⌈⌈B/S⌉/R⌉ rounds' latencies (a last, partial round
@@ -393,6 +422,10 @@ ProgramTime predict_program(const Program& program, const MachineSpec& m, std::i
         out.occupancy.threads = generated->threads.front();
         out.occupancy.resident = *std::max_element(generated->resident.begin(), generated->resident.end());
         out.occupancy.limit = "generated";
+        if (!generated->registers.empty() && generated->registers.front() > 0) {
+            out.occupancy.registers_per_thread = generated->registers.front();
+            out.occupancy.limit = generated->registers_from_compiler ? "generated (registers: ptxas's)" : "generated (registers estimated)";
+        }
     } else {
         out.occupancy = occupancy(p, m, p.cache->element_bytes);
     }

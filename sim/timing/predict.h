@@ -188,6 +188,8 @@ struct GeneratedLaunches {
     ProductUnit products = ProductUnit::CudaCores;
     std::vector<int> threads;             // per launch
     std::vector<std::int64_t> resident;   // per launch, blocks an SM holds at once
+    std::vector<int> registers;           // per launch, a thread's registers (0: not known)
+    bool registers_from_compiler = false; // ptxas's count (NVRTC ran here), else an estimate
 };
 ProgramTime predict_program(const Program& program, const MachineSpec& machine, std::int64_t heads, const GeneratedLaunches* generated = nullptr);
 // The program on the machine's own L2 (the cache preset of its name) where it declares no cache.
