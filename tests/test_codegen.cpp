@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "gpu/codegen/codegen.h"
@@ -355,4 +356,27 @@ TEST_CASE("codegen: every shipped program and exercise solution compiles with NV
                    gpu::DType::F16);
     ++modules;
     CHECK(modules >= 70);
+}
+
+TEST_CASE("codegen: gpu cuda --compile says what ptxas gave each kernel and what it spilled", "[codegen][nvrtc][cli]") {
+    std::string why;
+    if (!gpu::nvrtc_available(&why)) SKIP("no NVRTC: " << why);
+    // fa2 at Br = 128, d = 128 keeps Q, O, S and P in registers (the fragment layout): more
+    // than the 128 a thread that two blocks an SM allow, so ptxas spills some; at Br = 64
+    // every tile is in shared memory and nothing is.
+    auto compiled = [](const std::string& br) {
+        CliResult r = run_cli({"gpu", "cuda", "programs/attention/fa2.toy", "--dtype", "fp16", "--set", "n=4096", "--set", "d=128", "--set", "Br=" + br,
+                               "--set", "Bc=64", "--compile"});
+        INFO(r.err);
+        REQUIRE(r.code == 0);
+        return r.out;
+    };
+    std::smatch m;
+    const std::string spilled = compiled("128");
+    REQUIRE(std::regex_search(spilled, m, std::regex(R"(// k0_parallel_for_i \(line 79\): (\d+) registers a thread, (\d+) bytes a thread in local memory \(spilled registers\)\n)")));
+    CHECK(std::stoi(m[1]) == 128);
+    CHECK(std::stoi(m[2]) > 0);
+    const std::string shared = compiled("64");
+    REQUIRE(std::regex_search(shared, m, std::regex(R"(// k0_parallel_for_i \(line 79\): (\d+) registers a thread, nothing in local memory\n)")));
+    CHECK(std::stoi(m[1]) <= 128);
 }

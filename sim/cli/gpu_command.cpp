@@ -72,6 +72,12 @@ int gpu_cuda_command(const GpuCudaArgs& o, Context& ctx) {
         gpu::NvrtcCompiled compiled = gpu::nvrtc_compile(generated->compile_unit(), generated->program_path + ".cu", 90, gpu::generated_compile_options());
         ctx.out << fmt::format("\n// compiled with NVRTC {} for sm_90: {} bytes of machine code{}\n", gpu::nvrtc_version(), compiled.image.size(),
                                compiled.from_cache ? " (from the cache)" : "");
+        // What ptxas gave each kernel: a stack frame is local memory, traffic no array counts.
+        for (const gpu::GeneratedKernel& k : generated->kernels)
+            if (const auto used = gpu::cubin_resources(compiled.image, k.function))
+                ctx.out << fmt::format("// {} (line {}): {} registers a thread{}\n", k.function, k.loc.line, used->registers,
+                                       used->frame_bytes > 0 ? fmt::format(", {} bytes a thread in local memory (spilled registers)", used->frame_bytes)
+                                                             : std::string(", nothing in local memory"));
     } catch (const gpu::NvrtcCompileError& e) {
         ctx.err << "toysim: error: " << e.what() << "\n";
         return kBadInput;
