@@ -380,3 +380,39 @@ TEST_CASE("codegen: gpu cuda --compile says what ptxas gave each kernel and what
     REQUIRE(std::regex_search(shared, m, std::regex(R"(// k0_parallel_for_i \(line 79\): (\d+) registers a thread, nothing in local memory\n)")));
     CHECK(std::stoi(m[1]) <= 128);
 }
+
+TEST_CASE("codegen: what kept each product off the fast path is said at its line", "[codegen][cli]") {
+    auto slow = [](const std::vector<std::string>& sets, const std::string& dtype) {
+        CliResult r = [&] {
+            std::vector<std::string> args{"gpu", "cuda", "programs/attention/fa2.toy", "--dtype", dtype};
+            for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+            return run_cli(args);
+        }();
+        INFO(r.err);
+        REQUIRE(r.code == 0);
+        const auto at = r.out.find("// why it is not faster");
+        return at == std::string::npos ? std::string() : r.out.substr(at);
+    };
+    // 128-row tiles in fp16: every product on mma.sync from registers, nothing to say.
+    CHECK(slow({"n=4096", "d=64", "Br=128", "Bc=64"}, "fp16").empty());
+    // 64 rows: the tensor cores, but from shared memory.
+    CHECK(slow({"n=4096", "d=64", "Br=64", "Bc=64"}, "fp16") ==
+          "// why it is not faster (what the code generator could not do here):\n"
+          "//   programs/attention/fa2.toy:87:9: MAC_Z q, k.T, s: a 64 × 64 by 64 × 64 product runs on the tensor cores from shared memory (wmma, "
+          "tf32): in registers on mma.sync, several times faster, its result needs rows a multiple of 128 (a 16-row block for each of the 8 "
+          "warps)\n"
+          "//   programs/attention/fa2.toy:98:9: MAC p, v, o, o: a 64 × 64 by 64 × 64 product runs on the tensor cores from shared memory (wmma, "
+          "tf32): in registers on mma.sync, several times faster, its result needs rows a multiple of 128 (a 16-row block for each of the 8 "
+          "warps)\n");
+    // The program's own tiny tiles: not whole fragments.
+    const std::string tiny = slow({}, "bf16");
+    CHECK(tiny.find("fa2.toy:87:9: MAC_Z q, k.T, s: a 2 × 4 by 4 × 4 product is not whole 16 × 16 fragments (k a multiple of 8): it runs on the "
+                    "CUDA cores\n") != std::string::npos);
+    // fp32: said once, at the first product.
+    CHECK(slow({"n=4096", "d=64", "Br=128", "Bc=64"}, "fp32") ==
+          "// why it is not faster (what the code generator could not do here):\n"
+          "//   programs/attention/fa2.toy:87:9: MAC_Z q, k.T, s: fp32: every product runs on the CUDA cores (the tensor cores take fp16 and bf16: "
+          "--dtype)\n");
+    // Ragged tiles (n = 100, Br = 32): the shapes are known only when it runs.
+    CHECK(slow({"n=100", "d=64", "Br=32", "Bc=32"}, "fp16").find("its operands' shapes are known only when it runs") != std::string::npos);
+}

@@ -178,6 +178,7 @@ private:
         EmittedKernel emitted = e.emit(shape, before, read_after(item.first, !host_loops.empty()));
         if (item.kind == Item::Kind::Serial) serial_writes_so_far_.add(footprint(p_, item.first, item.last));
         static_cast<KernelLaunchFacts&>(k) = emitted;
+        out_.slow_paths.insert(out_.slow_paths.end(), emitted.slow_paths.begin(), emitted.slow_paths.end());
         out_.source += emitted.source;
         out_.kernels.push_back(std::move(k));
         return index;
@@ -206,6 +207,16 @@ std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& p, DType dt
         out->pc_text[pc] = render_instruction(p, static_cast<std::int32_t>(pc));
     }
     ModuleBuilder(p, *out).build();
+    // Without the tensor cores every product runs on the CUDA cores: said once, at the first.
+    if (!out->tensor_cores)
+        for (size_t pc = 0; pc < p.code.size(); ++pc)
+            if (is_instruction(p.code[pc].code) && info(p.op_at(static_cast<std::int32_t>(pc))).shape == OpShape::Product) {
+                out->slow_paths.insert(out->slow_paths.begin(),
+                                       {out->pc_loc[pc], out->pc_text[pc], dtype == DType::F32 ? "fp32: every product runs on the CUDA cores (the tensor cores take "
+                                                                               "fp16 and bf16: --dtype)"
+                                                                             : "--no-tensor-cores: every product runs on the CUDA cores"});
+                break;
+            }
 
     // The catalog row: every array of the program, one stage per top-level item.
     out->owned_names.push_back("generated");

@@ -34,6 +34,14 @@
 
 namespace toysim::gpu {
 
+// What kept an instruction (or a kernel) off the generator's fastest path, at its line: said
+// to the student by `toysim gpu run` and `toysim gpu cuda`, so that they know what to change.
+struct SlowPath {
+    Loc loc;
+    std::string instruction;  // as the listing shows it; "" for a kernel's or the module's
+    std::string why;          // one line
+};
+
 // How a kernel launches and what a block needs: what writing it decided (KernelEmitter::emit).
 struct KernelLaunchFacts {
     bool per_thread = false;         // scalar code: one thread per iteration (else a block per iteration)
@@ -43,6 +51,7 @@ struct KernelLaunchFacts {
     // Per tile: kept in registers, in the tensor cores' fragment layout (codegen_fragment.cpp);
     // empty where the kernel keeps every tile in shared memory.
     std::vector<bool> tiles_in_registers;
+    std::vector<SlowPath> slow_paths;  // what kept it off the fastest path, in program order
     // The tile that takes the most shared memory, for the message when a block's do not fit.
     std::string largest_tile;
     std::int64_t largest_tile_bytes = 0;
@@ -88,6 +97,7 @@ struct GeneratedProgram {
     std::vector<Loc> pc_loc;          // per pc: where a fault there is reported
     std::vector<std::string> pc_text; // per pc: the instruction as the listing shows it
     std::optional<double> flops_per_head;  // 2 per multiply-add (MAC, MAC_Z); none without any
+    std::vector<SlowPath> slow_paths;      // every kernel's, and the module's (fp32: no tensor cores)
     // The catalog row `toysim gpu run` uses: the program's arrays (all of them, in declaration
     // order) and one stage per GeneratedStage. Its string_views point into this object.
     KernelSpec spec;

@@ -447,6 +447,12 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         head.replace(at, std::string(kSpillPerBlockMarker).size(), std::to_string(spilled));
     out.spill_floats = spilled;
     if (fragments) out.tiles_in_registers = fragment_;
+    if (!shape.serial && !shape.grid.empty() && !per_thread_) out.slow_paths = slow_products(shape.first, shape.last);
+    if (spilled > 0)
+        out.slow_paths.push_back({out.largest_tile_loc, "", fmt::format("the block's tiles need more shared memory than a block may have: {} bytes of "
+                                                                    "them live in global memory, traffic that no array counts (the largest "
+                                                                    "tile: {})",
+                                                                    spilled * 4, out.largest_tile)});
     if (uses_registers) {
         if (per_thread_) head += fmt::format("    float R[{}];  // the scalar registers\n", layout_.registers());
         else head += fmt::format("    float* const R = smem + {};  // the scalar registers\n", floats);

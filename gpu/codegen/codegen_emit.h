@@ -120,6 +120,7 @@ private:
     bool fragment_instruction(const struct TileInst& t) const;
     std::string fragment_declaration(size_t tile) const;
     void fragment_tile(const struct TileInst& t);
+    std::vector<SlowPath> slow_products(std::int32_t first, std::int32_t last) const;
 
     // Barriers: how tile instructions touched each slot since the last __syncthreads()
     // (block_) and, row by row, since the last __syncwarp() (warp_); an instruction that would

@@ -19,6 +19,7 @@
 
 #include "gpu/codegen/codegen.h"
 #include "gpu/codegen/codegen_emit.h"
+#include "sim/lower/disasm.h"
 
 namespace toysim::gpu {
 
@@ -296,6 +297,54 @@ void KernelEmitter::fragment_tile(const TileInst& t) {
     }
     const std::string loop = column ? fmt::format("ROWS_FOR({})", mt) : fmt::format("FRAG_FOR({}, {})", mt, ds.second / 8);
     line(fmt::format("{} {{ {}{}{}{} = {}; }}", loop, reads, reads.empty() ? "" : "; ", out, column ? "[mi][h]" : "[mi][cb][e]", value));
+}
+
+// Why each product of the kernel [first, last) is not on the fastest path, a product of tiles
+// in registers on mma.sync: the shapes it has (or that none is known before it runs), and
+// which of the fragment layout's conditions its tiles miss. Products on the tensor cores from
+// shared memory (wmma, tf32) ran 5 to 6 times slower than in registers on the H100 (fa2 at
+// Br = 64 against 128, gpu/results/tune_grid_h100.md); on the CUDA cores, slower again.
+std::vector<SlowPath> KernelEmitter::slow_products(std::int32_t first, std::int32_t last) const {
+    std::vector<SlowPath> out;
+    if (!tensor_cores_) return out;  // the module says why once (generate_cuda)
+    for (std::int32_t pc = first; pc < last; ++pc) {
+        const Inst& in = p_.code[static_cast<size_t>(pc)];
+        if (in.code != Code::Tile) continue;
+        const TileInst& t = p_.tile_insts[static_cast<size_t>(in.mem)];
+        if (info(t.op).shape != OpShape::Product || fragment_instruction(t)) continue;
+        const Loc loc = p_.origin[static_cast<size_t>(pc)]->loc;
+        const std::string text = render_instruction(p_, pc);
+        auto shape = [&](int k) -> std::optional<Shape2> {
+            const TileOperand& a = t.args[static_cast<size_t>(k)];
+            if (a.kind != TileOperand::Kind::Tile || static_shape_.empty()) return std::nullopt;
+            Shape2 s = static_shape_[static_cast<size_t>(a.index)];
+            if (s.first < 0) return std::nullopt;
+            if (a.transposed) std::swap(s.first, s.second);
+            return s;
+        };
+        const auto a = shape(0), b = shape(1);
+        if (!a || !b) {
+            out.push_back({loc, text, "its operands' shapes are known only when it runs (a slice that may be clipped at the array's end, or a tile "
+                                "written at more than one shape): its tiles stay in shared memory, and it takes the tensor cores only when "
+                                "they are whole 16 × 16 fragments"});
+            continue;
+        }
+        const std::int64_t rows = a->first, inner = a->second, cols = b->second;
+        const std::string product = fmt::format("a {} × {} by {} × {} product", rows, inner, inner, cols);
+        if (rows % 16 != 0 || cols % 16 != 0 || inner % 8 != 0) {
+            out.push_back({loc, text, fmt::format("{} is not whole 16 × 16 fragments (k a multiple of 8): it runs on the CUDA cores", product)});
+            continue;
+        }
+        out.push_back({loc, text, rows % kFragmentRows != 0
+                                ? fmt::format("{} runs on the tensor cores from shared memory (wmma, tf32): in registers on mma.sync, several "
+                                              "times faster, its result needs rows a multiple of {} (a 16-row block for each of the {} warps)",
+                                              product, kFragmentRows, kBlockThreads / 32)
+                                : fmt::format("{} runs on the tensor cores from shared memory (wmma, tf32): its tiles cannot stay in registers "
+                                              "(one of them is transposed, is the b of a product, or is used in a way the fragment layout "
+                                              "does not serve)",
+                                              product)});
+    }
+    return out;
 }
 
 }  // namespace toysim::gpu

@@ -441,6 +441,12 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     if (result.generated) {
         const int arch = result.device.compute_major * 10 + result.device.compute_minor;
         image = nvrtc_compile(result.generated->compile_unit(), result.generated->program_path + ".cu", arch, generated_compile_options()).image;
+        result.slow_paths = result.generated->slow_paths;
+        for (const GeneratedKernel& k : result.generated->kernels)
+            if (const auto used = cubin_resources(image, k.function); used && used->frame_bytes > 0)
+                result.slow_paths.push_back({k.loc, "", fmt::format("its kernel keeps {} bytes a thread in local memory (ptxas: {} registers, spilled): "
+                                                                    "traffic that no array counts; smaller tiles in registers spill less",
+                                                                    used->frame_bytes, used->registers)});
         plan.generated = result.generated.get();
         plan.generated_image = &image;
     }

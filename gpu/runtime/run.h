@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/codegen/codegen.h"
 #include "gpu/kernels/kernels.h"
 #include "sim/lower/program.h"
 
@@ -93,6 +94,9 @@ struct GpuRunResult {
     // The module generated from the program (--kernel generated, or a program without a `gpu`
     // line): `kernel` is its catalog row.
     std::shared_ptr<const GeneratedProgram> generated;
+    // What kept generated CUDA off the generator's fastest path: its own reasons, and the
+    // registers ptxas spilled to local memory when it compiled the module for this device.
+    std::vector<SlowPath> slow_paths;
     std::vector<std::pair<std::string, std::int64_t>> params;  // the kernel's, in its order
     std::int64_t heads = 1;
     DType dtype = DType::F32;

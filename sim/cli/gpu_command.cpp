@@ -65,6 +65,7 @@ int gpu_cuda_command(const GpuCudaArgs& o, Context& ctx) {
     auto generated = gpu::generate_cuda(program, *gpu::parse_dtype(o.dtype), !o.no_tensor_cores);
     if (o.prelude) ctx.out << gpu::device_prelude() << "\n";
     ctx.out << generated->source;
+    if (const std::string slow = format_slow_paths(o.file, generated->slow_paths, "// "); !slow.empty()) ctx.out << "\n" << slow;
     // Printed for reading, but a racy program's CUDA is no kernel to run: said as `gpu run` says it.
     gpu::refuse_races(program, o.force);
     if (!o.compile) return kOk;

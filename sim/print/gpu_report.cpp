@@ -119,6 +119,12 @@ json run_json(const std::string& path, const gpu::GpuRunResult& r) {
     out["tflops"] = tf ? json(*tf) : json(nullptr);
     out["gb_per_s"] = r.gigabytes_per_second();
     out["check"] = json{{"passed", r.check_passed()}, {"arrays", checks}};
+    if (r.generated) {
+        json slow = json::array();
+        for (const gpu::SlowPath& s : r.slow_paths)
+            slow.push_back(json{{"line", s.loc.line}, {"column", s.loc.col}, {"instruction", s.instruction}, {"why", s.why}});
+        out["slow_paths"] = slow;
+    }
     return out;
 }
 
@@ -204,6 +210,15 @@ std::string format_gpu_run(const std::string& path, const gpu::GpuRunResult& r, 
     out += render_table(times, format);
     auto tf = r.tflops();
     out += fmt::format("{}{:.1f} GB/s of counted traffic\n", tf ? fmt::format("{:.2f} TFLOP/s, ", *tf) : std::string(), r.gigabytes_per_second());
+    if (!r.slow_paths.empty()) out += "\n" + format_slow_paths(path, r.slow_paths, "");
+    return out;
+}
+
+std::string format_slow_paths(const std::string& program_path, const std::vector<gpu::SlowPath>& slow_paths, const std::string& prefix) {
+    if (slow_paths.empty()) return "";
+    std::string out = prefix + "why it is not faster (what the code generator could not do here):\n";
+    for (const gpu::SlowPath& s : slow_paths)
+        out += fmt::format("{}  {}:{}:{}: {}{}\n", prefix, program_path, s.loc.line, s.loc.col, s.instruction.empty() ? "" : s.instruction + ": ", s.why);
     return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "gpu/codegen/codegen.h"
 #include "gpu/runtime/run.h"
 #include "sim/print/format.h"
 
@@ -17,6 +18,11 @@ std::string format_gpu_run(const std::string& program_path, const gpu::GpuRunRes
 
 // Every kernel a program's `gpu` line may name.
 std::string format_kernel_catalog(Format format);
+
+// What kept CUDA generated from the program off the generator's fastest path, a line each at
+// the program's line (`program_path:line:col: INSTRUCTION: why`), each line starting with
+// `prefix` ("  ", or "// " in the CUDA source); "" where nothing did.
+std::string format_slow_paths(const std::string& program_path, const std::vector<gpu::SlowPath>& slow_paths, const std::string& prefix);
 
 }  // namespace toysim
 
