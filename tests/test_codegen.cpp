@@ -379,6 +379,12 @@ TEST_CASE("codegen: gpu cuda --compile says what ptxas gave each kernel and what
     const std::string shared = compiled("64");
     REQUIRE(std::regex_search(shared, m, std::regex(R"(// k0_parallel_for_i \(line 79\): (\d+) registers a thread, nothing in local memory\n)")));
     CHECK(std::stoi(m[1]) <= 128);
+    // tune --kernel generated says which points spill, whose local memory its time leaves out.
+    CliResult r = run_cli({"tune", "programs/attention/fa2.toy", "--set", "n=1024", "--set", "d=128", "--vary", "Br=64,128", "--vary", "Bc=64",
+                           "--kernel", "generated", "--heads", "4", "--dtype", "fp16"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(std::regex_search(r.out, std::regex(R"(\nRegisters ptxas spills to local memory, bytes a thread \(not in the predicted time\): Br=128 Bc=64 \d+\n)")));
 }
 
 TEST_CASE("codegen: what kept each product off the fast path is said at its line", "[codegen][cli]") {

@@ -215,6 +215,7 @@ ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuR
                 // timed: fa2's 128-row tiles at d = 128 spill 56 to 584 bytes and ran 0.93 to 1.12
                 // times the prediction; docs/gpu.md, "Predicted time".)
                 registers = used->registers;
+                launches.spilled_bytes = std::max(launches.spilled_bytes, used->frame_bytes);
             }
         if (!registers && kernel && !kernel->per_thread) {
             // Estimated: the block's share of its tiles in registers (a [rows][1] tile: 2 of each

@@ -276,6 +276,7 @@ RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const st
             p.varied = varied;
             p.seconds = time.seconds;
             p.cycles = time.counted.cycles;
+            p.spilled_bytes = time.spilled_bytes;
             double slowest = -1;
             for (const LaunchTime& l : time.launches) {
                 p.flops += l.flops;
@@ -329,6 +330,7 @@ TunedSpace format_space(const RankedSpace& r, Format format) {
             row["dram_bytes"] = p.dram_bytes;
             row["cycles"] = p.cycles;
             row["bound"] = p.bound;
+            if (p.spilled_bytes > 0) row["spilled_bytes"] = p.spilled_bytes;
             if (p.measured_seconds) {
                 row["measured_seconds"] = *p.measured_seconds;
                 row["checks_passed"] = p.checks_passed;
@@ -396,6 +398,12 @@ TunedSpace format_space(const RankedSpace& r, Format format) {
                                   request.objective == "time" ? "predicted time" : request.objective == "dram" ? "DRAM bytes" : "the toy machine's cycles",
                                   on_gpu ? "shown:" : "the best", shown.size(), r.ranked.size());
     out += render_table(t, format);
+    std::string spills;
+    for (std::size_t k : shown)
+        if (r.ranked[k].spilled_bytes > 0)
+            spills += fmt::format("{}{} {}", spills.empty() ? "" : ", ", settings_text(r.ranked[k].varied), r.ranked[k].spilled_bytes);
+    if (!spills.empty())
+        out += fmt::format("Registers ptxas spills to local memory, bytes a thread (not in the predicted time): {}\n", spills);
     if (on_gpu) {
         out += fmt::format("\nOn the GPU ({}): {} timed and checked", r.device, plural(verdict.measured.size(), "point"));
         if (verdict.failed) out += fmt::format("; {} whose checks or traffic failed, left out", plural(verdict.failed, "point"));

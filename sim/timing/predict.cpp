@@ -422,6 +422,7 @@ ProgramTime predict_program(const Program& program, const MachineSpec& m, std::i
         out.occupancy.threads = generated->threads.front();
         out.occupancy.resident = *std::max_element(generated->resident.begin(), generated->resident.end());
         out.occupancy.limit = "generated";
+        out.spilled_bytes = generated->spilled_bytes;
         if (!generated->registers.empty() && generated->registers.front() > 0) {
             out.occupancy.registers_per_thread = generated->registers.front();
             out.occupancy.limit = generated->registers_from_compiler ? "generated (registers: ptxas's)" : "generated (registers estimated)";

@@ -178,6 +178,9 @@ struct ProgramTime {
     std::vector<LaunchTime> launches;    // one per top-level loop
     std::vector<bool> has_grid;          // per launch: false, a serial launch (no prediction)
     double seconds = 0;                  // every launch's, summed
+    // Bytes a thread keeps in local memory (registers ptxas spilled, generated CUDA): their
+    // traffic is not in `seconds`.
+    int spilled_bytes = 0;
     CachedCountOptions walk;             // the walk the prediction read, and what it counted
     CachedCount counted;
 };
@@ -189,6 +192,7 @@ struct GeneratedLaunches {
     std::vector<int> threads;             // per launch
     std::vector<std::int64_t> resident;   // per launch, blocks an SM holds at once
     std::vector<int> registers;           // per launch, a thread's registers (0: not known)
+    int spilled_bytes = 0;                // the most a thread of any launch keeps in local memory (ptxas), not timed
     bool registers_from_compiler = false; // ptxas's count (NVRTC ran here), else an estimate
 };
 ProgramTime predict_program(const Program& program, const MachineSpec& machine, std::int64_t heads, const GeneratedLaunches* generated = nullptr);
