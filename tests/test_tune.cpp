@@ -12,6 +12,11 @@
 #include "gpu/kernels/kernels.h"
 #include "sim/app/tune.h"
 #include "sim/app/tune_gpu.h"
+#include "gpu/runtime/diff.h"
+#include "gpu/runtime/run.h"
+#include "isa/machine.h"
+#include "sim/timing/predict.h"
+#include "tests/support.h"
 #include "sim/front/parser.h"
 #include "support.h"
 
@@ -241,4 +246,27 @@ TEST_CASE("tune --gpu: the points that run and how the model's order is scored",
     CHECK(r.code == 2);
     CHECK(r.out.empty());
     CHECK(r.err.find("toysim: error: ") == 0);
+}
+
+TEST_CASE("tune --kernel generated: serial code between grids is a launch of its own and runs once a head", "[tune][time]") {
+    // flash_decoding: the splits' grid (S blocks a head), then the merge, serial code that the
+    // generator runs as a kernel of one block a head. The merge is timed as that launch, not in
+    // every block of the grid: more splits add blocks, not merges.
+    const MachineSpec& h100 = *find_machine("h100");
+    gpu::GpuRunOptions options;
+    options.kernel = "generated";
+    options.heads = 64;
+    options.dtype = gpu::DType::F16;
+    auto predicted = [&](std::int64_t s) {
+        const Program p = build_file("programs/attention/flash_decoding.toy", {{"n", 4096}, {"d", 64}, {"S", s}, {"Bc", 64}});
+        return gpu::predict_run(p, h100, options, gpu::choose_kernel(p, options));
+    };
+    const ProgramTime s8 = predicted(8), s64 = predicted(64);
+    REQUIRE(s8.launches.size() == 2);
+    CHECK(s8.launches[0].busiest_sm_blocks == 4);   // 8 × 64 blocks on 132 SMs
+    CHECK(s8.launches[1].busiest_sm_blocks == 1);   // the merge: 64 blocks, one a head
+    CHECK(s64.launches[1].busiest_sm_blocks == 1);
+    // The merge's own work grows with S (S partial rows), but it is one block a head's.
+    CHECK(s64.launches[1].seconds < s64.launches[0].seconds);
+    CHECK(s8.seconds == Approx(s8.launches[0].seconds + s8.launches[1].seconds));
 }

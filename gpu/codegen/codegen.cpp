@@ -67,6 +67,7 @@ public:
         for (const Item& item : items) {
             GeneratedStage stage;
             stage.name = stage_name(item);
+            stage.first_pc = item.first;
             stage.steps = steps(item, {});
             out_.stages.push_back(std::move(stage));
         }

@@ -76,6 +76,7 @@ struct GeneratedStep {
 // run of serial code), measured and timed on its own.
 struct GeneratedStage {
     std::string name;                 // "parallel for i (line 53)"
+    std::int32_t first_pc = 0;        // where its top-level item begins in the program's code
     std::vector<GeneratedStep> steps;
 };
 

@@ -111,6 +111,12 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
     std::size_t top_loops = 0;
     for (const LoopInfo& l : p.loops) top_loops += l.slot == 0 ? 1 : 0;
     const std::size_t stages = gpu.launch.stages.size();
+    // Generated CUDA's stages are the program's top-level items, serial code between grids
+    // included: each a launch of the walk.
+    if (gpu.generated && gpu.generated->stages.size() == stages) {
+        top_loops = stages;
+        for (const GeneratedStage& s : gpu.generated->stages) walk.launch_pcs.push_back(s.first_pc);
+    }
     pr.per_launch = stages == 1 || top_loops == stages;
     walk.cold_launches = stages > 1 && top_loops == stages;
     // Each launch on the blocks its own kernel keeps resident: the GPU runs standard attention's
@@ -242,6 +248,7 @@ ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuR
         launches.registers_from_compiler = compiled.has_value();
         launches.threads.push_back(threads);
         launches.resident.push_back(std::max<std::int64_t>(resident, 1));
+        if (k < g.stages.size()) launches.launch_pcs.push_back(g.stages[k].first_pc);
     }
     return predict_program(on_machine, machine, options.heads, &launches);
 }

@@ -74,6 +74,9 @@ public:
         if (o.cold_launches)
             for (size_t pc = 0; pc < p.code.size(); ++pc)
                 if (p.code[pc].code == Code::LoopBegin && p.loops[static_cast<size_t>(p.code[pc].loop)].slot == 0) launch_at_[pc] = true;
+        if (o.cold_launches)
+            for (std::int32_t pc : o.launch_pcs)
+                if (pc >= 0 && static_cast<size_t>(pc) < p.code.size()) launch_at_[static_cast<size_t>(pc)] = true;
         plans_.resize(p.loops.size());
         if (!o.element_walk)  // inner loops first: a plan reads its inner loops'
             for (size_t l = p.loops.size(); l-- > 0;) plans_[l] = plan_loop(p.loops[l]);
@@ -296,6 +299,7 @@ private:
                 case Code::Halt: return Moved::Halted;
                 default: break;
             }
+            if (launch_at_[static_cast<size_t>(w.pc)] && w.released != w.pc) return Moved::AtLaunch;  // serial code of its own
             spend();
             ++instructions_;
             const std::uint64_t shared_before = launch_work_.shared_elements, product_before = launch_work_.product_shared_elements,

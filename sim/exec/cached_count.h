@@ -74,6 +74,9 @@ struct CachedCountOptions {
     // (what is dirty is written back uncounted, as the flush before a launch writes it), and
     // each launch's counts are kept. Code before the first loop belongs to the first launch.
     bool cold_launches = false;
+    // With cold_launches: where else a launch begins, by pc (an instruction or a loop at the
+    // top level): generated CUDA runs serial code between grids as a kernel of its own.
+    std::vector<std::int32_t> launch_pcs;
 };
 
 // One instruction of the program as a launch executed it (all heads), for the timing pass's

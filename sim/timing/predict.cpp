@@ -434,8 +434,10 @@ ProgramTime predict_program(const Program& program, const MachineSpec& m, std::i
     walk.heads = heads;
     walk.cold_launches = true;
     walk.workers = out.occupancy.resident * sms;
-    if (generated)
+    if (generated) {
         for (std::int64_t r : generated->resident) walk.launch_workers.push_back(r * sms);
+        walk.launch_pcs = generated->launch_pcs;
+    }
     out.counted = count_through_cache(p, walk);
     const CachedCount& counted = out.counted;
     for (size_t k = 0; k < counted.launches.size(); ++k) {

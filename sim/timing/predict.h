@@ -193,6 +193,7 @@ struct GeneratedLaunches {
     std::vector<std::int64_t> resident;   // per launch, blocks an SM holds at once
     std::vector<int> registers;           // per launch, a thread's registers (0: not known)
     int spilled_bytes = 0;                // the most a thread of any launch keeps in local memory (ptxas), not timed
+    std::vector<std::int32_t> launch_pcs; // where each launch begins (serial code between grids is a launch of its own)
     bool registers_from_compiler = false; // ptxas's count (NVRTC ran here), else an estimate
 };
 ProgramTime predict_program(const Program& program, const MachineSpec& machine, std::int64_t heads, const GeneratedLaunches* generated = nullptr);
