@@ -36,7 +36,13 @@
 //                          where the toy machine's makespan of the grid on R·S workers says
 //                          blocks are unequal (a causal mask).
 //
-// and the launch's own time (an empty kernel's, once for each grid it reaches) is added. The
+// and the launch's own time (an empty kernel's, once for each grid it reaches) is added.
+// CUDA generated from the program (LaunchShape::generated) runs as the code generator writes
+// it: an instruction on tiles in shared memory costs its elements at the generated loops'
+// rates plus a fixed share of the SM, and takes at least what one block alone waits for it
+// (its barrier, a product's steps in turn); one on tiles in registers (the fragment layout)
+// runs at the lanes' and mma.sync's rates; each rate and wait is a row of the machine,
+// measured on a probe program (gpu/tools/generated_probe.sh). The
 // program says what the kernel's schedule is: where its tiles live (`in registers`, `in
 // shared`, with `stages` for asynchronous copies), its warps and the unit its products run on;
 // docs/gpu.md, "Predicted time", says where the model is weakest.
