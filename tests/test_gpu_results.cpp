@@ -20,6 +20,14 @@ using namespace toysim::testing;
 
 namespace {
 
+// Counts only: no walk through the modeled L2.
+gpu::PredictOptions no_prediction() {
+    gpu::PredictOptions o;
+    o.predict = false;
+    return o;
+}
+
+
 std::vector<std::filesystem::path> results(const std::string& suffix) {
     std::vector<std::filesystem::path> out;
     for (const auto& e : std::filesystem::directory_iterator(std::string(TOYSIM_SOURCE_DIR) + "/traces/gpu")) {
@@ -50,7 +58,7 @@ TEST_CASE("every committed GPU run still counts what the simulator counts", "[gp
             gpu::GpuRunResult r = read_run(text, path.string());
             const std::string program = nlohmann::json::parse(text).at("program").get<std::string>();
             ParamSettings settings(r.params.begin(), r.params.end());
-            gpu::GpuDiff d = gpu::diff(build_file(program, settings), r, gpu::PredictOptions{false});  // counts only: no walk
+            gpu::GpuDiff d = gpu::diff(build_file(program, settings), r, no_prediction());  // counts only: no walk
             for (const auto& a : d.arrays) {
                 INFO(a.array);
                 CHECK(a.counted_reads == a.simulated_reads);
@@ -81,7 +89,7 @@ TEST_CASE("the committed runs of the tensor-core versions are fa2.toy's, at thei
             CHECK(r.traffic_equal());
             CHECK(r.check_passed());
             ParamSettings settings(r.params.begin(), r.params.end());
-            gpu::GpuDiff d = gpu::diff(build_file("programs/attention/fa2.toy", settings), r, gpu::PredictOptions{false});
+            gpu::GpuDiff d = gpu::diff(build_file("programs/attention/fa2.toy", settings), r, no_prediction());
             CHECK(d.counted_bytes == d.simulated_bytes);
             ++runs;
         }

@@ -204,7 +204,7 @@ struct LoopInfo {
     // (both, for a grid of one loop).
     bool parallel = false;
     bool grid_outer = false, grid_inner = false;
-    std::pair<std::int32_t, std::int32_t> body;  // its body's code: pcs first..last + 1
+    std::pair<std::int32_t, std::int32_t> body{0, 0};  // its body's code: pcs first..last + 1
     // A parallel loop whose body is scalar instructions only: the cycles of one iteration (each
     // runs every instruction once); -1 otherwise.
     std::int64_t iteration_cycles = -1;
