@@ -317,7 +317,7 @@ TEST_CASE("codegen: every shipped program and exercise solution compiles with NV
         return;
 #endif
         try {
-            gpu::NvrtcCompiled c = gpu::nvrtc_compile(g->compile_unit(), g->program_path + ".cu", 90, gpu::generated_compile_options());
+            gpu::NvrtcCompiled c = gpu::compile_generated(*g, gpu::kHopperArch);
             CHECK(c.image.rfind("\x7f" "ELF", 0) == 0);
         } catch (const gpu::GpuError& e) {
             FAIL(e.what());

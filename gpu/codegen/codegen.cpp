@@ -188,7 +188,7 @@ private:
 
 }  // namespace
 
-std::vector<std::string> generated_compile_options() { return {"-std=c++17", "-lineinfo"}; }
+NvrtcCompiled compile_generated(const GeneratedProgram& g, int arch) { return nvrtc_compile(g.compile_unit(), g.program_path + ".cu", arch, {"-std=c++17", "-lineinfo"}); }
 
 std::string GeneratedProgram::compile_unit() const { return device_prelude() + "\n" + source; }
 

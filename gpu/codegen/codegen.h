@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/codegen/nvrtc.h"
 #include "gpu/kernels/kernels.h"
 #include "sim/lower/program.h"
 
@@ -114,8 +115,10 @@ struct GeneratedProgram {
 // Throws ToyError (located) for what cannot be generated.
 std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& program, DType dtype, bool tensor_cores = true);
 
-// NVRTC's options for a generated module.
-std::vector<std::string> generated_compile_options();
+// The module compiled with NVRTC for sm_<arch> (nvrtc_compile: the disk cache, its errors).
+NvrtcCompiled compile_generated(const GeneratedProgram& generated, int arch);
+// sm_90, the H100 that the h100 machine models: what a module is compiled for without a device.
+inline constexpr int kHopperArch = 90;
 
 // The device prelude every generated module starts with: element types, the ISA's primitives
 // on fp32 (from isa/primitives.h), and the block-cooperative tile loops.

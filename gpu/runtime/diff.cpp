@@ -203,11 +203,12 @@ ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuR
     std::optional<NvrtcCompiled> compiled;
     if (nvrtc_available()) {
         try {
-            compiled = nvrtc_compile(g.compile_unit(), g.program_path + ".cu", 90, generated_compile_options());
+            compiled = compile_generated(g, kHopperArch);
         } catch (const GpuError&) {
             compiled.reset();  // estimated below, as without NVRTC
         }
     }
+    launches.registers_from_compiler = compiled.has_value();
     for (std::size_t k = 0; k < std::max<std::size_t>(g.stages.size(), 1); ++k) {
         const int threads = generated_threads(g, k);
         const GeneratedKernel* kernel = first_kernel(g, k);
@@ -223,6 +224,7 @@ ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuR
                 registers = used->registers;
                 launches.spilled_bytes = std::max(launches.spilled_bytes, used->frame_bytes);
             }
+        if (!registers && kernel) launches.registers_from_compiler = false;
         if (!registers && kernel && !kernel->per_thread) {
             // Estimated: the block's share of its tiles in registers (a [rows][1] tile: 2 of each
             // 16-row block in every lane) and 32 for addresses, indices and loop state, as
@@ -245,7 +247,6 @@ ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuR
         } else {
             launches.registers.push_back(0);
         }
-        launches.registers_from_compiler = compiled.has_value();
         launches.threads.push_back(threads);
         launches.resident.push_back(std::max<std::int64_t>(resident, 1));
         if (k < g.stages.size()) launches.launch_pcs.push_back(g.stages[k].first_pc);

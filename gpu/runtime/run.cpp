@@ -440,7 +440,7 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     std::string image;
     if (result.generated) {
         const int arch = result.device.compute_major * 10 + result.device.compute_minor;
-        image = nvrtc_compile(result.generated->compile_unit(), result.generated->program_path + ".cu", arch, generated_compile_options()).image;
+        image = compile_generated(*result.generated, arch).image;
         result.slow_paths = result.generated->slow_paths;
         for (const GeneratedKernel& k : result.generated->kernels)
             if (const auto used = cubin_resources(image, k.function); used && used->frame_bytes > 0)

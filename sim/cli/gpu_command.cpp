@@ -70,7 +70,7 @@ int gpu_cuda_command(const GpuCudaArgs& o, Context& ctx) {
     gpu::refuse_races(program, o.force);
     if (!o.compile) return kOk;
     try {
-        gpu::NvrtcCompiled compiled = gpu::nvrtc_compile(generated->compile_unit(), generated->program_path + ".cu", 90, gpu::generated_compile_options());
+        gpu::NvrtcCompiled compiled = gpu::compile_generated(*generated, gpu::kHopperArch);
         ctx.out << fmt::format("\n// compiled with NVRTC {} for sm_90: {} bytes of machine code{}\n", gpu::nvrtc_version(), compiled.image.size(),
                                compiled.from_cache ? " (from the cache)" : "");
         // What ptxas gave each kernel: a stack frame is local memory, traffic no array counts.

@@ -200,7 +200,7 @@ struct GeneratedLaunches {
     std::vector<int> registers;           // per launch, a thread's registers (0: not known)
     int spilled_bytes = 0;                // the most a thread of any launch keeps in local memory (ptxas), not timed
     std::vector<std::int32_t> launch_pcs; // where each launch begins (serial code between grids is a launch of its own)
-    bool registers_from_compiler = false; // ptxas's count (NVRTC ran here), else an estimate
+    bool registers_from_compiler = false; // every launch's count is ptxas's (NVRTC ran here); else some are estimated
 };
 ProgramTime predict_program(const Program& program, const MachineSpec& machine, std::int64_t heads, const GeneratedLaunches* generated = nullptr);
 // The program on the machine's own L2 (the cache preset of its name) where it declares no cache.
