@@ -361,30 +361,43 @@ TEST_CASE("codegen: every shipped program and exercise solution compiles with NV
 TEST_CASE("codegen: gpu cuda --compile says what ptxas gave each kernel and what it spilled", "[codegen][nvrtc][cli]") {
     std::string why;
     if (!gpu::nvrtc_available(&why)) SKIP("no NVRTC: " << why);
-    // fa2 at Br = 128, d = 128 keeps Q, O, S and P in registers (the fragment layout): more
-    // than the 128 a thread that two blocks an SM allow, so ptxas spills some; at Br = 64
-    // every tile is in shared memory and nothing is.
-    auto compiled = [](const std::string& br) {
-        CliResult r = run_cli({"gpu", "cuda", "programs/attention/fa2.toy", "--dtype", "fp16", "--set", "n=4096", "--set", "d=128", "--set", "Br=" + br,
-                               "--set", "Bc=64", "--compile"});
+    auto compiled = [](const std::string& d, const std::string& br, const std::string& bc) {
+        CliResult r = run_cli({"gpu", "cuda", "programs/attention/fa2.toy", "--dtype", "fp16", "--set", "n=4096", "--set", "d=" + d, "--set", "Br=" + br,
+                               "--set", "Bc=" + bc, "--compile"});
         INFO(r.err);
         REQUIRE(r.code == 0);
         return r.out;
     };
+    const std::regex clean(R"(// k0_parallel_for_i \(line 79\): (\d+) registers a thread, nothing in local memory\n)");
     std::smatch m;
-    const std::string spilled = compiled("128");
+    // fa2 with 128-row tiles keeps Q, O, S and P in registers (the fragment layout). Up to 168
+    // floats a thread the kernel asks for two blocks an SM (128 registers); past that for one
+    // (255), where ptxas spills nothing.
+    for (const char* d : {"64", "128"})
+        for (const char* bc : {"16", "32", "64", "128"}) {
+            INFO("d = " << d << ", Bc = " << bc);
+            const std::string out = compiled(d, "128", bc);
+            const bool two = std::string(d) == "64" ? std::stoi(bc) <= 64 : std::stoi(bc) <= 32;  // 72 to 168 floats
+            CHECK(contains(out, two ? "__launch_bounds__(256, 2) k0_parallel_for_i(" : "__launch_bounds__(256, 1) k0_parallel_for_i("));
+            if (two) continue;
+            REQUIRE(std::regex_search(out, m, clean));
+            CHECK(std::stoi(m[1]) <= 255);
+        }
+    // 256-row tiles at d = 128 hold 384 floats a thread: more than 255 registers, spilled.
+    const std::string spilled = compiled("128", "256", "64");
     REQUIRE(std::regex_search(spilled, m, std::regex(R"(// k0_parallel_for_i \(line 79\): (\d+) registers a thread, (\d+) bytes a thread in local memory \(spilled registers\)\n)")));
-    CHECK(std::stoi(m[1]) == 128);
+    CHECK(std::stoi(m[1]) == 255);
     CHECK(std::stoi(m[2]) > 0);
-    const std::string shared = compiled("64");
-    REQUIRE(std::regex_search(shared, m, std::regex(R"(// k0_parallel_for_i \(line 79\): (\d+) registers a thread, nothing in local memory\n)")));
+    // At Br = 64 every tile is in shared memory.
+    const std::string shared = compiled("128", "64", "64");
+    REQUIRE(std::regex_search(shared, m, clean));
     CHECK(std::stoi(m[1]) <= 128);
     // tune --kernel generated says which points spill, whose local memory its time leaves out.
-    CliResult r = run_cli({"tune", "programs/attention/fa2.toy", "--set", "n=1024", "--set", "d=128", "--vary", "Br=64,128", "--vary", "Bc=64",
+    CliResult r = run_cli({"tune", "programs/attention/fa2.toy", "--set", "n=1024", "--set", "d=128", "--vary", "Br=128,256", "--vary", "Bc=64",
                            "--kernel", "generated", "--heads", "4", "--dtype", "fp16"});
     INFO(r.err);
     REQUIRE(r.code == 0);
-    CHECK(std::regex_search(r.out, std::regex(R"(\nRegisters ptxas spills to local memory, bytes a thread \(not in the predicted time\): Br=128 Bc=64 \d+\n)")));
+    CHECK(std::regex_search(r.out, std::regex(R"(\nRegisters ptxas spills to local memory, bytes a thread \(not in the predicted time\): Br=256 Bc=64 \d+\n)")));
 }
 
 TEST_CASE("codegen: what kept each product off the fast path is said at its line", "[codegen][cli]") {

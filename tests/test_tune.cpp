@@ -270,3 +270,58 @@ TEST_CASE("tune --kernel generated: serial code between grids is a launch of its
     CHECK(s64.launches[1].seconds < s64.launches[0].seconds);
     CHECK(s8.seconds == Approx(s8.launches[0].seconds + s8.launches[1].seconds));
 }
+
+TEST_CASE("tune --kernel: a catalog kernel's blocks an SM from its own launch plan", "[tune][time]") {
+    const MachineSpec& h100 = *find_machine("h100");
+    const Program causal = build_file("programs/attention/schedules/fa2_causal.toy", {{"n", 4096}, {"d", 64}, {"B", 64}});
+    // Launch bounds (256, 3): ptxas's budget is 65536 / (3 · 256) = 85, down to 80, and 3 blocks
+    // fit (the H100's occupancy calculator said 3 at B = 16, 32 and 64: gpu/results/tune_grid_h100.md).
+    Occupancy o = kernel_occupancy({256, 50'000, 3}, causal, h100, 2);
+    CHECK(o.registers_per_thread == 80);
+    CHECK(o.resident == 3);
+    CHECK(o.limit == "registers");
+    // Shared memory decides where it is the scarcer: 233472 / 100000 = 2.
+    o = kernel_occupancy({256, 100'000, 3}, causal, h100, 2);
+    CHECK(o.resident == 2);
+    CHECK(o.limit == "shared memory");
+    // No launch bounds' minimum: the schedule's estimate of its registers (O's 64 × 64 fp32 over
+    // 256 threads: 16, + 32), and never an error past 255 (the kernel spills instead).
+    o = kernel_occupancy({256, 0, 0}, causal, h100, 2);
+    CHECK(o.registers_per_thread == 48);
+    CHECK(o.resident == 5);
+    o = kernel_occupancy({32, 0, 0}, build_file("programs/attention/schedules/fa2_v3_mma.toy", {{"n", 512}, {"d", 128}, {"Br", 128}, {"Bc", 64}}), h100, 2);
+    CHECK(o.registers_per_thread == 255);
+    CHECK(o.resident == 8);
+
+    // The launch plan, read from the CUDA library without a device.
+    gpu::GpuRunOptions options;
+    options.kernel = "fa2_causal";
+    options.heads = 16;
+    options.dtype = gpu::DType::F16;
+    const gpu::KernelChoice choice = gpu::choose_kernel(causal, options);
+    gpu::LaunchPlan plan;
+    plan.kernel = choice.kernel;
+    plan.params = choice.launch_params;
+    plan.heads = 16;
+    plan.dtype = gpu::DType::F16;
+    const auto stages = gpu::plan_stages(plan, 232448);
+    if (!gpu::built_with_cuda()) {
+        CHECK_FALSE(stages);
+        return;
+    }
+    REQUIRE(stages);
+    REQUIRE(stages->size() == 1);
+    // Q, K, Vᵀ and S (P̃ written over it), 64 rows of 64 + 4 floats (padded against bank
+    // conflicts), and m, ℓ and the scale: 4 · 17408 + 3 · 256.
+    CHECK(stages->front().shared_bytes == 70400);
+    CHECK(stages->front().threads == 256);
+    CHECK(stages->front().min_blocks == 3);
+    // The schedule keeps P apart from S (81 KB: 2 blocks); the kernel writes P over S: 3.
+    CHECK(occupancy(causal, h100, 2).resident == 2);
+    const ProgramTime t = gpu::predict_run(causal, h100, options, choice);
+    CHECK(t.occupancy.resident == 3);
+    // A tile the kernel refuses is the point's limit, in the kernel's words.
+    const Program big = build_file("programs/attention/schedules/fa2_causal.toy", {{"n", 4096}, {"d", 128}, {"B", 128}});
+    CHECK_THROWS_WITH(gpu::predict_run(big, h100, options, gpu::choose_kernel(big, options)),
+                      Catch::Contains("fa2_causal needs 271872 bytes of shared memory per block; this GPU allows 232448"));
+}

@@ -47,6 +47,10 @@ struct SlowPath {
 struct KernelLaunchFacts {
     bool per_thread = false;         // scalar code: one thread per iteration (else a block per iteration)
     int threads = 256;               // block size
+    // A block kernel's __launch_bounds__ minimum of blocks an SM: 2 (at most 128 registers a
+    // thread) unless its tiles in registers hold more than 168 floats a thread; then 1 (255
+    // registers), faster there than two blocks' spills (codegen_emit.cpp has the measurements).
+    int min_blocks = 2;
     std::int64_t shared_bytes = 0;   // dynamic shared memory of a block: the tiles and scalar registers
     std::int64_t spill_floats = 0;   // a block's tiles in global memory, where shared memory cannot hold them all
     // Per tile: kept in registers, in the tensor cores' fragment layout (codegen_fragment.cpp);

@@ -446,7 +446,18 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     for (size_t at = head.find(kSpillPerBlockMarker); at != std::string::npos; at = head.find(kSpillPerBlockMarker))
         head.replace(at, std::string(kSpillPerBlockMarker).size(), std::to_string(spilled));
     out.spill_floats = spilled;
-    if (fragments) out.tiles_in_registers = fragment_;
+    if (fragments) {
+        out.tiles_in_registers = fragment_;
+        // Two blocks an SM leave a thread 128 registers; one leaves 255. fa2 at Br = 128 (its
+        // fragments O, Q, S, P and 4 row statistics) on the H100, n = 4096, 16 heads, fp16, the
+        // same run (gpu/tools/fragment_blocks.sh): up to 168 floats two blocks are faster even
+        // where ptxas spills a little (d = 128, Bc = 16: 152 floats, 56 bytes, 1.26 ms against
+        // 2.00 at one block; Bc = 32: 168, 184 bytes, 1.01 against 1.31; d = 64, Bc = 64: 136, 16
+        // bytes, 0.49 against 0.70); at 200 and more one block is, spilling nothing (d = 128,
+        // Bc = 64: 0.93 against 0.96 with 272 bytes spilled; Bc = 128, 264 floats: 0.85 against
+        // 1.16 with 568; d = 64, Bc = 128: 0.485 either way).
+        if (fragment_floats() > kTwoBlockFragmentFloats) out.min_blocks = 1;
+    }
     if (!shape.serial && !shape.grid.empty() && !per_thread_) out.slow_paths = slow_products(shape.first, shape.last);
     if (spilled > 0)
         out.slow_paths.push_back({out.largest_tile_loc, "", fmt::format("the block's tiles need more shared memory than a block may have: {} bytes of "
@@ -524,11 +535,9 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     }
     s += "}\n";
     for (bool counting : {false, true})
-        // (A block kernel: at most 128 registers a thread, so that two blocks fit an SM's
-        // registers. With tiles in registers too: fa2's 128-row tiles need 128 without
-        // spilling, and one block of 8 warps an SM ran 0.8× as fast on an H100.)
+        // (A block kernel: two blocks an SM where its tiles in registers allow, KernelLaunchFacts::min_blocks.)
         s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}{}({}) {{ {}_body<{}>({}); }}\n",
-                         per_thread_ ? std::to_string(std::max(threads_, 32)) : fmt::format("{}, 2", threads_),
+                         per_thread_ ? std::to_string(std::max(threads_, 32)) : fmt::format("{}, {}", threads_, out.min_blocks),
                          shape.function, counting ? "_count" : "", params, shape.function, counting ? "true" : "false", args);
     return out;
 }

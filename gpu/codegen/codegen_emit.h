@@ -12,6 +12,8 @@
 namespace toysim::gpu {
 
 inline constexpr int kBlockThreads = 256;    // a block per iteration: its threads share the tile loops
+// The most floats a thread's tiles in registers hold in a kernel of two blocks an SM (KernelLaunchFacts::min_blocks).
+inline constexpr std::int64_t kTwoBlockFragmentFloats = 168;
 inline constexpr int kThreadsPerBlock = 128;  // a thread per iteration: iterations per block
 
 // The semantics column of the ISA table (isa/opcodes.h) with the domain's methods as the
@@ -119,6 +121,7 @@ private:
     bool touches_fragment(const struct TileInst& t) const;
     bool fragment_instruction(const struct TileInst& t) const;
     std::string fragment_declaration(size_t tile) const;
+    std::int64_t fragment_floats() const;  // a thread's floats of every tile in registers
     void fragment_tile(const struct TileInst& t);
     std::vector<SlowPath> slow_products(std::int32_t first, std::int32_t last) const;
 

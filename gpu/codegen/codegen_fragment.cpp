@@ -246,6 +246,16 @@ bool KernelEmitter::fragment_instruction(const TileInst& t) const {
     return false;
 }
 
+std::int64_t KernelEmitter::fragment_floats() const {
+    std::int64_t floats = 0;
+    for (size_t t = 0; t < fragment_.size(); ++t) {
+        if (!fragment_[t]) continue;
+        const auto [rows, cols] = static_shape_[t];
+        floats += cols == 1 ? rows / kFragmentRows * 2 : rows / kFragmentRows * (cols / 8) * 4;  // as fragment_declaration declares them
+    }
+    return floats;
+}
+
 // A tile in registers as the kernel declares it.
 std::string KernelEmitter::fragment_declaration(size_t tile) const {
     const Tile& t = p_.tiles[tile];

@@ -124,8 +124,11 @@ struct Layout {
 // the warps in turn: 4 or 8 warps cover Br·d/1024 = 4 to 16 units.
 constexpr int kDqCols = 64;
 
+template <int kBc>
+constexpr int kMinBlocks = kBc == 64 ? 2 : 1;  // __launch_bounds__'s, which the time model reads (note_launch)
+
 template <typename T, bool kCount, int kD, int kBr, int kBc>
-__global__ void __launch_bounds__(2 * kBc, kBc == 64 ? 2 : 1) fa2_backward_mma_kernel(Args<T> a) {
+__global__ void __launch_bounds__(2 * kBc, kMinBlocks<kBc>) fa2_backward_mma_kernel(Args<T> a) {
     constexpr int kWarps = kBc / 16, kThreads = 32 * kWarps;
     constexpr int kRowGroups = kBr / 16, kUnits = kRowGroups * (kD / kDqCols);
     using L = Layout<T, kD, kBr, kBc>;
@@ -370,6 +373,7 @@ void launch_fa2_backward_mma(int stage, const StageArgs& args) {
                 auto* kernel = fa2_backward_mma_kernel<T, kCount, kD, kBr, kBc>;
                 const long long bytes = Layout<T, kD, kBr, kBc>::bytes;
                 require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, kName, "lower Br or Bc");
+                note_launch(args, kernel, 2 * kBc, bytes, kMinBlocks<kBc>);
                 if (args.plan_only) return;
                 const Args<T> a{static_cast<const T*>(args.arrays[ix.Q]), static_cast<const T*>(args.arrays[ix.K]),
                                 static_cast<const T*>(args.arrays[ix.V]), static_cast<const T*>(args.arrays[ix.dO]),
@@ -377,7 +381,6 @@ void launch_fa2_backward_mma(int stage, const StageArgs& args) {
                                 static_cast<float*>(args.arrays[ix.dQ]), static_cast<T*>(args.arrays[ix.dK]),
                                 static_cast<T*>(args.arrays[ix.dV]), n, args.counts, ix};
                 const dim3 grid(unsigned(cdiv(n, kBc)), unsigned(args.heads));
-                note_residency(args, kernel, 2 * kBc, bytes);
                 kernel<<<grid, 2 * kBc, bytes, args.stream>>>(a);
                 check_launch(kName);
             });

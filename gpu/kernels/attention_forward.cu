@@ -893,9 +893,9 @@ void launch_attention_standard(int stage, const StageArgs& args) {
             if (stage == 0) {
                 auto* kernel = scores_kernel<T, kCount>;
                 require_tiles(kernel, scores_bytes, dm, args, "attention_standard (scores)");
+                note_launch(args, kernel, kThreads, scores_bytes(dm), kMinBlocks<1>);
                 if (args.plan_only) return;
                 const dim3 grid(unsigned(dm.Tr) * unsigned(dm.Tc), unsigned(args.heads));
-                note_residency(args, kernel, kThreads, scores_bytes(dm));
                 kernel<<<grid, kThreads, scores_bytes(dm), args.stream>>>(Q, K, S, dm, args.counts);
                 check_launch("attention_standard (scores)");
             } else if (stage == 1) {
@@ -904,18 +904,18 @@ void launch_attention_standard(int stage, const StageArgs& args) {
                 const std::string advice = "one row of S (n elements) is kept in shared memory: lower n to " +
                                            std::to_string(args.shared_memory_limit / (long long)sizeof(T)) + " or less";
                 require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, "attention_standard (softmax)", advice.c_str());
+                note_launch(args, kernel, kThreads, bytes, 0);
                 if (args.plan_only) return;
                 const dim3 grid(unsigned(dm.n), unsigned(args.heads));
-                note_residency(args, kernel, kThreads, bytes);
                 kernel<<<grid, kThreads, bytes, args.stream>>>(S, P, dm.n, args.counts);
                 check_launch("attention_standard (softmax)");
             } else {
                 with_o_patches(o_patches(dm), [&](auto patches) {
                     auto* kernel = pv_kernel<T, kCount, decltype(patches)::value>;
                     require_tiles(kernel, pv_bytes, dm, args, "attention_standard (pv)");
+                    note_launch(args, kernel, kThreads, pv_bytes(dm), kMinBlocks<decltype(patches)::value>);
                     if (args.plan_only) return;
                     const dim3 grid(unsigned(dm.Tr), unsigned(args.heads));
-                    note_residency(args, kernel, kThreads, pv_bytes(dm));
                     kernel<<<grid, kThreads, pv_bytes(dm), args.stream>>>(P, V, O, dm, args.counts);
                     check_launch("attention_standard (pv)");
                 });
@@ -939,6 +939,7 @@ void launch_fa1_forward(int, const StageArgs& args) {
             with_o_patches(o_patches(dm), [&](auto patches) {
                 auto* kernel = fa1_kernel<T, kCount, decltype(patches)::value>;
                 require_tiles(kernel, fa1_bytes, dm, args, "fa1_forward");
+                note_launch(args, kernel, kThreads, fa1_bytes(dm), kMinBlocks<decltype(patches)::value>);
                 if (args.plan_only) return;
                 // The launch's scratch: one ticket per (head, Q tile), then the block counter.
                 // Stream-ordered, so it costs no synchronization; zeroed for every launch.
@@ -949,7 +950,6 @@ void launch_fa1_forward(int, const StageArgs& args) {
                 status = cudaMemsetAsync(scratch, 0, words * sizeof(unsigned), args.stream);
                 if (status != cudaSuccess) throw GpuError(std::string("fa1_forward: zeroing its tickets: ") + cudaGetErrorString(status));
                 const dim3 grid(unsigned(dm.Tc), unsigned(args.heads));
-                note_residency(args, kernel, kThreads, fa1_bytes(dm));
                 kernel<<<grid, kThreads, fa1_bytes(dm), args.stream>>>(Q, K, V, O, m, l, dm, scratch, scratch + words - 1, args.counts);
                 check_launch("fa1_forward");
                 status = cudaFreeAsync(scratch, args.stream);
@@ -976,9 +976,9 @@ void launch_fa2(const StageArgs& args, const Dims& dm, const char* name, bool he
                 const bool share_kv = fa2_share_kv(dm);
                 auto* bytes = share_kv ? fa2_bytes<true> : fa2_bytes<false>;
                 require_tiles(kernel, bytes, dm, args, name);
+                note_launch(args, kernel, kThreads, bytes(dm), kFa2MinBlocks<T, decltype(patches)::value>);
                 if (args.plan_only) return;
                 const dim3 grid(unsigned(dm.Tr), unsigned(args.heads));
-                note_residency(args, kernel, kThreads, bytes(dm));
                 kernel<<<grid, kThreads, bytes(dm), args.stream>>>(Q, K, V, O, L, dm, share_kv, heaviest_first, args.counts);
                 check_launch(name);
             });

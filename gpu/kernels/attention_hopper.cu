@@ -73,6 +73,7 @@ enum Fa2Array { kQ, kK, kV, kO, kL };
 
 constexpr int kV4Rows = 128, kV4Cols = 128;   // Br, Bc: 2 consumer warpgroups of 64 rows
 constexpr int kV4Threads = 384;               // producer + 2 consumers
+constexpr int kV4MinBlocks = 1;               // __launch_bounds__'s, which the time model reads (note_launch)
 constexpr int kV4Stages = 2;                  // K/V tiles in flight
 // Whether the two consumers take turns on the tensor cores (FlashAttention-3's ping-pong: one
 // issues its products while the other runs its softmax, ordered by two named barriers). Measured
@@ -261,7 +262,7 @@ __device__ __forceinline__ void rescale(float (&o)[kD / 2], RowState& st, const 
 // kCausal: block x takes Q tile Tr − 1 − x (the longest first, as fa2_causal_heaviest_first.toy
 // hands them out) and reads K/V tiles 0..i only, the diagonal one masked.
 template <typename T, bool kCount, int kD, bool kCausal>
-__global__ void __launch_bounds__(kV4Threads, 1)
+__global__ void __launch_bounds__(kV4Threads, kV4MinBlocks)
     fa2_v4_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
                   T* __restrict__ O, float* __restrict__ L, int n, unsigned long long* counts) {
 #ifdef TOYSIM_SM90A
@@ -500,13 +501,13 @@ void launch_v4(const StageArgs& args, const char* name) {
                 auto* kernel = fa2_v4_kernel<T, kCount, kD, kCausal>;
                 const long long bytes = V4Layout<kD>::bytes;
                 require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, name, "no smaller tile");
+                note_launch(args, kernel, kV4Threads, bytes, kV4MinBlocks);
                 if (args.plan_only) return;
                 require_hopper(name);
                 const CUtensorMap q = tensor_map(name, args.arrays[kQ], args.dtype, n, kD, args.heads, kV4Rows);
                 const CUtensorMap k = tensor_map(name, args.arrays[kK], args.dtype, n, kD, args.heads, kV4Cols);
                 const CUtensorMap v = tensor_map(name, args.arrays[kV], args.dtype, n, kD, args.heads, kV4Cols);
                 const dim3 grid(unsigned(cdiv(n, kV4Rows)), unsigned(args.heads));
-                note_residency(args, kernel, kV4Threads, bytes);
                 kernel<<<grid, kV4Threads, bytes, args.stream>>>(q, k, v, static_cast<T*>(args.arrays[kO]), static_cast<float*>(args.arrays[kL]),
                                                                  n, args.counts);
                 check_launch(name);

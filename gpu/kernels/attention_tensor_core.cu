@@ -447,12 +447,15 @@ constexpr int kV3Warps = 4, kV3Threads = 32 * kV3Warps, kV3Slices = 2;  // a war
 template <typename T, int kD, int kBr, int kBc>
 using V3Layout = V2Layout<T, kD, kBr, kBc>;
 
+template <int kD>
+constexpr int kV3MinBlocks = kD == 64 ? 2 : 1;  // __launch_bounds__'s, which the time model reads (note_launch)
+
 // kCausal (fa2_causal_v3_mma, fa2_causal_heaviest_first.toy with B = 128): Q tile i reads keys
 // up to its last row only, kBc at a time (the same rows as the program's B×B tiles 0..i), and
 // where a K/V tile reaches past a row, key c after query r is −∞ before the softmax; block x
 // takes Q tile Tr − 1 − x, the longest first, as the program hands them out.
 template <typename T, bool kCount, int kD, int kBc, bool kCausal = false>
-__global__ void __launch_bounds__(kV3Threads, kD == 64 ? 2 : 1)
+__global__ void __launch_bounds__(kV3Threads, kV3MinBlocks<kD>)
     fa2_v3_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T* __restrict__ V, T* __restrict__ O, float* __restrict__ L,
                   int n, unsigned long long* counts) {
     constexpr int kBr = 16 * kV3Slices * kV3Warps, kThreads = kV3Threads, kM = kV3Slices;
@@ -653,9 +656,9 @@ void launch_fa2_v1(int, const StageArgs& args) {
                 auto* kernel = fa2_v1_kernel<T, kCount, kD>;
                 const long long bytes = V1Layout<T, kD>::bytes;
                 require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, "fa2_v1_wmma", "v1 needs Br = Bc = 64");
+                note_launch(args, kernel, kV1Threads, bytes, 0);
                 if (args.plan_only) return;
                 const dim3 grid(unsigned(sh.Tr), unsigned(args.heads));
-                note_residency(args, kernel, kV1Threads, bytes);
                 kernel<<<grid, kV1Threads, bytes, args.stream>>>(static_cast<const T*>(args.arrays[kQ]), static_cast<const T*>(args.arrays[kK]),
                                                                  static_cast<const T*>(args.arrays[kV]), static_cast<T*>(args.arrays[kO]),
                                                                  static_cast<float*>(args.arrays[kL]), sh.n, args.counts);
@@ -678,9 +681,9 @@ void launch_fa2_v2(int, const StageArgs& args) {
                     auto* kernel = fa2_v2_kernel<T, kCount, kD, kBr, kBc>;
                     const long long bytes = V2Layout<T, kD, kBr, kBc>::bytes;
                     require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, "fa2_v2_mma", "lower Br or Bc");
+                    note_launch(args, kernel, 2 * kBr, bytes, kV2MinBlocks<kBr / 16, kD>);
                     if (args.plan_only) return;
                     const dim3 grid(unsigned(sh.Tr), unsigned(args.heads));
-                    note_residency(args, kernel, 2 * kBr, bytes);
                     kernel<<<grid, 2 * kBr, bytes, args.stream>>>(static_cast<const T*>(args.arrays[kQ]), static_cast<const T*>(args.arrays[kK]),
                                                                   static_cast<const T*>(args.arrays[kV]), static_cast<T*>(args.arrays[kO]),
                                                                   static_cast<float*>(args.arrays[kL]), sh.n, args.counts);
@@ -711,9 +714,9 @@ void launch_v3(const StageArgs& args, const Shape& sh, const char* name) {
                     auto* kernel = fa2_v3_kernel<T, kCount, kD, kBc, kCausal>;
                     const long long bytes = V3Layout<T, kD, 128, kBc>::bytes;
                     require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, name, kCausal ? "no smaller tile" : "lower Bc");
+                    note_launch(args, kernel, kV3Threads, bytes, kV3MinBlocks<kD>);
                     if (args.plan_only) return;
                     const dim3 grid(unsigned(sh.Tr), unsigned(args.heads));
-                    note_residency(args, kernel, kV3Threads, bytes);
                     kernel<<<grid, kV3Threads, bytes, args.stream>>>(static_cast<const T*>(args.arrays[kQ]), static_cast<const T*>(args.arrays[kK]),
                                                                      static_cast<const T*>(args.arrays[kV]), static_cast<T*>(args.arrays[kO]),
                                                                      static_cast<float*>(args.arrays[kL]), sh.n, args.counts);

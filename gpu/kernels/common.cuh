@@ -37,14 +37,19 @@ struct StageArgs {
     int shared_memory_limit;     // bytes a block may opt in to on this device
     bool plan_only;              // check what the launch needs (shared memory) and launch nothing
     int* resident_blocks = nullptr;  // where a timed launch says how many of its blocks one SM holds at once
+    StagePlan* plan = nullptr;       // where a planned launch (plan_only) says what it asks of an SM
 };
 
-// Before a timed launch: how many blocks of `kernel` one SM runs at once, at this block size
-// and shared memory (the occupancy calculator's answer), into args.resident_blocks. The
-// modeled L2's prediction runs that many × SMs workers (toysim diff).
+// Every launcher calls this once it has refused what the device cannot run and before it
+// returns for plan_only: the block's threads, its dynamic shared memory and the blocks an SM
+// its __launch_bounds__ ask for (0: none), into args.plan (plan_launch: the time model's
+// occupancy, no device); and before a timed launch, how many blocks of `kernel` one SM runs at
+// once (the occupancy calculator's answer) into args.resident_blocks, which the modeled L2's
+// prediction runs as that many × SMs workers (toysim diff).
 template <class Kernel>
-void note_residency(const StageArgs& args, Kernel* kernel, int threads_per_block, std::size_t shared_bytes) {
-    if (!args.resident_blocks || args.counts) return;
+void note_launch(const StageArgs& args, Kernel* kernel, int threads_per_block, std::size_t shared_bytes, int min_blocks) {
+    if (args.plan) *args.plan = {threads_per_block, static_cast<std::int64_t>(shared_bytes), min_blocks};
+    if (args.plan_only || !args.resident_blocks || args.counts) return;
     int blocks = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads_per_block, shared_bytes) == cudaSuccess)
         *args.resident_blocks = blocks;

@@ -156,6 +156,16 @@ struct LaunchPlan {
     L2State measure = L2State::Off;  // also measure each stage's DRAM and L2 traffic
 };
 
+// What one stage's launch asks of an SM, known from the launcher without a device: its block's
+// threads, its dynamic shared memory, and the blocks an SM its __launch_bounds__ ask ptxas to fit
+// (0: the kernel asks none). toysim's time model reads it (gpu::plan_stages) where a catalog
+// kernel runs the program: the kernel's own tiles, not the schedule's estimate of them.
+struct StagePlan {
+    int threads = 0;
+    std::int64_t shared_bytes = 0;
+    int min_blocks = 0;
+};
+
 struct Timing {
     std::vector<float> ms;  // one per repeat
     double median() const;
@@ -181,5 +191,13 @@ struct LaunchResult {
 // for the per-array counts, then times warmups + repeats of the timed variant. Everything the
 // device cannot do (shared memory, device memory) is refused before the first launch.
 LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& arrays);
+
+// Each stage's StagePlan of a catalog kernel (plan.kernel; not a generated module), from its
+// launchers run without launching: no device needed. Throws GpuError where the kernel refuses the
+// parameters (a block's shared memory past `shared_memory_limit` included).
+std::vector<StagePlan> plan_launch(const LaunchPlan& plan, int shared_memory_limit);
+// plan_launch through the CUDA library (toysim's side, gpu/runtime/device_loader.cpp): nullopt
+// where the library is not there to ask (a build without CUDA, or before it is built).
+std::optional<std::vector<StagePlan>> plan_stages(const LaunchPlan& plan, int shared_memory_limit);
 
 }  // namespace toysim::gpu

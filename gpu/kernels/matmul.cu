@@ -77,14 +77,14 @@ void launch_matmul_inner(const StageArgs& args) {
     const int n = static_cast<int>(args.params[0]);
     const long long tiles = cdiv(n, kInnerBlock);
     require_grid(tiles, "matmul_inner", "lower n");
+    const dim3 block(kInnerBlock, kInnerBlock);
+    with_counting(args, [&](auto counting) { note_launch(args, matmul_inner_kernel<decltype(counting)::value>, int(block.x * block.y), 0, 0); });
     if (args.plan_only) return;
     auto* a = static_cast<const float*>(args.arrays[kA]);
     auto* b = static_cast<const float*>(args.arrays[kB]);
     auto* c = static_cast<float*>(args.arrays[kC]);
     const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(tiles), static_cast<unsigned>(args.heads));
-    const dim3 block(kInnerBlock, kInnerBlock);
     with_counting(args, [&](auto counting) {
-        note_residency(args, matmul_inner_kernel<decltype(counting)::value>, int(block.x * block.y), 0);
         matmul_inner_kernel<decltype(counting)::value><<<grid, block, 0, args.stream>>>(a, b, c, n, args.counts);
     });
     check_launch("matmul_inner");
@@ -157,6 +157,7 @@ void launch_matmul_outer(const StageArgs& args) {
     with_counting(args, [&](auto counting) {
         require_shared_memory(reinterpret_cast<const void*>(&matmul_outer_kernel<decltype(counting)::value>), shared_bytes, args,
                               "matmul_outer", "lower t");
+        note_launch(args, matmul_outer_kernel<decltype(counting)::value>, t * t, shared_bytes, 0);
     });
     if (args.plan_only) return;
     auto* a = static_cast<const float*>(args.arrays[kA]);
@@ -165,7 +166,6 @@ void launch_matmul_outer(const StageArgs& args) {
     const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(tiles), static_cast<unsigned>(args.heads));
     const dim3 block(t, t);
     with_counting(args, [&](auto counting) {
-        note_residency(args, matmul_outer_kernel<decltype(counting)::value>, int(block.x * block.y), shared_bytes);
         matmul_outer_kernel<decltype(counting)::value><<<grid, block, shared_bytes, args.stream>>>(a, b, c, n, t, args.counts);
     });
     check_launch("matmul_outer");

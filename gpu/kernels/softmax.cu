@@ -173,15 +173,13 @@ void launch_softmax(const char* name, int stage, const StageArgs& args, SoftmaxK
     if (stage != 0) throw GpuError(std::string(name) + " has one stage, not stage " + std::to_string(stage));
     if (args.dtype != DType::F32) throw GpuError(std::string(name) + " runs in fp32 only");
     const long long n = args.params[0];
+    const dim3 grid(static_cast<unsigned>(args.heads)), block(static_cast<unsigned>(block_threads(n)));
+    note_launch(args, timed, int(block.x), 0, 0);
     if (args.plan_only) return;
     auto* x = static_cast<const float*>(args.arrays[kX]);
     auto* out = static_cast<float*>(args.arrays[kOut]);
-    const dim3 grid(static_cast<unsigned>(args.heads)), block(static_cast<unsigned>(block_threads(n)));
     if (args.counts) counting<<<grid, block, 0, args.stream>>>(x, out, n, args.counts);
-    else {
-        note_residency(args, timed, int(block.x), 0);
-        timed<<<grid, block, 0, args.stream>>>(x, out, n, nullptr);
-    }
+    else timed<<<grid, block, 0, args.stream>>>(x, out, n, nullptr);
     check_launch(name);
 }
 

@@ -1,5 +1,5 @@
-// The exported face of libtoysim_cuda.so (gpu/runtime/cuda_plugin.h): the layout check, and the device
-// side's two calls with every error caught and handed back as text.
+// The exported face of libtoysim_cuda.so (gpu/runtime/cuda_plugin.h): the layout check, the device
+// side's two calls and the launch plan, with every error caught and handed back as text.
 #include "gpu/runtime/cuda_plugin.h"
 
 #include <exception>
@@ -34,4 +34,9 @@ TOYSIM_CUDA_EXPORT bool toysim_cuda_query_device(toysim::gpu::DeviceInfo* out, t
 TOYSIM_CUDA_EXPORT bool toysim_cuda_launch(const toysim::gpu::LaunchPlan* plan, std::vector<toysim::gpu::HostArray>* arrays,
                                            toysim::gpu::LaunchResult* out, toysim::gpu::CudaPluginError* error) {
     return guarded(error, [&] { *out = toysim::gpu::launch(*plan, *arrays); });
+}
+
+TOYSIM_CUDA_EXPORT bool toysim_cuda_plan(const toysim::gpu::LaunchPlan* plan, int shared_memory_limit, std::vector<toysim::gpu::StagePlan>* out,
+                                         toysim::gpu::CudaPluginError* error) {
+    return guarded(error, [&] { *out = toysim::gpu::plan_launch(*plan, shared_memory_limit); });
 }

@@ -6,7 +6,7 @@
 // waiting for nvcc and finds the kernels when they are built (the target toysim_cuda, part of
 // a whole build, installed beside the package's binary).
 //
-// The library exports the three functions below with C names; everything else in it is hidden,
+// The library exports the four functions below with C names; everything else in it is hidden,
 // so its query_device and launch (gpu/runtime/runtime.cu) never meet the loader's of the same names.
 // Both sides are built from the same headers by the same compiler; a library left over from
 // another build is refused by its layout (the sizes of what crosses between them) before any
@@ -33,13 +33,13 @@ struct CudaPluginError {
 };
 
 // Changed whenever a type that crosses changes meaning without changing size.
-inline constexpr int kCudaPluginVersion = 1;
+inline constexpr int kCudaPluginVersion = 2;
 
 struct CudaPluginLayout {
     int version = kCudaPluginVersion;
     std::size_t device_info = sizeof(DeviceInfo), launch_plan = sizeof(LaunchPlan), host_array = sizeof(HostArray),
                 launch_result = sizeof(LaunchResult), stage_result = sizeof(StageResult), measured = sizeof(MeasuredTraffic),
-                kernel_spec = sizeof(KernelSpec), generated = sizeof(GeneratedProgram), error = sizeof(CudaPluginError),
+                kernel_spec = sizeof(KernelSpec), stage_plan = sizeof(StagePlan), generated = sizeof(GeneratedProgram), error = sizeof(CudaPluginError),
                 string = sizeof(std::string), vector = sizeof(std::vector<double>);
     bool operator==(const CudaPluginLayout&) const = default;
 };
@@ -54,4 +54,7 @@ using ToysimCudaQueryFn = bool (*)(toysim::gpu::DeviceInfo* out, toysim::gpu::Cu
 // launch: true and *out (arrays downloaded into), or false and *error.
 using ToysimCudaLaunchFn = bool (*)(const toysim::gpu::LaunchPlan* plan, std::vector<toysim::gpu::HostArray>* arrays,
                                     toysim::gpu::LaunchResult* out, toysim::gpu::CudaPluginError* error);
+// plan_launch (no device): true and *out, or false and *error.
+using ToysimCudaPlanFn = bool (*)(const toysim::gpu::LaunchPlan* plan, int shared_memory_limit, std::vector<toysim::gpu::StagePlan>* out,
+                                  toysim::gpu::CudaPluginError* error);
 }

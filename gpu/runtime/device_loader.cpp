@@ -1,4 +1,4 @@
-// The device side as toysim sees it: built_with_cuda, query_device and launch, forwarded to the
+// The device side as toysim sees it: built_with_cuda, query_device, launch and plan_stages, forwarded to the
 // CUDA kernels' library (gpu/runtime/cuda_plugin.h), opened at the first call that needs it. In a build
 // without a CUDA toolkit, or before the library is built, every GPU command says so and exits
 // 2; the catalog, the code generator and the checks of programs against kernels work either way.
@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ namespace fs = std::filesystem;
 struct Plugin {
     ToysimCudaQueryFn query = nullptr;
     ToysimCudaLaunchFn launch = nullptr;
+    ToysimCudaPlanFn plan = nullptr;
 };
 
 #ifdef TOYSIM_HAS_CUDA
@@ -64,7 +66,8 @@ Plugin open_plugin() {
         if (!(theirs == CudaPluginLayout{}))
             throw GpuError(fmt::format("{} is from another build of toysim: rebuild it (cmake --build {} --target toysim_cuda)", path.string(),
                                        TOYSIM_BUILD_DIR));
-        return {symbol<ToysimCudaQueryFn>(library, "toysim_cuda_query_device", path), symbol<ToysimCudaLaunchFn>(library, "toysim_cuda_launch", path)};
+        return {symbol<ToysimCudaQueryFn>(library, "toysim_cuda_query_device", path), symbol<ToysimCudaLaunchFn>(library, "toysim_cuda_launch", path),
+                symbol<ToysimCudaPlanFn>(library, "toysim_cuda_plan", path)};
     }
     throw GpuError(fmt::format("the CUDA kernels are not built yet: `cmake --build {} --target toysim_cuda` builds them (51 s on a 2-core "
                                "machine; the quick start's `--target toysim` leaves them out)",
@@ -104,6 +107,19 @@ LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& arrays) {
     if (!plugin().launch(&plan, &arrays, &out, &error)) rethrow(error);
     return out;
 }
+
+std::optional<std::vector<StagePlan>> plan_stages(const LaunchPlan& plan, int shared_memory_limit) {
+    const Plugin* opened = nullptr;
+    try {
+        opened = &plugin();
+    } catch (const GpuError&) {
+        return std::nullopt;  // the library is not built (or is another build's): nothing to read
+    }
+    std::vector<StagePlan> out;
+    CudaPluginError error;
+    if (!opened->plan(&plan, shared_memory_limit, &out, &error)) rethrow(error);
+    return out;
+}
 #else
 namespace {
 [[noreturn]] void no_gpu_support() {
@@ -114,6 +130,7 @@ namespace {
 bool built_with_cuda() { return false; }
 DeviceInfo query_device() { no_gpu_support(); }
 LaunchResult launch(const LaunchPlan&, std::vector<HostArray>&) { no_gpu_support(); }
+std::optional<std::vector<StagePlan>> plan_stages(const LaunchPlan&, int) { return std::nullopt; }
 #endif
 
 }  // namespace toysim::gpu

@@ -193,7 +193,26 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
 ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuRunOptions& options, const KernelChoice& choice) {
     Program on_machine = on_machine_cache(choice.generated ? as_generated(p, *choice.generated) : p, machine);
     on_machine.cache->element_bytes = dtype_bytes(options.dtype);
-    if (!choice.generated) return predict_program(on_machine, machine, options.heads);
+    if (!choice.generated) {
+        // The kernel's own blocks, as its launchers plan them (the CUDA library, no GPU needed);
+        // the schedule's estimate where the library is not there to ask.
+        LaunchPlan plan;
+        plan.kernel = choice.kernel;
+        plan.params = choice.launch_params;
+        plan.heads = options.heads;
+        plan.dtype = options.dtype;
+        std::optional<std::vector<StagePlan>> stages;
+        try {
+            stages = plan_stages(plan, static_cast<int>(machine[MachineParam::SharedPerBlock]));
+        } catch (const GpuError& e) {
+            throw ToyError(e.what());  // the kernel refuses these parameters: a limit the point breaks
+        }
+        if (!stages || stages->empty()) return predict_program(on_machine, machine, options.heads);
+        std::vector<Occupancy> kernel;
+        for (const StagePlan& s : *stages)
+            kernel.push_back(kernel_occupancy({s.threads, s.shared_bytes, s.min_blocks}, on_machine, machine, on_machine.cache->element_bytes));
+        return predict_program(on_machine, machine, options.heads, nullptr, &kernel);
+    }
     const GeneratedProgram& g = *choice.generated;
     GeneratedLaunches launches;
     launches.products = generated_products(g);
@@ -228,15 +247,16 @@ ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuR
         if (!registers && kernel && !kernel->per_thread) {
             // Estimated: the block's share of its tiles in registers (a [rows][1] tile: 2 of each
             // 16-row block in every lane) and 32 for addresses, indices and loop state, as
-            // occupancy() assumes for a schedule's, at most the 128 a block kernel's launch
-            // bounds allow (gpu/codegen/codegen_emit.cpp).
+            // occupancy() assumes for a schedule's, at most what the kernel's launch bounds allow
+            // (KernelLaunchFacts::min_blocks).
             std::int64_t floats = 32;
             for (std::size_t t = 0; t < kernel->tiles_in_registers.size(); ++t)
                 if (kernel->tiles_in_registers[t]) {
                     const Tile& tile = p.tiles[t];
                     floats += tile.cols == 1 ? 2 * tile.rows / 128 : tile.rows * tile.cols / threads;
                 }
-            registers = static_cast<int>(std::min<std::int64_t>(floats, 128));
+            const std::int64_t budget = at(MachineParam::RegistersPerSm) / (std::max(kernel->min_blocks, 1) * std::int64_t{threads}) / 8 * 8;
+            registers = static_cast<int>(std::min<std::int64_t>(floats, std::min<std::int64_t>(budget, 255)));
         }
         if (registers && *registers > 0) {
             // Registers go to warps in units of 256 (8 a thread): the occupancy calculator's rule.

@@ -212,6 +212,21 @@ void measure_stages(L2State l2, const DeviceInfo& device, cudaStream_t stream, i
 
 }  // namespace
 
+std::vector<StagePlan> plan_launch(const LaunchPlan& plan, int shared_memory_limit) {
+    if (!plan.kernel || plan.generated) throw GpuError("internal: plan_launch plans a catalog kernel's launch");
+    const KernelSpec& spec = *plan.kernel;
+    const StageLauncher launcher = find_launcher(spec.name);
+    // The launchers return before touching an array or the device where plan_only is set.
+    const std::vector<void*> pointers(spec.arrays.size(), nullptr);
+    std::vector<StagePlan> stages(spec.stages.size());
+    StageArgs args{pointers.data(), plan.params.data(), plan.heads, plan.dtype, nullptr, nullptr, shared_memory_limit, true};
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+        args.plan = &stages[s];
+        launcher(static_cast<int>(s), args);
+    }
+    return stages;
+}
+
 LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& host) {
     const KernelSpec& spec = *plan.kernel;
     const std::size_t narrays = spec.arrays.size();

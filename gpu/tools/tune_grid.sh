@@ -13,7 +13,7 @@
 # says which commit's model ranked it ("predicted_by").
 #
 # group: fwd (fa2 on v3 and generated), rest (fa2_backward at n = 1024, fa2_causal, flash_decoding),
-# all (both), backward4096 (fa2_backward at n = 4096, d = 64), fwd16384 (generated fa2 at n = 16384, d = 128).
+# all (both), v3 (fa2_v3_mma alone), generated (generated fa2 alone), backward (fa2_backward's three cells), backward4096 (fa2_backward at n = 4096, d = 64), fwd16384 (generated fa2 at n = 16384, d = 128).
 # Heads: the forward programs at heads·n = 65,536 (64, 16 and 4 heads); flash_decoding (one query
 # a head) at 262,144; fa2_backward at n = 1024 with 16 heads and at n = 4096, d = 64 with 4: its
 # inputs O and L are computed on the CPU (gpu run refuses past 2·10^10 multiply-adds: n = 16384
@@ -36,18 +36,22 @@ if [[ $mode == run ]]; then
   for d in 64 128; do
     for n in 1024 4096 16384; do
       heads=$((65536 / n))
-      if [[ $group == fwd || $group == all ]]; then
+      if [[ $group == fwd || $group == all || $group == v3 ]]; then
         cell fa2_v3_mma programs/attention/schedules/fa2_v3_mma.toy "" $n $d $heads --vary Br=64,128 --vary Bc=32,64,128
+      fi
+      if [[ $group == fwd || $group == all || $group == generated ]]; then
         cell fa2_generated programs/attention/fa2.toy generated $n $d $heads --vary Br=16,32,64,128 --vary Bc=16,32,64,128
       fi
       if [[ $group == rest || $group == all ]]; then
         cell fa2_causal programs/attention/schedules/fa2_causal.toy "" $n $d $heads --vary B=16,32,64,128
         cell flash_decoding programs/attention/flash_decoding.toy generated $n $d $((262144 / n)) --vary S=4,8,16,32,64 --vary Bc=16,32,64
+      fi
+      if [[ $group == rest || $group == all || $group == backward ]]; then
         if ((n == 1024)); then
           cell fa2_backward programs/attention/schedules/fa2_backward.toy "" $n $d 16 --vary Br=16,32,64 --vary Bc=16,32,64
         fi
       fi
-      if [[ $group == backward4096 ]] && ((n == 4096 && d == 64)); then
+      if [[ $group == backward4096 || $group == backward ]] && ((n == 4096 && d == 64)); then
         cell fa2_backward programs/attention/schedules/fa2_backward.toy "" $n $d 4 --vary Br=16,32,64 --vary Bc=16,32,64
       fi
       if [[ $group == fwd16384 ]] && ((n == 16384 && d == 128)); then

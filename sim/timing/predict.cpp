@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <tuple>
 #include <fmt/format.h>
 
 #include "support/diag.h"
@@ -364,27 +365,27 @@ ProductUnit product_unit_of(const Program& program) {
     return ProductUnit::CudaCores;
 }
 
-Occupancy occupancy(const Program& p, const MachineSpec& m, int element_bytes) {
-    Occupancy o;
-    o.threads = 32 * p.warps;
+namespace {
+
+// The schedule's tiles: those in shared memory (× their stages) in bytes, and the registers a
+// thread of `threads` needs for those in registers, plus 32 for addresses, indices and loop state.
+std::pair<std::int64_t, std::int64_t> schedule_tiles(const Program& p, int element_bytes, std::int64_t threads) {
     // A product's destination holds fp32 sums; every other tile its element on chip.
     const std::vector<bool> sums = tiles_holding_sums(p);
     const int on_chip_bytes = on_chip_element_bytes(product_unit_of(p), element_bytes);
-    std::int64_t register_bytes = 0;
+    std::int64_t register_bytes = 0, shared_bytes = 0;
     for (size_t k = 0; k < p.tiles.size(); ++k) {
         const Tile& t = p.tiles[k];
         const std::int64_t bytes = t.rows * t.cols * (sums[k] ? 4 : on_chip_bytes);
         if (t.in_registers) register_bytes += bytes;
-        else o.shared_bytes += bytes * t.stages;
+        else shared_bytes += bytes * t.stages;
     }
-    o.registers_per_thread = 32 + (register_bytes / 4 + o.threads - 1) / o.threads;
+    return {shared_bytes, 32 + (register_bytes / 4 + threads - 1) / threads};
+}
+
+// The blocks an SM holds, and the limit that stops one more, for a block as `o` describes it.
+void resident_blocks(Occupancy& o, const MachineSpec& m) {
     const auto at = [&](MachineParam q) { return static_cast<std::int64_t>(m[q]); };
-    if (o.shared_bytes > at(MachineParam::SharedPerBlock))
-        throw ToyError(fmt::format("a block's tiles in shared memory need {} bytes; an SM of machine {} gives a block at most {}", o.shared_bytes,
-                                   m.name, at(MachineParam::SharedPerBlock)));
-    if (o.registers_per_thread > 255)
-        throw ToyError(fmt::format("a block's tiles in registers need {} registers a thread over {} threads (warps {}); a thread has at most 255",
-                                   o.registers_per_thread, o.threads, p.warps));
     const std::pair<std::int64_t, const char*> limits[] = {
         {at(MachineParam::BlocksPerSm), "blocks"},
         {at(MachineParam::ThreadsPerSm) / o.threads, "threads"},
@@ -398,6 +399,37 @@ Occupancy occupancy(const Program& p, const MachineSpec& m, int element_bytes) {
             o.resident = count;
             o.limit = what;
         }
+}
+
+}  // namespace
+
+Occupancy occupancy(const Program& p, const MachineSpec& m, int element_bytes) {
+    Occupancy o;
+    o.threads = 32 * p.warps;
+    std::tie(o.shared_bytes, o.registers_per_thread) = schedule_tiles(p, element_bytes, o.threads);
+    const auto at = [&](MachineParam q) { return static_cast<std::int64_t>(m[q]); };
+    if (o.shared_bytes > at(MachineParam::SharedPerBlock))
+        throw ToyError(fmt::format("a block's tiles in shared memory need {} bytes; an SM of machine {} gives a block at most {}", o.shared_bytes,
+                                   m.name, at(MachineParam::SharedPerBlock)));
+    if (o.registers_per_thread > 255)
+        throw ToyError(fmt::format("a block's tiles in registers need {} registers a thread over {} threads (warps {}); a thread has at most 255",
+                                   o.registers_per_thread, o.threads, p.warps));
+    resident_blocks(o, m);
+    return o;
+}
+
+Occupancy kernel_occupancy(const KernelBlock& block, const Program& p, const MachineSpec& m, int element_bytes) {
+    Occupancy o;
+    o.threads = std::max(block.threads, 1);
+    o.shared_bytes = block.shared_bytes;
+    const std::int64_t allocated_threads = (o.threads + 31) / 32 * 32;
+    if (block.min_blocks > 0)
+        o.registers_per_thread = static_cast<std::int64_t>(m[MachineParam::RegistersPerSm]) / (block.min_blocks * allocated_threads) / 8 * 8;
+    else
+        o.registers_per_thread = schedule_tiles(p, element_bytes, o.threads).second;
+    o.registers_per_thread = std::clamp<std::int64_t>(o.registers_per_thread, 1, 255);
+    resident_blocks(o, m);
+    o.resident = std::max<std::int64_t>(o.resident, 1);
     return o;
 }
 
@@ -407,14 +439,17 @@ Program on_machine_cache(const Program& program, const MachineSpec& machine) {
     return on_machine;
 }
 
-ProgramTime predict_program(const Program& program, const MachineSpec& m, std::int64_t heads, const GeneratedLaunches* generated) {
+ProgramTime predict_program(const Program& program, const MachineSpec& m, std::int64_t heads, const GeneratedLaunches* generated,
+                            const std::vector<Occupancy>* kernel) {
     ProgramTime out;
     const Program p = on_machine_cache(program, m);
     out.products = generated ? generated->products : product_unit_of(p);
     const auto sms = static_cast<std::int64_t>(m[MachineParam::Sms]);
     // Each launch's blocks an SM: the schedule's occupancy, or the generated launch's own.
     const auto resident = [&](std::size_t k) {
-        return generated ? generated->resident.at(std::min(k, generated->resident.size() - 1)) : out.occupancy.resident;
+        if (generated) return generated->resident.at(std::min(k, generated->resident.size() - 1));
+        if (kernel && !kernel->empty()) return kernel->at(std::min(k, kernel->size() - 1)).resident;
+        return out.occupancy.resident;
     };
     if (generated) {
         if (generated->threads.empty() || generated->resident.size() != generated->threads.size())
@@ -427,6 +462,8 @@ ProgramTime predict_program(const Program& program, const MachineSpec& m, std::i
             out.occupancy.registers_per_thread = generated->registers.front();
             out.occupancy.limit = generated->registers_from_compiler ? "generated (registers: ptxas's)" : "generated (registers estimated)";
         }
+    } else if (kernel && !kernel->empty()) {
+        out.occupancy = kernel->front();
     } else {
         out.occupancy = occupancy(p, m, p.cache->element_bytes);
     }
@@ -437,6 +474,8 @@ ProgramTime predict_program(const Program& program, const MachineSpec& m, std::i
     if (generated) {
         for (std::int64_t r : generated->resident) walk.launch_workers.push_back(r * sms);
         walk.launch_pcs = generated->launch_pcs;
+    } else if (kernel) {
+        for (const Occupancy& launch : *kernel) walk.launch_workers.push_back(launch.resident * sms);
     }
     out.counted = count_through_cache(p, walk);
     const CachedCount& counted = out.counted;

@@ -175,6 +175,23 @@ struct Occupancy {
 };
 Occupancy occupancy(const Program& program, const MachineSpec& machine, int element_bytes);
 
+// A catalog kernel's block as its launcher plans it (gpu::StagePlan, read from the CUDA library
+// without a device): its threads, its dynamic shared memory, and the blocks an SM its
+// __launch_bounds__ ask ptxas to fit (0: none asked).
+struct KernelBlock {
+    int threads = 0;
+    std::int64_t shared_bytes = 0;
+    int min_blocks = 0;
+};
+// How many of those blocks an SM holds: its threads and shared memory as the kernel has them
+// (not the schedule's tiles: fa2_causal's P reuses S's memory); registers a thread, where the
+// launch bounds ask for M blocks, ptxas's budget for M (65536 / (M · threads), down to a multiple of
+// 8, at most 255), which the hand-written kernels spend (fa2_causal on the H100: 80 of 80 at B = 16
+// to 64, so 3 blocks where the schedule's estimate said 7, 6 and 2); where they ask none, the
+// schedule's estimate (occupancy()), at most the 255 ptxas allows. Never throws for registers: the
+// kernel runs, spilling what does not fit.
+Occupancy kernel_occupancy(const KernelBlock& block, const Program& program, const MachineSpec& machine, int element_bytes);
+
 // A program's time on a named machine without a GPU: each top-level loop a launch from a cold
 // L2 (the program's cache, or the machine's preset), its grid on the resident blocks that
 // occupancy() finds × the SMs, `heads` copies sharing the L2.
@@ -202,7 +219,10 @@ struct GeneratedLaunches {
     std::vector<std::int32_t> launch_pcs; // where each launch begins (serial code between grids is a launch of its own)
     bool registers_from_compiler = false; // every launch's count is ptxas's (NVRTC ran here); else some are estimated
 };
-ProgramTime predict_program(const Program& program, const MachineSpec& machine, std::int64_t heads, const GeneratedLaunches* generated = nullptr);
+// `kernel`: a catalog kernel's occupancy for each launch (kernel_occupancy), in place of the
+// schedule's.
+ProgramTime predict_program(const Program& program, const MachineSpec& machine, std::int64_t heads, const GeneratedLaunches* generated = nullptr,
+                            const std::vector<Occupancy>* kernel = nullptr);
 // The program on the machine's own L2 (the cache preset of its name) where it declares no cache.
 Program on_machine_cache(const Program& program, const MachineSpec& machine);
 
