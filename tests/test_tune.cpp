@@ -29,6 +29,15 @@ ScheduleSearch shortest(const std::string& path, int registers) {
     return search_schedule(schedule_problem(build_file(path)), registers, 5'000'000);
 }
 
+// How tune --kernel KERNEL --dtype fp16 --heads HEADS runs its points.
+gpu::GpuRunOptions fp16_options(const std::string& kernel, std::int64_t heads) {
+    gpu::GpuRunOptions options;
+    options.kernel = kernel;
+    options.heads = heads;
+    options.dtype = gpu::DType::F16;
+    return options;
+}
+
 int count(const ScheduleSearch& s, Op op) {
     return static_cast<int>(std::count_if(s.steps.begin(), s.steps.end(), [&](const ScheduleStep& step) { return step.op == op; }));
 }
@@ -253,10 +262,7 @@ TEST_CASE("tune --kernel generated: serial code between grids is a launch of its
     // generator runs as a kernel of one block a head. The merge is timed as that launch, not in
     // every block of the grid: more splits add blocks, not merges.
     const MachineSpec& h100 = *find_machine("h100");
-    gpu::GpuRunOptions options;
-    options.kernel = "generated";
-    options.heads = 64;
-    options.dtype = gpu::DType::F16;
+    const gpu::GpuRunOptions options = fp16_options("generated", 64);
     auto predicted = [&](std::int64_t s) {
         const Program p = build_file("programs/attention/flash_decoding.toy", {{"n", 4096}, {"d", 64}, {"S", s}, {"Bc", 64}});
         return gpu::predict_run(p, h100, options, gpu::choose_kernel(p, options));
@@ -294,10 +300,7 @@ TEST_CASE("tune --kernel: a catalog kernel's blocks an SM from its own launch pl
     CHECK(o.resident == 8);
 
     // The launch plan, read from the CUDA library without a device.
-    gpu::GpuRunOptions options;
-    options.kernel = "fa2_causal";
-    options.heads = 16;
-    options.dtype = gpu::DType::F16;
+    const gpu::GpuRunOptions options = fp16_options("fa2_causal", 16);
     const gpu::KernelChoice choice = gpu::choose_kernel(causal, options);
     gpu::LaunchPlan plan;
     plan.kernel = choice.kernel;
@@ -324,4 +327,30 @@ TEST_CASE("tune --kernel: a catalog kernel's blocks an SM from its own launch pl
     const Program big = build_file("programs/attention/schedules/fa2_causal.toy", {{"n", 4096}, {"d", 128}, {"B", 128}});
     CHECK_THROWS_WITH(gpu::predict_run(big, h100, options, gpu::choose_kernel(big, options)),
                       Catch::Contains("fa2_causal needs 271872 bytes of shared memory per block; this GPU allows 232448"));
+}
+
+TEST_CASE("tune --kernel generated: a LOAD into a tile kept as fp16 waits for 16 bytes a read", "[tune][time]") {
+    // fa2 at Br = Bc = 128, d = 128 in fp16: K and V (the products' b) stay in shared memory as
+    // fp16 and load 8 elements a read, 4 reads a lane in flight: 16384 elements over 256 threads
+    // in 2 rounds, where fp32 pieces of 4 take 4. One block an SM (255 registers): no other block
+    // fills the waits, so they are the chain's.
+    const MachineSpec& h100 = *find_machine("h100");
+    const gpu::GpuRunOptions options = fp16_options("generated", 16);
+    const Program p = build_file("programs/attention/fa2.toy", {{"n", 4096}, {"d", 128}, {"Br", 128}, {"Bc", 128}});
+    gpu::KernelChoice choice = gpu::choose_kernel(p, options);
+    REQUIRE(choice.generated);
+    const gpu::GeneratedKernel& kernel = choice.generated->kernels.at(0);
+    REQUIRE(kernel.tiles_stored.size() == p.tiles.size());
+    for (size_t t = 0; t < p.tiles.size(); ++t) CHECK(kernel.tiles_stored[t] == (p.tiles[t].name == "k" || p.tiles[t].name == "v"));
+    CHECK(kernel.min_blocks == 1);
+    const ProgramTime stored = gpu::predict_run(p, h100, options, choice);
+    auto as_fp32_pieces = std::make_shared<gpu::GeneratedProgram>(*choice.generated);
+    as_fp32_pieces->kernels.at(0).tiles_stored.clear();
+    choice.generated = as_fp32_pieces;
+    const ProgramTime pieces_of_4 = gpu::predict_run(p, h100, options, choice);
+    const auto memory = [](const ProgramTime& t) { return t.launches.at(0).chain[static_cast<size_t>(ChainPart::Memory)]; };
+    // The same bytes, half the rounds: the loads' waits halve, their bytes' time stays.
+    CHECK(memory(stored) < memory(pieces_of_4));
+    CHECK(memory(stored) > memory(pieces_of_4) / 2);
+    CHECK(stored.seconds < pieces_of_4.seconds);
 }

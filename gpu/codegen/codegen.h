@@ -56,6 +56,9 @@ struct KernelLaunchFacts {
     // Per tile: kept in registers, in the tensor cores' fragment layout (codegen_fragment.cpp);
     // empty where the kernel keeps every tile in shared memory.
     std::vector<bool> tiles_in_registers;
+    // Per tile: kept in shared memory as the arrays' storage type (a product's b that only LOADs
+    // fill: read 16 bytes at a time); empty where none is.
+    std::vector<bool> tiles_stored;
     std::vector<SlowPath> slow_paths;  // what kept it off the fastest path, in program order
     // The tile that takes the most shared memory, for the message when a block's do not fit.
     std::string largest_tile;

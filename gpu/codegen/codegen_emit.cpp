@@ -446,6 +446,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     for (size_t at = head.find(kSpillPerBlockMarker); at != std::string::npos; at = head.find(kSpillPerBlockMarker))
         head.replace(at, std::string(kSpillPerBlockMarker).size(), std::to_string(spilled));
     out.spill_floats = spilled;
+    if (std::find(stored_.begin(), stored_.end(), true) != stored_.end()) out.tiles_stored = stored_;
     if (fragments) {
         out.tiles_in_registers = fragment_;
         // Two blocks an SM leave a thread 128 registers; one leaves 255. fa2 at Br = 128 (its

@@ -63,8 +63,11 @@ Program as_generated(const Program& p, const GeneratedProgram& g) {
     for (size_t t = 0; t < q.tiles.size(); ++t) {
         q.tiles[t].in_registers = false;
         q.tiles[t].stages = 1;
-        for (const GeneratedKernel& k : g.kernels)
+        q.tiles[t].stored = false;
+        for (const GeneratedKernel& k : g.kernels) {
             if (t < k.tiles_in_registers.size() && k.tiles_in_registers[t]) q.tiles[t].in_registers = true;
+            if (t < k.tiles_stored.size() && k.tiles_stored[t]) q.tiles[t].stored = true;
+        }
     }
     return q;
 }

@@ -318,6 +318,7 @@ private:
                 each.async = launch_work_.async_loads != async_before;
                 each.in_grid = w.in_grid;
                 each.writes_shared = writes_shared(in);
+                each.stored = loads_stored(in);
             }
             each.work += units;
             each.shared_elements += launch_work_.shared_elements - shared_before;
@@ -544,6 +545,13 @@ private:
         const TileOperand& dest = t.args[static_cast<size_t>(t.count - 1)];
         return dest.kind == TileOperand::Kind::Tile && !p_.tiles[static_cast<size_t>(dest.index)].in_registers && t.op != Op::STORE &&
                t.op != Op::STORE_ADD;
+    }
+
+    bool loads_stored(const Inst& in) const {
+        if (in.code != Code::Tile) return false;
+        const TileInst& t = p_.tile_insts[static_cast<size_t>(in.mem)];
+        const TileOperand& dest = t.args[static_cast<size_t>(t.count - 1)];
+        return t.op == Op::LOAD && dest.kind == TileOperand::Kind::Tile && p_.tiles[static_cast<size_t>(dest.index)].stored;
     }
 
     // An instruction's accesses and its units of work, from the tiles' shapes as the machine

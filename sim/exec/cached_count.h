@@ -97,6 +97,7 @@ struct InstructionWork {
     int op = 0;                  // its Op
     bool async = false;          // a LOAD into a tile with stages
     bool writes_shared = false;  // its destination is a tile in shared memory
+    bool stored = false;         // a LOAD into a tile kept as the storage type (Tile::stored)
     bool in_grid = false;        // run by a grid's blocks (else by the launch's serial code)
 };
 

@@ -141,6 +141,9 @@ struct Tile {
     Loc loc;
     bool in_registers = false;         // `in registers`: on a GPU, in the warps' registers, not shared memory
     std::int64_t stages = 1;           // `stages S`: LOADs into it are asynchronous copies, S in flight (1: synchronous)
+    // Generated CUDA (gpu::as_generated): kept in shared memory as the arrays' storage type, so
+    // that a LOAD into it moves 16 bytes a read (else 4 elements a read).
+    bool stored = false;
 };
 
 // A register operand of a tile instruction: a tile, or a scalar register (a 1×1 tile).

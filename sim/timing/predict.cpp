@@ -148,7 +148,7 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
     Split sync, compute, copies;
     std::array<Split, kChainPartCount> split{};
     auto phase = [&](int op, double executions, double units, double shared, double product_shared, double sums, bool async, bool writes_shared,
-                     double lanes, double product_steps, double scalar_steps) {
+                     double lanes, double product_steps, double scalar_steps, bool stored) {
         if (executions <= 0) return;
         const double w = units / executions, sh = shared / executions, psh = product_shared / executions, lw = lanes / executions;
         const GpuUnit unit = kOpGpuUnit[op];
@@ -176,9 +176,11 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
                 // 4 elements a thread at a time, each round stored before the next is loaded (a
                 // load does not pass a store to memory it may alias): ⌈elements / 4T⌉ waits in
                 // turn. Asynchronous copies are all in flight at once: one wait.
-                // Generated CUDA keeps kGeneratedLoadBatch such loads of a lane in flight.
+                // Generated CUDA keeps kGeneratedLoadBatch such loads of a lane in flight, each of
+                // 16 bytes into a tile kept as the storage type (tile_load_stored).
+                const double per_load = stored ? 16.0 / std::max(shape.tile_element_bytes, 1) : kElementsPerLoad;
                 if (op == static_cast<int>(Op::LOAD))
-                    latency = memory_wait * (sh > 0 && !async ? std::ceil(w / (kElementsPerLoad * (shape.generated ? kGeneratedLoadBatch : 1) * 32 *
+                    latency = memory_wait * (sh > 0 && !async ? std::ceil(w / (per_load * (shape.generated ? kGeneratedLoadBatch : 1) * 32 *
                                                                                 std::max(shape.warps, 1)))
                                                               : 1.0);
                 break;
@@ -241,12 +243,12 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
         phase(op, copies_of * static_cast<double>(i.executions), copies_of * static_cast<double>(i.work),
               copies_of * static_cast<double>(i.shared_elements), copies_of * static_cast<double>(i.product_shared_elements),
               copies_of * static_cast<double>(i.shared_sum_elements), i.async, i.writes_shared, copies_of * i.lane_work,
-              copies_of * i.product_steps, copies_of * i.scalar_product_steps);
+              copies_of * i.product_steps, copies_of * i.scalar_product_steps, i.stored);
     }
     // The scalar instructions counted in runs: one instruction, one unit each.
     for (int op = 0; op < kOpCount; ++op) {
         const double rest = static_cast<double>(work.instructions[static_cast<size_t>(op)] - executions[static_cast<size_t>(op)]);
-        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false, rest, 0, 0);
+        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false, rest, 0, 0, false);
     }
     // The busiest SM runs ⌈B/S⌉ average blocks, `together` at a time: its units are busy for
     // ⌈B/S⌉/R rounds' work, and it waits ⌈⌈B/S⌉/R⌉ rounds' latencies (a last, partial round

@@ -25,7 +25,9 @@
 //                          every unit; a block of W warps reaches W of the 4 schedulers), then
 //                          the latency of its last result (a LOAD: the L2's or DRAM's by the
 //                          cache model's hit rate, once for each round of 4 elements a thread
-//                          in which a block loads a tile into shared memory; a product:
+//                          in which a block loads a tile into shared memory (generated CUDA: 4
+//                          loads a lane in flight, each 16 bytes into a tile kept as the storage
+//                          type, Tile::stored); a product:
 //                          mma.sync's, wgmma's or an FFMA's; EXP: MUFU's; a row reduction: its
 //                          shuffles), and a barrier where it leaves its result in shared memory.
 //                          A LOAD's bytes move at the SM's share of the L2's bandwidth and, of
