@@ -56,6 +56,7 @@ struct KernelLaunchFacts {
     // Per tile: kept in registers, in the tensor cores' fragment layout (codegen_fragment.cpp);
     // empty where the kernel keeps every tile in shared memory.
     std::vector<bool> tiles_in_registers;
+    std::int64_t register_floats = 0;  // a thread's floats of those tiles, as the kernel declares them
     // Per tile: kept in shared memory as the arrays' storage type (a product's b that only LOADs
     // fill: read 16 bytes at a time); empty where none is.
     std::vector<bool> tiles_stored;

@@ -449,6 +449,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     if (std::find(stored_.begin(), stored_.end(), true) != stored_.end()) out.tiles_stored = stored_;
     if (fragments) {
         out.tiles_in_registers = fragment_;
+        out.register_floats = fragment_floats();
         // Two blocks an SM leave a thread 128 registers; one leaves 255. fa2 at Br = 128 (its
         // fragments O, Q, S, P and 4 row statistics) on the H100, n = 4096, 16 heads, fp16, the
         // same run (gpu/tools/fragment_blocks.sh): up to 168 floats two blocks are faster even
@@ -457,7 +458,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         // bytes, 0.49 against 0.70); at 200 and more one block is, spilling nothing (d = 128,
         // Bc = 64: 0.93 against 0.96 with 272 bytes spilled; Bc = 128, 264 floats: 0.85 against
         // 1.16 with 568; d = 64, Bc = 128: 0.485 either way).
-        if (fragment_floats() > kTwoBlockFragmentFloats) out.min_blocks = 1;
+        if (out.register_floats > kTwoBlockFragmentFloats) out.min_blocks = 1;
     }
     if (!shape.serial && !shape.grid.empty() && !per_thread_) out.slow_paths = slow_products(shape.first, shape.last);
     if (spilled > 0)

@@ -248,18 +248,10 @@ ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuR
             }
         if (!registers && kernel) launches.registers_from_compiler = false;
         if (!registers && kernel && !kernel->per_thread) {
-            // Estimated: the block's share of its tiles in registers (a [rows][1] tile: 2 of each
-            // 16-row block in every lane) and 32 for addresses, indices and loop state, as
-            // occupancy() assumes for a schedule's, at most what the kernel's launch bounds allow
-            // (KernelLaunchFacts::min_blocks).
-            std::int64_t floats = 32;
-            for (std::size_t t = 0; t < kernel->tiles_in_registers.size(); ++t)
-                if (kernel->tiles_in_registers[t]) {
-                    const Tile& tile = p.tiles[t];
-                    floats += tile.cols == 1 ? 2 * tile.rows / 128 : tile.rows * tile.cols / threads;
-                }
-            const std::int64_t budget = at(MachineParam::RegistersPerSm) / (std::max(kernel->min_blocks, 1) * std::int64_t{threads}) / 8 * 8;
-            registers = static_cast<int>(std::min<std::int64_t>(floats, std::min<std::int64_t>(budget, 255)));
+            // Estimated: a thread's floats of its tiles in registers, as the generator declares
+            // them, and 32 for addresses, indices and loop state, as occupancy() assumes for a
+            // schedule's, at most what the kernel's launch bounds allow (KernelLaunchFacts::min_blocks).
+            registers = static_cast<int>(std::min(32 + kernel->register_floats, launch_bounds_registers(machine, kernel->min_blocks, threads)));
         }
         if (registers && *registers > 0) {
             // Registers go to warps in units of 256 (8 a thread): the occupancy calculator's rule.

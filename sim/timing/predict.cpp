@@ -420,16 +420,18 @@ Occupancy occupancy(const Program& p, const MachineSpec& m, int element_bytes) {
     return o;
 }
 
+std::int64_t launch_bounds_registers(const MachineSpec& m, int min_blocks, std::int64_t threads) {
+    const std::int64_t allocated_threads = (std::max<std::int64_t>(threads, 1) + 31) / 32 * 32;
+    const std::int64_t budget = static_cast<std::int64_t>(m[MachineParam::RegistersPerSm]) / (std::max(min_blocks, 1) * allocated_threads) / 8 * 8;
+    return std::clamp<std::int64_t>(budget, 1, 255);
+}
+
 Occupancy kernel_occupancy(const KernelBlock& block, const Program& p, const MachineSpec& m, int element_bytes) {
     Occupancy o;
     o.threads = std::max(block.threads, 1);
     o.shared_bytes = block.shared_bytes;
-    const std::int64_t allocated_threads = (o.threads + 31) / 32 * 32;
-    if (block.min_blocks > 0)
-        o.registers_per_thread = static_cast<std::int64_t>(m[MachineParam::RegistersPerSm]) / (block.min_blocks * allocated_threads) / 8 * 8;
-    else
-        o.registers_per_thread = schedule_tiles(p, element_bytes, o.threads).second;
-    o.registers_per_thread = std::clamp<std::int64_t>(o.registers_per_thread, 1, 255);
+    o.registers_per_thread = block.min_blocks > 0 ? launch_bounds_registers(m, block.min_blocks, o.threads)
+                                                  : std::clamp<std::int64_t>(schedule_tiles(p, element_bytes, o.threads).second, 1, 255);
     resident_blocks(o, m);
     o.resident = std::max<std::int64_t>(o.resident, 1);
     return o;

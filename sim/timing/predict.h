@@ -193,6 +193,10 @@ struct KernelBlock {
 // schedule's estimate (occupancy()), at most the 255 ptxas allows. Never throws for registers: the
 // kernel runs, spilling what does not fit.
 Occupancy kernel_occupancy(const KernelBlock& block, const Program& program, const MachineSpec& machine, int element_bytes);
+// The registers a thread ptxas may use when __launch_bounds__ ask for `min_blocks` blocks of
+// `threads` an SM: the SM's registers over them (threads in whole warps), down to a multiple of
+// 8, at most 255.
+std::int64_t launch_bounds_registers(const MachineSpec& machine, int min_blocks, std::int64_t threads);
 
 // A program's time on a named machine without a GPU: each top-level loop a launch from a cold
 // L2 (the program's cache, or the machine's preset), its grid on the resident blocks that
