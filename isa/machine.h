@@ -48,7 +48,8 @@ namespace toysim {
     X(GeneratedInstructionNs, "generated_instruction", "ns", "an SM's time for a block's tile instruction in generated CUDA's shared memory, beyond its elements") \
     X(GeneratedInstructionLatencyNs, "generated_instruction_latency", "ns", "a block's tile instruction in generated CUDA's shared memory, start to its barrier's end, one block an SM") \
     X(GeneratedProductStepNs, "generated_product_step", "ns", "a step of a generated product in shared memory (wmma m16n16k8, tf32) that waits for the one before") \
-    X(GeneratedScalarStepNs, "generated_scalar_step", "ns", "a step of k of a generated product on the CUDA cores (a lane's 4x4 patch) that waits for the one before") \
+    X(GeneratedScalarStepNs, "generated_scalar_step", "ns", "a step of k of a generated product on the CUDA cores, read 16 bytes at a time, that waits for the one before") \
+    X(GeneratedElementStepNs, "generated_element_step", "ns", "a step of k of a generated product on the CUDA cores, read an element at a time, that waits for the one before") \
     X(GeneratedRegisterElementRate, "generated_elementwise_registers", "G/s/SM", "elements of element-wise instructions on tiles generated CUDA keeps in registers, a second, per SM") \
     X(GeneratedRegisterMacRate, "generated_mma", "G/s/SM", "multiply-adds of products into tiles generated CUDA keeps in registers (mma.sync, fp16), a second, per SM") \
     X(LaunchMicroseconds, "launch", "µs", "a launch's own time: an empty kernel between two events, as a run times a stage")            \

@@ -60,6 +60,10 @@ struct KernelLaunchFacts {
     // Per tile: kept in shared memory as the arrays' storage type (a product's b that only LOADs
     // fill: read 16 bytes at a time); empty where none is.
     std::vector<bool> tiles_stored;
+    // Products on the CUDA cores whose loop, at the shapes the tiles hold, reads its operands an
+    // element at a time (tile_product: b not transposed and a lane's columns not 4, or strides
+    // or shapes not multiples of 4), not 16 bytes at a time (tile_product4): their pcs.
+    std::vector<std::int32_t> element_products;
     std::vector<SlowPath> slow_paths;  // what kept it off the fastest path, in program order
     // The tile that takes the most shared memory, for the message when a block's do not fit.
     std::string largest_tile;

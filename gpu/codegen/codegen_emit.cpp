@@ -339,6 +339,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     serial_writes_ = serial_writes;
     fragment_.clear();
     stored_.clear();
+    element_products_.clear();
     if (!shape.serial && !shape.grid.empty()) plan_fragments(shape.first, shape.last);
     const bool fragments = std::find(fragment_.begin(), fragment_.end(), true) != fragment_.end();
     const std::string grid_and_host = [&] {
@@ -447,6 +448,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         head.replace(at, std::string(kSpillPerBlockMarker).size(), std::to_string(spilled));
     out.spill_floats = spilled;
     if (std::find(stored_.begin(), stored_.end(), true) != stored_.end()) out.tiles_stored = stored_;
+    out.element_products = element_products_;
     if (fragments) {
         out.tiles_in_registers = fragment_;
         out.register_floats = fragment_floats();

@@ -112,6 +112,7 @@ private:
     // Tiles that are only a register product's b and only filled by LOADs of arrays stored as
     // T: kept in shared memory as T (no rounding: the array's own values), read by ldmatrix.
     std::vector<bool> stored_;
+    std::vector<std::int32_t> element_products_;  // KernelLaunchFacts::element_products
     bool is_stored(int tile) const { return !stored_.empty() && stored_[static_cast<size_t>(tile)]; }
     std::vector<std::pair<std::int64_t, std::int64_t>> static_shape_;
     Footprint serial_writes_;

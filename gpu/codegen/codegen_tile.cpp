@@ -358,6 +358,15 @@ void KernelEmitter::tile(std::int32_t pc) {
                                              stride(in[1].tile), c_ptr, c_stride);
                 return fmt::format("if ({}) {} else {}", fits, tc, cuda_cores);
             };
+            // The loop the tiles' full shapes take on the CUDA cores (the unstaged one where the
+            // generated code decides at run time), for the time model's steps of k.
+            if (in[0].tile >= 0 && in[1].tile >= 0) {
+                const bool staged = in_place == "false";
+                const int tn = staged || whole_block ? blocking.second : warp_blocking.second;
+                const std::int64_t inner = p_.tiles[static_cast<size_t>(in[0].tile)].cols;
+                const bool fast = !in[0].transposed && aligned && (b_transposed || tn == 4);
+                if (!fast || inner % 4 != 0 || (!b_transposed && cap_cols % 4 != 0)) element_products_.push_back(pc);
+            }
             if (in_place == "true" || in_place == "false") {
                 line(call(in_place == "false"));
             } else {

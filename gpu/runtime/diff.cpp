@@ -69,6 +69,8 @@ Program as_generated(const Program& p, const GeneratedProgram& g) {
             if (t < k.tiles_stored.size() && k.tiles_stored[t]) q.tiles[t].stored = true;
         }
     }
+    for (const GeneratedKernel& k : g.kernels)
+        for (std::int32_t pc : k.element_products) q.tile_insts.at(static_cast<size_t>(q.code.at(static_cast<size_t>(pc)).mem)).by_element = true;
     return q;
 }
 

@@ -10,7 +10,8 @@
 #   - the same at one block an SM (132 blocks): what a block waits for an instruction (E = 4
 #     additions) and for a step of a product's fragments (16 steps of 64 × 64 × 64 less 2 of
 #     16 × 16 × 16, over 14; on the CUDA cores, a step of k: 4 × 128 × 4 less 4 × 16 × 4, over
-#     112, at the same shape of result so that only k's chain differs);
+#     112, at the same shape of result so that only k's chain differs, on the loop that reads 16
+#     bytes at a time and on the one that reads an element);
 #   - gpu/tools/generated_probe_registers.toy (tiles in the tensor cores' fragment layout, in
 #     registers): the rates of additions and mma.sync products there, from the difference
 #     between two counts of them (the loads before them would hide a small count).
@@ -54,13 +55,18 @@ one_mac64, _, _ = run(shared, B=B1, E=64, Ke=0, Km=Kp)
 # 8 warps, 2 each, 8 steps of k each: 16 in turn.
 step = ((one_mac64 - one_base64) - (one_mac16 - one_base16)) / Kp / (16 - 2)
 # Not whole fragments, so on the CUDA cores: 4 x 4 results, one a lane (16 lanes), each a chain
-# of K multiply-adds; K = 128 less K = 16 (the loads of x and y in the base at the same K).
+# of K multiply-adds; K = 128 less K = 16 (the loads of x, y and w in the base at the same K).
+# x·yᵀ reads 16 bytes at a time (tile_product4); x·w, b not transposed and a lane's one column,
+# an element at a time (tile_product).
 Ks, Kl = 16, 128
-one_base_s, _, _ = run(shared, B=B1, E=4, K=Ks, Ke=0, Km=0)
-one_mac_s, _, _ = run(shared, B=B1, E=4, K=Ks, Ke=0, Km=Kp)
-one_base_l, _, _ = run(shared, B=B1, E=4, K=Kl, Ke=0, Km=0)
-one_mac_l, _, _ = run(shared, B=B1, E=4, K=Kl, Ke=0, Km=Kp)
+one_base_s, _, _ = run(shared, B=B1, E=4, K=Ks, Kw=Ks, Ke=0, Km=0)
+one_mac_s, _, _ = run(shared, B=B1, E=4, K=Ks, Kw=Ks, Ke=0, Km=Kp)
+one_generic_s, _, _ = run(shared, B=B1, E=4, K=Ks, Kw=Ks, Ke=0, Km=0, Kg=Kp)
+one_base_l, _, _ = run(shared, B=B1, E=4, K=Kl, Kw=Kl, Ke=0, Km=0)
+one_mac_l, _, _ = run(shared, B=B1, E=4, K=Kl, Kw=Kl, Ke=0, Km=Kp)
+one_generic_l, _, _ = run(shared, B=B1, E=4, K=Kl, Kw=Kl, Ke=0, Km=0, Kg=Kp)
 scalar_step = ((one_mac_l - one_base_l) - (one_mac_s - one_base_s)) / Kp / (Kl - Ks)
+generic_step = ((one_generic_l - one_base_l) - (one_generic_s - one_base_s)) / Kp / (Kl - Ks)
 Br = 2112
 Ke1, Ke2, Km1, Km2 = 2048, 4096, 512, 1024  # two counts each: the difference is the work's own time
 reg_add1, reg_resident, _ = run(registers, B=Br, Ke=Ke1, Km=0)
@@ -83,6 +89,7 @@ howr = f"generated_probe_registers.toy, fp16, {Br} blocks of 256 threads, {reg_r
 row("generated instruction latency", f"{latency * 1e9:.1f} ns", f"generated_probe.toy E=4, fp16, {B1} blocks (one an SM), {Ke} ADDs of 4x4 less none, per ADD")
 row("generated product step", f"{step * 1e9:.2f} ns", f"generated_probe.toy, fp16, {B1} blocks, {Kp} MACs 64x64x64 (16 steps) less {Kp} 16x16x16 (2), per step")
 row("generated scalar product step", f"{scalar_step * 1e9:.2f} ns", f"generated_probe.toy E=4, fp16, {B1} blocks, {Kp} MACs 4x{Kl}x4 less {Kp} 4x{Ks}x4, per step of k")
+row("generated element product step", f"{generic_step * 1e9:.2f} ns", f"generated_probe.toy E=4, fp16, {B1} blocks, {Kp} MACs x·w 4x{Kl}x4 less {Kp} 4x{Ks}x4, per step of k")
 row("generated op in registers", f"{reg_element / 1e9:.1f} G elements/s/SM", howr + f", {Ke2} ADDs of 128x64 less {Ke1}")
 row("generated product (mma.sync)", f"{reg_mac / 1e9:.1f} G MACs/s/SM", howr + f", {Km2} MACs 128x64x64 less {Km1}")
 PY

@@ -319,6 +319,7 @@ private:
                 each.in_grid = w.in_grid;
                 each.writes_shared = writes_shared(in);
                 each.stored = loads_stored(in);
+                each.by_element = in.code == Code::Tile && p_.tile_insts[static_cast<size_t>(in.mem)].by_element;
             }
             each.work += units;
             each.shared_elements += launch_work_.shared_elements - shared_before;

@@ -160,6 +160,9 @@ struct TileInst {
     std::int32_t mem = -1;            // the slice MemRef (LOAD / STORE)
     bool column = false;              // a one-range slice that is a column tile's rows
     double imm = 0;                   // SET
+    // Generated CUDA (gpu::as_generated): a product whose loop on the CUDA cores reads its
+    // operands an element at a time (else 16 bytes at a time).
+    bool by_element = false;
 };
 
 // Internal codes beyond the ISA's opcodes: loop control and the end of the program.

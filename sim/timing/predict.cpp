@@ -148,7 +148,7 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
     Split sync, compute, copies;
     std::array<Split, kChainPartCount> split{};
     auto phase = [&](int op, double executions, double units, double shared, double product_shared, double sums, bool async, bool writes_shared,
-                     double lanes, double product_steps, double scalar_steps, bool stored) {
+                     double lanes, double product_steps, double scalar_steps, bool stored, bool by_element) {
         if (executions <= 0) return;
         const double w = units / executions, sh = shared / executions, psh = product_shared / executions, lw = lanes / executions;
         const GpuUnit unit = kOpGpuUnit[op];
@@ -214,7 +214,8 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
         // block's wait is the other blocks' work.
         if (shape.generated && in_shared && unit != GpuUnit::Memory)
             latency = std::max(0.0, (m[MachineParam::GeneratedInstructionLatencyNs] +
-                                     (product_steps * m[MachineParam::GeneratedProductStepNs] + scalar_steps * m[MachineParam::GeneratedScalarStepNs]) /
+                                     (product_steps * m[MachineParam::GeneratedProductStepNs] +
+                                      scalar_steps * m[by_element ? MachineParam::GeneratedElementStepNs : MachineParam::GeneratedScalarStepNs]) /
                                          executions) *
                                             1e-9 -
                                         busy);
@@ -243,12 +244,12 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
         phase(op, copies_of * static_cast<double>(i.executions), copies_of * static_cast<double>(i.work),
               copies_of * static_cast<double>(i.shared_elements), copies_of * static_cast<double>(i.product_shared_elements),
               copies_of * static_cast<double>(i.shared_sum_elements), i.async, i.writes_shared, copies_of * i.lane_work,
-              copies_of * i.product_steps, copies_of * i.scalar_product_steps, i.stored);
+              copies_of * i.product_steps, copies_of * i.scalar_product_steps, i.stored, i.by_element);
     }
     // The scalar instructions counted in runs: one instruction, one unit each.
     for (int op = 0; op < kOpCount; ++op) {
         const double rest = static_cast<double>(work.instructions[static_cast<size_t>(op)] - executions[static_cast<size_t>(op)]);
-        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false, rest, 0, 0, false);
+        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false, rest, 0, 0, false, false);
     }
     // The busiest SM runs ⌈B/S⌉ average blocks, `together` at a time: its units are busy for
     // ⌈B/S⌉/R rounds' work, and it waits ⌈⌈B/S⌉/R⌉ rounds' latencies (a last, partial round
