@@ -332,11 +332,14 @@ void KernelEmitter::tile(std::int32_t pc) {
                 const std::pair<int, int> b = product_blocking((cap_rows + kBlockThreads / 32 - 1) / (kBlockThreads / 32), cap_cols, 32);
                 return b.first == 0 ? std::pair<int, int>{8, 4} : b;  // more rounds of 8×4
             }();
+            // tile_product4 where a thread's columns are read 16 bytes at a time: b transposed
+            // (its rows), or 4 consecutive columns of b's rows.
+            const auto reads_16_bytes = [&](int tn) { return !in[0].transposed && aligned && (b_transposed || tn == 4); };
             auto call = [&](bool staged) {
                 const bool by_block = staged || whole_block;
                 const int tm = by_block ? blocking.first : warp_blocking.first, tn = by_block ? blocking.second : warp_blocking.second;
                 const char* part = by_block ? "block_part()" : "warp_part()";
-                const bool fast = !in[0].transposed && aligned && (b_transposed || tn == 4);
+                const bool fast = reads_16_bytes(tn);
                 std::string generic = fmt::format("tile_product<{}, {}, {}>({}, out_ptr, {}, src_a, src_b, {}, {}, rows, cols, inner);", tm, tn,
                                                   staged ? "true" : "false", part, os, c_view, has_c);
                 std::string quick = fmt::format("tile_product4<{}, {}, {}, {}>({}, out_ptr, {}, {}, {}, {}, {}, {}, {}, rows, cols, inner);", tm, tn,
@@ -364,8 +367,7 @@ void KernelEmitter::tile(std::int32_t pc) {
                 const bool staged = in_place == "false";
                 const int tn = staged || whole_block ? blocking.second : warp_blocking.second;
                 const std::int64_t inner = p_.tiles[static_cast<size_t>(in[0].tile)].cols;
-                const bool fast = !in[0].transposed && aligned && (b_transposed || tn == 4);
-                if (!fast || inner % 4 != 0 || (!b_transposed && cap_cols % 4 != 0)) element_products_.push_back(pc);
+                if (!reads_16_bytes(tn) || inner % 4 != 0 || (!b_transposed && cap_cols % 4 != 0)) element_products_.push_back(pc);
             }
             if (in_place == "true" || in_place == "false") {
                 line(call(in_place == "false"));
