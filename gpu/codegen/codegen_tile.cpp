@@ -335,9 +335,12 @@ void KernelEmitter::tile(std::int32_t pc) {
             // tile_product4 where a thread's columns are read 16 bytes at a time: b transposed
             // (its rows), or 4 consecutive columns of b's rows.
             const auto reads_16_bytes = [&](int tn) { return !in[0].transposed && aligned && (b_transposed || tn == 4); };
+            // A thread's rows and columns of the result: the block's blocking where the whole
+            // block runs the product (staged, or beside the tensor cores), else a warp's.
+            const auto thread_blocking = [&](bool staged) { return staged || whole_block ? blocking : warp_blocking; };
             auto call = [&](bool staged) {
                 const bool by_block = staged || whole_block;
-                const int tm = by_block ? blocking.first : warp_blocking.first, tn = by_block ? blocking.second : warp_blocking.second;
+                const auto [tm, tn] = thread_blocking(staged);
                 const char* part = by_block ? "block_part()" : "warp_part()";
                 const bool fast = reads_16_bytes(tn);
                 std::string generic = fmt::format("tile_product<{}, {}, {}>({}, out_ptr, {}, src_a, src_b, {}, {}, rows, cols, inner);", tm, tn,
@@ -364,8 +367,7 @@ void KernelEmitter::tile(std::int32_t pc) {
             // The loop the tiles' full shapes take on the CUDA cores (the unstaged one where the
             // generated code decides at run time), for the time model's steps of k.
             if (in[0].tile >= 0 && in[1].tile >= 0) {
-                const bool staged = in_place == "false";
-                const int tn = staged || whole_block ? blocking.second : warp_blocking.second;
+                const int tn = thread_blocking(in_place == "false").second;
                 const std::int64_t inner = p_.tiles[static_cast<size_t>(in[0].tile)].cols;
                 if (!reads_16_bytes(tn) || inner % 4 != 0 || (!b_transposed && cap_cols % 4 != 0)) element_products_.push_back(pc);
             }
