@@ -38,6 +38,16 @@ gpu::GpuRunOptions fp16_options(const std::string& kernel, std::int64_t heads) {
     return options;
 }
 
+// The prediction of a generated run with one fact of its first kernel changed by `change`: what
+// the model makes of that fact alone.
+template <typename Change>
+ProgramTime predict_changed(const Program& p, const MachineSpec& machine, const gpu::GpuRunOptions& options, gpu::KernelChoice choice, Change change) {
+    auto changed = std::make_shared<gpu::GeneratedProgram>(*choice.generated);
+    change(changed->kernels.at(0));
+    choice.generated = changed;
+    return gpu::predict_run(p, machine, options, choice);
+}
+
 int count(const ScheduleSearch& s, Op op) {
     return static_cast<int>(std::count_if(s.steps.begin(), s.steps.end(), [&](const ScheduleStep& step) { return step.op == op; }));
 }
@@ -337,17 +347,14 @@ TEST_CASE("tune --kernel generated: a LOAD into a tile kept as fp16 waits for 16
     const MachineSpec& h100 = *find_machine("h100");
     const gpu::GpuRunOptions options = fp16_options("generated", 16);
     const Program p = build_file("programs/attention/fa2.toy", {{"n", 4096}, {"d", 128}, {"Br", 128}, {"Bc", 128}});
-    gpu::KernelChoice choice = gpu::choose_kernel(p, options);
+    const gpu::KernelChoice choice = gpu::choose_kernel(p, options);
     REQUIRE(choice.generated);
     const gpu::GeneratedKernel& kernel = choice.generated->kernels.at(0);
     REQUIRE(kernel.tiles_stored.size() == p.tiles.size());
     for (size_t t = 0; t < p.tiles.size(); ++t) CHECK(kernel.tiles_stored[t] == (p.tiles[t].name == "k" || p.tiles[t].name == "v"));
     CHECK(kernel.min_blocks == 1);
     const ProgramTime stored = gpu::predict_run(p, h100, options, choice);
-    auto as_fp32_pieces = std::make_shared<gpu::GeneratedProgram>(*choice.generated);
-    as_fp32_pieces->kernels.at(0).tiles_stored.clear();
-    choice.generated = as_fp32_pieces;
-    const ProgramTime pieces_of_4 = gpu::predict_run(p, h100, options, choice);
+    const ProgramTime pieces_of_4 = predict_changed(p, h100, options, choice, [](gpu::GeneratedKernel& k) { k.tiles_stored.clear(); });
     const auto memory = [](const ProgramTime& t) { return t.launches.at(0).chain[static_cast<size_t>(ChainPart::Memory)]; };
     // The same bytes, half the rounds: the loads' waits halve, their bytes' time stays.
     CHECK(memory(stored) < memory(pieces_of_4));
@@ -365,7 +372,7 @@ TEST_CASE("tune --kernel generated: a product read an element at a time takes th
     for (std::int64_t d : {64, 128}) {
         INFO("d = " << d);
         const Program p = build_file("programs/attention/flash_decoding.toy", {{"n", 4096}, {"d", d}, {"S", 8}, {"Bc", 64}});
-        gpu::KernelChoice choice = gpu::choose_kernel(p, options);
+        const gpu::KernelChoice choice = gpu::choose_kernel(p, options);
         REQUIRE(choice.generated);
         std::vector<int> lines;
         for (std::int32_t pc : choice.generated->kernels.at(0).element_products) lines.push_back(p.origin.at(static_cast<size_t>(pc))->loc.line);
@@ -373,10 +380,7 @@ TEST_CASE("tune --kernel generated: a product read an element at a time takes th
         // Its Bc steps of k at the element loop's 5.78 ns rather than 3.46 ns: counted as read 16
         // bytes at a time, the same product waits less.
         const ProgramTime by_element = gpu::predict_run(p, h100, options, choice);
-        auto as_16_bytes = std::make_shared<gpu::GeneratedProgram>(*choice.generated);
-        as_16_bytes->kernels.at(0).element_products.clear();
-        choice.generated = as_16_bytes;
-        const ProgramTime by_16_bytes = gpu::predict_run(p, h100, options, choice);
+        const ProgramTime by_16_bytes = predict_changed(p, h100, options, choice, [](gpu::GeneratedKernel& k) { k.element_products.clear(); });
         const auto waits = [](const ProgramTime& t) { return t.launches.at(0).chain[static_cast<size_t>(ChainPart::Waits)]; };
         if (d == 64) {
             CHECK(waits(by_element) > waits(by_16_bytes));
