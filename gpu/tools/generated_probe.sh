@@ -61,12 +61,12 @@ step = ((one_mac64 - one_base64) - (one_mac16 - one_base16)) / Kp / (16 - 2)
 Ks, Kl = 16, 128
 one_base_s, _, _ = run(shared, B=B1, E=4, K=Ks, Kw=Ks, Ke=0, Km=0)
 one_mac_s, _, _ = run(shared, B=B1, E=4, K=Ks, Kw=Ks, Ke=0, Km=Kp)
-one_generic_s, _, _ = run(shared, B=B1, E=4, K=Ks, Kw=Ks, Ke=0, Km=0, Kg=Kp)
+one_element_s, _, _ = run(shared, B=B1, E=4, K=Ks, Kw=Ks, Ke=0, Km=0, Kg=Kp)
 one_base_l, _, _ = run(shared, B=B1, E=4, K=Kl, Kw=Kl, Ke=0, Km=0)
 one_mac_l, _, _ = run(shared, B=B1, E=4, K=Kl, Kw=Kl, Ke=0, Km=Kp)
-one_generic_l, _, _ = run(shared, B=B1, E=4, K=Kl, Kw=Kl, Ke=0, Km=0, Kg=Kp)
+one_element_l, _, _ = run(shared, B=B1, E=4, K=Kl, Kw=Kl, Ke=0, Km=0, Kg=Kp)
 scalar_step = ((one_mac_l - one_base_l) - (one_mac_s - one_base_s)) / Kp / (Kl - Ks)
-generic_step = ((one_generic_l - one_base_l) - (one_generic_s - one_base_s)) / Kp / (Kl - Ks)
+element_step = ((one_element_l - one_base_l) - (one_element_s - one_base_s)) / Kp / (Kl - Ks)
 Br = 2112
 Ke1, Ke2, Km1, Km2 = 2048, 4096, 512, 1024  # two counts each: the difference is the work's own time
 reg_add1, reg_resident, _ = run(registers, B=Br, Ke=Ke1, Km=0)
@@ -89,7 +89,7 @@ howr = f"generated_probe_registers.toy, fp16, {Br} blocks of 256 threads, {reg_r
 row("generated instruction latency", f"{latency * 1e9:.1f} ns", f"generated_probe.toy E=4, fp16, {B1} blocks (one an SM), {Ke} ADDs of 4x4 less none, per ADD")
 row("generated product step", f"{step * 1e9:.2f} ns", f"generated_probe.toy, fp16, {B1} blocks, {Kp} MACs 64x64x64 (16 steps) less {Kp} 16x16x16 (2), per step")
 row("generated scalar product step", f"{scalar_step * 1e9:.2f} ns", f"generated_probe.toy E=4, fp16, {B1} blocks, {Kp} MACs 4x{Kl}x4 less {Kp} 4x{Ks}x4, per step of k")
-row("generated element product step", f"{generic_step * 1e9:.2f} ns", f"generated_probe.toy E=4, fp16, {B1} blocks, {Kp} MACs x·w 4x{Kl}x4 less {Kp} 4x{Ks}x4, per step of k")
+row("generated element product step", f"{element_step * 1e9:.2f} ns", f"generated_probe.toy E=4, fp16, {B1} blocks, {Kp} MACs x·w 4x{Kl}x4 less {Kp} 4x{Ks}x4, per step of k")
 row("generated op in registers", f"{reg_element / 1e9:.1f} G elements/s/SM", howr + f", {Ke2} ADDs of 128x64 less {Ke1}")
 row("generated product (mma.sync)", f"{reg_mac / 1e9:.1f} G MACs/s/SM", howr + f", {Km2} MACs 128x64x64 less {Km1}")
 PY
