@@ -186,6 +186,28 @@ TEST_CASE("time: a last, partial round shares the units, and waits as long", "[t
     CHECK(t.each[static_cast<size_t>(TimeBound::Chain)] == Approx((4 * 256 + 2 * 17) / 1.978e9).epsilon(1e-6));
 }
 
+TEST_CASE("time: generated CUDA's last, partial round takes a whole round", "[time]") {
+    // The EXP above as generated code runs it: its blocks wait on latencies, not on the issue
+    // slots, so 4 blocks an SM that holds 3 take as long as 6 (two full rounds), where the
+    // course's kernels share the units among the last round's fewer blocks.
+    auto chain = [](std::uint64_t per_sm, bool generated) {
+        LaunchWork w;
+        w.by_pc.resize(1);
+        w.by_pc[0].op = static_cast<int>(Op::EXP);
+        w.by_pc[0].in_grid = true;
+        LaunchShape shape;
+        shape.blocks = per_sm * 132;
+        shape.resident_per_sm = 3;
+        shape.generated = generated;
+        units(w, Op::EXP) = w.by_pc[0].work = 4096 * shape.blocks;
+        count(w, Op::EXP) = w.by_pc[0].executions = shape.blocks;
+        return predict_launch(h100(), w, CacheCounts{}, shape).each[static_cast<size_t>(TimeBound::Chain)];
+    };
+    CHECK(chain(4, true) == Approx(chain(6, true)).epsilon(1e-9));
+    CHECK(chain(4, true) > chain(3, true) * 1.5);
+    CHECK(chain(4, false) < chain(6, false) * 0.75);
+}
+
 TEST_CASE("time: a tile loaded into shared memory in rounds, a copy with stages at once", "[time]") {
     // One LOAD of a 64 × 64 fp32 tile into shared memory a block, 132 blocks of 4 warps, every
     // sector an L2 hit: 128 threads load it 4 elements each at a time, in 8 rounds, each waiting

@@ -257,8 +257,15 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
     // causal mask), the toy machine's makespan of the grid on the GPU's R·S resident blocks
     // says how many average blocks the busiest runs in turn: where that is more than equal
     // blocks would take (⌈B/(R·S)⌉), both grow by as much.
+    // Generated CUDA's blocks are latency-bound, not issue-bound: their last, partial round takes
+    // a whole round, work and waits alike. Nsight Compute, generated flash_decoding at d = 128
+    // (n = 4096, 64 heads): 16.0 cycles between a warp's instructions on the H100, 13.6-15.5 and
+    // 0.39-0.49 instructions issued a cycle per scheduler on the H200 (same SM), 55-60% of the
+    // stalls at barriers and global loads; Bc = 64 (3 blocks an SM, 2.6 rounds) runs 1.07-1.11x
+    // Bc = 32's time (4 an SM, 2 rounds) with 0.84x its instructions (docs/gpu.md, "Choosing tiles").
     double work_rounds = static_cast<double>(busiest) / together;
     double wait_rounds = std::ceil(work_rounds);
+    if (shape.generated) work_rounds = wait_rounds;
     if (work.busy_cycles > 0) {
         const double in_turn = static_cast<double>(work.makespan_cycles) * blocks / static_cast<double>(work.busy_cycles);
         const double imbalance = std::max(1.0, in_turn / std::ceil(blocks / (resident * sms)));

@@ -44,7 +44,8 @@
 // rates plus a fixed share of the SM, and takes at least what one block alone waits for it
 // (its barrier, a product's steps in turn); one on tiles in registers (the fragment layout)
 // runs at the lanes' and mma.sync's rates; each rate and wait is a row of the machine,
-// measured on a probe program (gpu/tools/generated_probe.sh). The
+// measured on a probe program (gpu/tools/generated_probe.sh). Its blocks wait on latencies,
+// not on issue slots (Nsight Compute), so a last, partial round takes a whole one. The
 // program says what the kernel's schedule is: where its tiles live (`in registers`, `in
 // shared`, with `stages` for asynchronous copies), its warps and the unit its products run on;
 // docs/gpu.md, "Predicted time", says where the model is weakest.
