@@ -262,7 +262,8 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
     // (n = 4096, 64 heads): 16.0 cycles between a warp's instructions on the H100, 13.6-15.5 and
     // 0.39-0.49 instructions issued a cycle per scheduler on the H200 (same SM), 55-60% of the
     // stalls at barriers and global loads; Bc = 64 (3 blocks an SM, 2.6 rounds) runs 1.07-1.11x
-    // Bc = 32's time (4 an SM, 2 rounds) with 0.84x its instructions (docs/gpu.md, "Choosing tiles").
+    // Bc = 32's time (4 an SM, 2 rounds) with 0.84x its instructions (docs/gpu.md, "Choosing tiles";
+    // traces/gpu/ncu/flash_decoding_generated.*.h200.*).
     double work_rounds = static_cast<double>(busiest) / together;
     double wait_rounds = std::ceil(work_rounds);
     if (shape.generated) work_rounds = wait_rounds;
