@@ -287,6 +287,10 @@ TEST_CASE("schedule lines: warps, where a tile lives, its stages, and their erro
         {"registers 8\ntile a[2][2] in shared stages 9\n", "<stdin>:2:31: error: a tile has 1 to 8 stages, not 9\n"},
         {"registers 8\nproducts tpu\n", "<stdin>:2:10: error: products run on cuda (cores), mma, mma_tf32 or wgmma, not 'tpu'\n"},
         {"registers 8\nproducts mma\nproducts wgmma\n", "<stdin>:3:1: error: the unit products run on is already declared\n"},
+        {"registers 8\nproducts cuda grid\n",
+         "<stdin>:2:15: error: a lane's patches are of its warp's rows (warp) or of the block's result (block), not 'grid'\n"},
+        {"registers 8\nproducts mma block\n", "<stdin>:2:14: error: warp or block says how the CUDA cores' lanes split a product, not mma's\n"},
+        {"registers 8\nproducts cuda block warp\n", "<stdin>:2:21: error: expected end of line, got 'warp'\n"},
     };
     for (const auto& [text, message] : bad) {
         INFO(text);
@@ -430,6 +434,33 @@ TEST_CASE("schedules: each program's products line is its kernel's", "[time][gpu
     CHECK(checked == 12);
 }
 
+TEST_CASE("time: products cuda block spreads a product's patches over the block's threads", "[time]") {
+    // fa2_backward's gradient pass (attention_backward.cu's block_product): at Br = 16, Bc = 64,
+    // d = 64 S = Q·K_jᵀ is 4 × 16 patches, lanes of 2 warps, none idle or padded; dVᵀ's 16 × 16
+    // patches fill all 8 warps; the 2-warp products take longer than their instructions at four
+    // a clock, as their warps wait on shared memory with no other warp on their schedulers.
+    auto products = [](const char* layout) {
+        std::ifstream in(std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/schedules/fa2_backward.toy");
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        text.replace(text.find("products cuda block"), 19, layout);
+        const Program p = on_machine_cache(build(text, {{"n", 1024}, {"d", 64}, {"Br", 16}, {"Bc", 64}}), h100());
+        const ProgramTime t = predict_program(p, h100(), 16);
+        std::vector<std::pair<double, double>> out;  // lane factor, warps with patches
+        for (const InstructionWork& i : t.counted.launch_work.back().by_pc)
+            if (i.executions > 0 && kOpShape[static_cast<size_t>(i.op)] == OpShape::Product)
+                out.emplace_back(i.lane_work / static_cast<double>(i.work), i.active_warps / static_cast<double>(i.executions));
+        return std::make_pair(out, t.launches.back().seconds);
+    };
+    const auto [block, block_seconds] = products("products cuda block");
+    const auto [warp, warp_seconds] = products("products cuda warp");
+    // In the program's order: S (16 × 64), dV += Pᵀ·dO (64 × 64), dP (16 × 64), dS·K (16 × 64),
+    // dK += dSᵀ·Q (64 × 64).
+    CHECK(block == std::vector<std::pair<double, double>>{{1, 2}, {1, 8}, {1, 2}, {1, 2}, {1, 8}});
+    // A warp's rows instead: 2 rows a warp, each patch half padding, 16 of 32 lanes (4× over).
+    CHECK(warp == std::vector<std::pair<double, double>>{{4, 8}, {1, 8}, {4, 8}, {4, 8}, {1, 8}});
+    CHECK(block_seconds < warp_seconds);
+}
+
 TEST_CASE("time: the issue bound, four warp instructions a clock", "[time]") {
     // 16,896,000 element-wise lane operations over 132 blocks: 528,000 warp instructions, 4,000
     // on each SM, 1,000 clocks at four a clock (1978 MHz): 505.6 ns. The CUDA cores' own bound
@@ -449,8 +480,9 @@ TEST_CASE("time: the issue bound, four warp instructions a clock", "[time]") {
 TEST_CASE("time: a CUDA-core product's idle lanes issue too where a warp's rows make fewer than 32 patches", "[time]") {
     // fa2_forward's schedule splits a tile's rows over 8 warps, a lane a 4×4 patch (the course's
     // kernels). At Br = Bc = 16 a warp has 2 rows: S = Q·Kᵀ is 1 × 4 patches a warp, 4 of 32
-    // lanes (its multiply-adds issue 8 times over), P̃·V 1 × 16 (twice over); at 64, 8 rows and
-    // 2 × 16 patches fill every lane.
+    // lanes, each patch half rows past the warp's (its multiply-adds issue 16 times over), P̃·V
+    // 1 × 16 (4 times over); at 32, 4 rows: 1 × 8 patches (4 times over) and 1 × 16 (twice); at
+    // 64, 8 rows and 2 × 16 patches fill every lane.
     auto factors = [](std::int64_t tile) {
         const Program p = on_machine_cache(
             build_file("programs/attention/schedules/fa2_forward.toy", {{"n", 256}, {"d", 64}, {"Br", tile}, {"Bc", tile}}), h100());
@@ -461,7 +493,8 @@ TEST_CASE("time: a CUDA-core product's idle lanes issue too where a warp's rows 
                 out.push_back(i.lane_work / static_cast<double>(i.work));
         return out;
     };
-    CHECK(factors(16) == std::vector<double>{8, 2});
+    CHECK(factors(16) == std::vector<double>{16, 4});
+    CHECK(factors(32) == std::vector<double>{4, 2});
     CHECK(factors(64) == std::vector<double>{1, 1});
     // And the launch takes longer for it: 4.44 against 3.01 ms at n = 4096, 16 heads, Br = Bc = 32,
     // where the H100 measured 8.65 (toysim tune's check, docs/gpu.md).

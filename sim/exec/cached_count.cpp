@@ -137,6 +137,7 @@ private:
     std::size_t launch_ = 0;  // with cold_launches: which launch the walk is in
     LaunchWork launch_work_;  // the launch the walk is in
     double lane_factor_ = 1;  // the last product's: its lanes' issue ÷ its multiply-adds (lane_work)
+    double active_warps_ = 0; // and the warps it gives patches to (InstructionWork::active_warps)
     double product_steps_ = 0;  // the last product's fragment steps a warp takes in turn (InstructionWork::product_steps)
     double scalar_steps_ = 0;   // or its steps on the CUDA cores (InstructionWork::scalar_product_steps)
     std::vector<bool> sums_;  // per tile: a product's destination (fp32 sums on a GPU)
@@ -305,6 +306,7 @@ private:
             const std::uint64_t shared_before = launch_work_.shared_elements, product_before = launch_work_.product_shared_elements,
                                 sums_before = launch_work_.shared_sum_elements, async_before = launch_work_.async_loads;
             lane_factor_ = 1;
+            active_warps_ = 0;
             product_steps_ = scalar_steps_ = 0;
             const std::uint64_t units = execute(w, in);
             const auto op = static_cast<size_t>(p_.op_at(w.pc));
@@ -327,6 +329,7 @@ private:
             each.shared_sum_elements += launch_work_.shared_sum_elements - sums_before;
             if (kOpShape[op] == OpShape::Product) {
                 each.lane_work += static_cast<double>(units) * lane_factor_;
+                each.active_warps += active_warps_;
                 each.product_steps += product_steps_;
                 each.scalar_product_steps += scalar_steps_;
                 launch_work_.idle_lane_work += static_cast<double>(units) * (lane_factor_ - 1);
@@ -632,15 +635,29 @@ private:
             if (t.op == Op::MAC) shared(2, units(rows, cols));
             shared(last, units(rows, cols));
             // On the CUDA cores a lane takes a 4×4 patch of its warp's rows (the course's
-            // kernels, attention_forward.cu): with fewer than 32 patches a warp, the rest of its
-            // lanes idle while it issues (8 rows of 8 warps' 64 fill all 32; 2 rows, 16 columns, 4).
-            const std::int64_t warp_rows = (rows + p_.warps - 1) / std::max<std::int64_t>(p_.warps, 1);
-            const std::int64_t patches = std::max<std::int64_t>(1, ((warp_rows + 3) / 4) * ((cols + 3) / 4));
-            lane_factor_ = 32.0 * static_cast<double>((patches + 31) / 32) / static_cast<double>(patches);
+            // kernels, attention_forward.cu): every lane of the warp issues a patch's 16
+            // multiply-adds a step of k, for ⌈patches/32⌉ patches, whatever of them is real. With
+            // fewer than 32 patches a warp the rest of its lanes idle (8 rows of 8 warps' 64 fill
+            // all 32; 2 rows, 16 columns, 4), and with fewer than 4 rows a warp a patch's rows past
+            // them are computed and dropped (2 rows: half of each patch). Nsight on the H200 (the
+            // H100's SM), fa2_causal at B = 16, n = 4096, d = 64: 5.39·10⁹ FFMA warp instructions
+            // for 0.54·10⁹ warps' worth of multiply-adds, the 10× this gives (16 and 4).
+            const std::int64_t warps = std::max<std::int64_t>(p_.warps, 1);
+            const std::int64_t warp_rows = (rows + warps - 1) / warps;
+            const std::int64_t patches = std::max<std::int64_t>(1, ((warp_rows + 3) / 4) * ((cols + 3) / 4));  // a warp's
+            if (p_.block_patches) {
+                // `products cuda block`: the block's threads take the result's patches in turn, and
+                // a warp without one waits at the barrier after (attention_backward.cu's block_product).
+                const std::int64_t block_patches = std::max<std::int64_t>(1, ((rows + 3) / 4) * ((cols + 3) / 4));
+                lane_factor_ = 32.0 * static_cast<double>((block_patches + 31) / 32) * 16.0 / static_cast<double>(std::max<std::int64_t>(1, rows * cols));
+                active_warps_ = static_cast<double>(std::min(warps, (block_patches + 31) / 32));
+            } else {
+                lane_factor_ = 32.0 * static_cast<double>((patches + 31) / 32) * 16.0 / static_cast<double>(std::max<std::int64_t>(1, warp_rows * cols));
+                active_warps_ = static_cast<double>(std::max<std::int64_t>(1, (rows + warp_rows - 1) / std::max<std::int64_t>(warp_rows, 1)));
+            }
             // The steps the busiest warp takes one after another: on the tensor cores (whole
             // 16×16 fragments, k 8 at a time: wmma m16n16k8), the warps sharing the fragments;
             // else on the CUDA cores, a lane's patches, k one at a time.
-            const std::int64_t warps = std::max<std::int64_t>(p_.warps, 1);
             if (rows % 16 == 0 && cols % 16 == 0 && inner % 8 == 0) {
                 const std::int64_t fragments = (rows / 16) * (cols / 16);
                 product_steps_ = static_cast<double>(((fragments + warps - 1) / warps) * (inner / 8));

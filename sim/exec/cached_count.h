@@ -85,9 +85,13 @@ struct CachedCountOptions {
 // it after a barrier). Scalar instructions counted in runs are in LaunchWork's totals only.
 struct InstructionWork {
     std::uint64_t executions = 0, work = 0, shared_elements = 0, product_shared_elements = 0, shared_sum_elements = 0;
-    // A product's multiply-adds as the lanes issue them: × 32/P where a warp's rows and the
-    // columns make P < 32 patches of 4×4 (lanes without one idle; on the CUDA cores).
+    // A product's multiply-adds as the lanes issue them, on the CUDA cores: a warp's 32 lanes
+    // × ⌈P/32⌉ patches of 4×4 a step of k, over its R rows × C columns' real ones (× 32/P
+    // where P < 32 patches leave lanes idle, × 4/R where R < 4 rows pad each patch).
     double lane_work = 0;
+    // The warps a CUDA-core product gives patches to, summed over its executions: those with
+    // rows (a warp's rows' patches), or ⌈patches/32⌉ of them (`products cuda block`).
+    double active_warps = 0;
     // A product's steps on 16×16 fragments, k 8 at a time (wmma m16n16k8: generated CUDA's
     // products in shared memory), that the busiest of the block's warps takes in turn: in all.
     double product_steps = 0;

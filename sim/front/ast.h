@@ -242,6 +242,8 @@ struct Program {
     ExprPtr warps;    // `warps W`: on a GPU, the warps of a worker, over which a product's rows split (null: 4)
     std::string products;  // `products wgmma`: on a GPU, the unit tile products run on ("": CUDA cores)
     Loc products_loc;
+    std::string product_patches;  // `products cuda block`: whose 4×4 patches a lane takes ("": a warp's rows')
+    Loc product_patches_loc;
     std::vector<Param> params;  // and lets, in declaration order
     std::vector<Tile> tiles;
     std::vector<Array> arrays;

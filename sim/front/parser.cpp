@@ -137,6 +137,11 @@ private:
             const Token& unit = expect_ident("cuda, mma, mma_tf32 or wgmma");  // checked when bound
             program.products = std::string(unit.text);
             program.products_loc = unit.loc;
+            if (peek().kind == Tok::Ident) {  // `products cuda block`: the block's patches, not a warp's rows'
+                const Token& patches = next();
+                program.product_patches = std::string(patches.text);
+                program.product_patches_loc = patches.loc;
+            }
             end_of_statement();
         } else if (word == "param" || word == "let") {
             next();

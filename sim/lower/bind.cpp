@@ -133,6 +133,15 @@ void Compiler::bind_machine() {
             throw ToyError(tree_->products_loc, fmt::format("products run on cuda (cores), mma, mma_tf32 or wgmma, not {}", quoted_name(unit)));
         p_.products = unit;
     }
+    if (!tree_->product_patches.empty()) {
+        const std::string& patches = tree_->product_patches;
+        if (patches != "warp" && patches != "block")
+            throw ToyError(tree_->product_patches_loc,
+                           fmt::format("a lane's patches are of its warp's rows (warp) or of the block's result (block), not {}", quoted_name(patches)));
+        if (p_.products != "cuda")
+            throw ToyError(tree_->product_patches_loc, fmt::format("warp or block says how the CUDA cores' lanes split a product, not {}'s", p_.products));
+        p_.block_patches = patches == "block";
+    }
     if (tree_->cache) p_.cache = make_program_cache(tree_->cache->text, tree_->cache->loc);
     bind_tiles();
     definitely_written_.assign(static_cast<size_t>(p_.scalar_registers), false);

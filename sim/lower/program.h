@@ -294,6 +294,10 @@ struct Program {
     // `products UNIT`: on a GPU, what tile products run on: "cuda" (the CUDA cores, the
     // default), "mma" (mma.sync or WMMA, fp16/bf16), "mma_tf32" or "wgmma".
     std::string products = "cuda";
+    // `products cuda block`: a lane takes 4×4 patches of the block's whole result, patch t the
+    // block's thread t (gpu/kernels/attention_backward.cu's block_product), where by default
+    // (`warp`) it takes patches of its warp's rows (attention_forward.cu's patch_mac).
+    bool block_patches = false;
     bool has_parallel = false;   // some loop is `parallel for`
     std::int64_t race_cells = 0; // the race table's size: the elements of the arrays with a race_base
     int scalar_registers = 0;    // R0.. : what the tiles leave

@@ -44,6 +44,9 @@ double product_rate(const MachineSpec& m, ProductUnit unit) {
 // 2·kLanePatch operands from shared memory a step of the inner dimension: the course's kernels
 // (gpu/kernels/attention_forward.cu, kPatch) and generated code (tile_product4<4, 4>) alike.
 constexpr double kLanePatch = 4;
+// The instructions of the course's patch loop (attention_forward.cu's patch_mac, attention_backward.cu's
+// block_product): 4 steps of k, each operand's 4 rows of the patch a 16-byte load, 4·4·4 FFMAs.
+constexpr double kPatchLoopInstructions = 2 * kLanePatch + kLanePatch * kLanePatch * kLanePatch;
 
 // A thread loads 4 consecutive elements at a time: a CUDA-core product's lanes their fp32
 // operands (a float4: the course's kernels' load4; the tiles are fp32 on chip, so nothing is
@@ -148,14 +151,23 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
     Split sync, compute, copies;
     std::array<Split, kChainPartCount> split{};
     auto phase = [&](int op, double executions, double units, double shared, double product_shared, double sums, bool async, bool writes_shared,
-                     double lanes, double product_steps, double scalar_steps, bool stored, bool by_element) {
+                     double lanes, double product_steps, double scalar_steps, bool stored, bool by_element, double active_warps) {
         if (executions <= 0) return;
         const double w = units / executions, sh = shared / executions, psh = product_shared / executions, lw = lanes / executions;
         const GpuUnit unit = kOpGpuUnit[op];
+        // A product on the CUDA cores in the course's kernels issues from the warps it gives
+        // patches to, each a patch loop's 4 steps of k (8 16-byte loads, 64 FFMAs) and then a
+        // wait for the next loads: 72 instructions in 72 + a shared-memory load's latency
+        // clocks, where no other warp on its scheduler fills them.
+        const double patch_warps = active_warps > 0 ? active_warps / executions : std::max(shape.warps, 1);
+        const double warp_issue = kPatchLoopInstructions / (kPatchLoopInstructions + m[MachineParam::SharedLatency]);
+        const double unit_reach = unit == GpuUnit::Matrix && shape.products == ProductUnit::CudaCores && !shape.generated
+                                      ? std::min(1.0, together * patch_warps * warp_issue / 4.0)
+                                      : reach;
         // The work of `together` blocks in step, on the units their warps reach: its warp
         // instructions, with a load or store for each element it reads or writes in shared
         // memory beyond a product's operands (as the issue bound counts them).
-        double busy = together * (warp_instructions_of(unit, w, psh, shape, lw) + (sh - psh) / 32) / (kIssuePerClock * clock * reach);
+        double busy = together * (warp_instructions_of(unit, w, psh, shape, lw) + (sh - psh) / 32) / (kIssuePerClock * clock * unit_reach);
         const double shared_bytes = shared_bytes_of(unit == GpuUnit::Matrix ? w : 0, sh, psh, sums / executions, shape);
         busy = std::max(busy, together * shared_bytes / (m[MachineParam::SharedBytesPerClock] * clock));
         // Generated CUDA: a tile instruction in shared memory is a loop of the block's threads
@@ -186,7 +198,7 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
                 break;
             }
             case GpuUnit::Matrix:
-                busy = std::max(busy, together * w / (product_rate(m, shape.products) * reach));
+                busy = std::max(busy, together * w / (product_rate(m, shape.products) * unit_reach));
                 if (shape.generated) busy = std::max(busy, together * w / (generated_rate(MachineParam::GeneratedMacRate, MachineParam::GeneratedRegisterMacRate) * reach));
                 latency = product_latency * cycle;
                 break;
@@ -244,12 +256,12 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
         phase(op, copies_of * static_cast<double>(i.executions), copies_of * static_cast<double>(i.work),
               copies_of * static_cast<double>(i.shared_elements), copies_of * static_cast<double>(i.product_shared_elements),
               copies_of * static_cast<double>(i.shared_sum_elements), i.async, i.writes_shared, copies_of * i.lane_work,
-              copies_of * i.product_steps, copies_of * i.scalar_product_steps, i.stored, i.by_element);
+              copies_of * i.product_steps, copies_of * i.scalar_product_steps, i.stored, i.by_element, copies_of * i.active_warps);
     }
     // The scalar instructions counted in runs: one instruction, one unit each.
     for (int op = 0; op < kOpCount; ++op) {
         const double rest = static_cast<double>(work.instructions[static_cast<size_t>(op)] - executions[static_cast<size_t>(op)]);
-        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false, rest, 0, 0, false, false);
+        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false, rest, 0, 0, false, false, 0);
     }
     // The busiest SM runs ⌈B/S⌉ average blocks, `together` at a time: its units are busy for
     // ⌈B/S⌉/R rounds' work, and it waits ⌈⌈B/S⌉/R⌉ rounds' latencies (a last, partial round
