@@ -442,7 +442,9 @@ TEST_CASE("time: products cuda block spreads a product's patches over the block'
     auto products = [](const char* layout) {
         std::ifstream in(std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/schedules/fa2_backward.toy");
         std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        text.replace(text.find("products cuda block"), 19, layout);
+        const std::size_t line = text.find("\nproducts cuda block\n");  // the line, not a comment's words
+        REQUIRE(line != std::string::npos);
+        text.replace(line + 1, 19, layout);
         const Program p = on_machine_cache(build(text, {{"n", 1024}, {"d", 64}, {"Br", 16}, {"Bc", 64}}), h100());
         const ProgramTime t = predict_program(p, h100(), 16);
         std::vector<std::pair<double, double>> out;  // lane factor, warps with patches
