@@ -643,17 +643,23 @@ private:
             // H100's SM), fa2_causal at B = 16, n = 4096, d = 64: 5.39·10⁹ FFMA warp instructions
             // for 0.54·10⁹ warps' worth of multiply-adds, the 10× this gives (16 and 4).
             const std::int64_t warps = std::max<std::int64_t>(p_.warps, 1);
+            const auto patches_of = [](std::int64_t r, std::int64_t c) { return std::max<std::int64_t>(1, ((r + 3) / 4) * ((c + 3) / 4)); };
+            // A 4×4 patch's 16 multiply-adds on all 32 lanes of ⌈patches/32⌉ warp turns, over
+            // the `real` multiply-adds of the rows and columns they cover.
+            const auto issued_over = [](std::int64_t patches, std::int64_t real) {
+                return 32.0 * static_cast<double>((patches + 31) / 32) * 16.0 / static_cast<double>(std::max<std::int64_t>(1, real));
+            };
             const std::int64_t warp_rows = (rows + warps - 1) / warps;
-            const std::int64_t patches = std::max<std::int64_t>(1, ((warp_rows + 3) / 4) * ((cols + 3) / 4));  // a warp's
+            const std::int64_t patches = patches_of(warp_rows, cols);  // a warp's
             if (p_.block_patches) {
                 // `products cuda block`: the block's threads take the result's patches in turn, and
                 // a warp without one waits at the barrier after (attention_backward.cu's block_product).
-                const std::int64_t block_patches = std::max<std::int64_t>(1, ((rows + 3) / 4) * ((cols + 3) / 4));
-                lane_factor_ = 32.0 * static_cast<double>((block_patches + 31) / 32) * 16.0 / static_cast<double>(std::max<std::int64_t>(1, rows * cols));
+                const std::int64_t block_patches = patches_of(rows, cols);
+                lane_factor_ = issued_over(block_patches, rows * cols);
                 active_warps_ = static_cast<double>(std::min(warps, (block_patches + 31) / 32));
             } else {
-                lane_factor_ = 32.0 * static_cast<double>((patches + 31) / 32) * 16.0 / static_cast<double>(std::max<std::int64_t>(1, warp_rows * cols));
-                active_warps_ = static_cast<double>(std::max<std::int64_t>(1, (rows + warp_rows - 1) / std::max<std::int64_t>(warp_rows, 1)));
+                lane_factor_ = issued_over(patches, warp_rows * cols);
+                active_warps_ = static_cast<double>((rows + warp_rows - 1) / std::max<std::int64_t>(warp_rows, 1));  // the warps with rows
             }
             // The steps the busiest warp takes one after another: on the tensor cores (whole
             // 16×16 fragments, k 8 at a time: wmma m16n16k8), the warps sharing the fragments;

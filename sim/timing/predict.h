@@ -30,6 +30,9 @@
 //                          type, Tile::stored); a product:
 //                          mma.sync's, wgmma's or an FFMA's; EXP: MUFU's; a row reduction: its
 //                          shuffles), and a barrier where it leaves its result in shared memory.
+//                          A product on the CUDA cores issues from the warps that hold its
+//                          patches, each a patch loop (72 instructions) in 72 + a shared load's
+//                          latency clocks where no other warp on its scheduler fills the wait.
 //                          A LOAD's bytes move at the SM's share of the L2's bandwidth and, of
 //                          what misses, of DRAM's. Copies into tiles with stages run beside the
 //                          rest (the chain takes the longer), all in flight at once; a launch's
