@@ -440,8 +440,7 @@ TEST_CASE("time: products cuda block spreads a product's patches over the block'
     // patches fill all 8 warps; the 2-warp products take longer than their instructions at four
     // a clock, as their warps wait on shared memory with no other warp on their schedulers.
     auto products = [](const char* layout) {
-        std::ifstream in(std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/schedules/fa2_backward.toy");
-        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::string text = SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/schedules/fa2_backward.toy")->text;
         const std::size_t line = text.find("\nproducts cuda block\n");  // the line, not a comment's words
         REQUIRE(line != std::string::npos);
         text.replace(line + 1, 19, layout);

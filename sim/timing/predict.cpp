@@ -140,6 +140,10 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
     const double product_latency = shape.products == ProductUnit::WgmmaF16 ? m[MachineParam::WgmmaLatency]
                                    : tensor                                 ? m[MachineParam::MmaLatency]
                                                                             : m[MachineParam::AluLatency];
+    // A warp alone in the course's patch loop issues its 4 steps of k (8 16-byte loads, 64 FFMAs)
+    // and then waits for the next loads: 72 instructions in 72 + a shared-memory load's latency
+    // clocks, where no other warp on its scheduler fills them.
+    const double warp_issue = kPatchLoopInstructions / (kPatchLoopInstructions + m[MachineParam::SharedLatency]);
     // A row's sums sit on a quad of lanes in the tensor cores' fragment layout (PTX ISA, mma
     // m16n8k16), on up to a warp's 32 lanes otherwise: 2 or 5 shuffle steps.
     const double reduce_steps = tensor ? 2 : 5;
@@ -156,11 +160,8 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
         const double w = units / executions, sh = shared / executions, psh = product_shared / executions, lw = lanes / executions;
         const GpuUnit unit = kOpGpuUnit[op];
         // A product on the CUDA cores in the course's kernels issues from the warps it gives
-        // patches to, each a patch loop's 4 steps of k (8 16-byte loads, 64 FFMAs) and then a
-        // wait for the next loads: 72 instructions in 72 + a shared-memory load's latency
-        // clocks, where no other warp on its scheduler fills them.
+        // patches to (warp_issue of a clock each, below).
         const double patch_warps = active_warps > 0 ? active_warps / executions : std::max(shape.warps, 1);
-        const double warp_issue = kPatchLoopInstructions / (kPatchLoopInstructions + m[MachineParam::SharedLatency]);
         const double unit_reach = unit == GpuUnit::Matrix && shape.products == ProductUnit::CudaCores && !shape.generated
                                       ? std::min(1.0, together * patch_warps * warp_issue / 4.0)
                                       : reach;
