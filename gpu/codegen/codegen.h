@@ -64,6 +64,10 @@ struct KernelLaunchFacts {
     // element at a time (tile_product: b not transposed and a lane's columns not 4, or strides
     // or shapes not multiples of 4), not 16 bytes at a time (tile_product4): their pcs.
     std::vector<std::int32_t> element_products;
+    // Per tile: the stages of its LOADs where they are asynchronous copies (the program's `stages
+    // S`, on a tile kept as T that a loop loads first thing: cp.async, S − 1 tiles ahead), else 0;
+    // empty where none is.
+    std::vector<int> tile_stages;
     std::vector<SlowPath> slow_paths;  // what kept it off the fastest path, in program order
     // The tile that takes the most shared memory, for the message when a block's do not fit.
     std::string largest_tile;

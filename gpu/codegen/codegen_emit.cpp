@@ -340,8 +340,32 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     fragment_.clear();
     stored_.clear();
     element_products_.clear();
-    if (!shape.serial && !shape.grid.empty()) plan_fragments(shape.first, shape.last);
+    stages_.clear();
+    staged_heads_.clear();
+    stage_notes_.clear();
+    if (!shape.serial && !shape.grid.empty()) {
+        plan_fragments(shape.first, shape.last);
+        plan_stages(shape.first, shape.last);
+    }
     const bool fragments = std::find(fragment_.begin(), fragment_.end(), true) != fragment_.end();
+    // Shared memory: the tiles this kernel touches (a staged tile a buffer a stage), then the
+    // scalar registers. Each tile starts on 32 bytes (8 floats), for the products' 16-byte reads
+    // and the tensor cores' fragment loads.
+    std::vector<bool> used(p_.tiles.size(), false);
+    for (size_t t = 0; t < p_.tiles.size(); ++t) used[t] = (mine.tiles_read[t] || mine.tiles_written[t]) && !(fragments && fragment_[t]);
+    const bool uses_registers = mine.registers_read || mine.registers_written;
+    auto tile_floats = [&](size_t t) {
+        const std::int64_t elements = p_.tiles[t].rows * std::stoll(stride(static_cast<int>(t)));
+        return ((is_stored(static_cast<int>(t)) ? (elements + 1) / 2 : elements) + 7) / 8 * 8;
+    };
+    auto copies_of = [&](size_t t) -> std::int64_t { return is_staged(static_cast<int>(t)) ? stages_[t] : 1; };
+    std::int64_t shared_floats = uses_registers && !per_thread_ ? layout_.registers() : 0;
+    for (size_t t = 0; t < p_.tiles.size(); ++t) shared_floats += used[t] ? tile_floats(t) * copies_of(t) : 0;
+    if (!staged_heads_.empty() && shared_floats * 4 > kSharedMemoryBudget)
+        drop_stages(fmt::format("with its stages the block's tiles need {} bytes of shared memory, more than a block may have ({})", shared_floats * 4,
+                                kSharedMemoryBudget));
+    stage_floats_.assign(p_.tiles.size(), 0);
+    for (size_t t = 0; t < p_.tiles.size(); ++t) stage_floats_[t] = tile_floats(t);
     const std::string grid_and_host = [&] {
         std::string text;
         for (int l : shape.host_loops) {
@@ -379,7 +403,9 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
             sync(needed(o.body));
             o.block = block_, o.warp = warp_;
             open.push_back(std::move(o));
-            enter_loop(p_.loops[static_cast<size_t>(in.loop)], true);
+            const auto staged = staged_heads_.find(in.loop);
+            enter_loop(p_.loops[static_cast<size_t>(in.loop)], staged == staged_heads_.end());
+            if (staged != staged_heads_.end()) open_staged_loop(p_.loops[static_cast<size_t>(in.loop)], staged->second);
         } else if (in.code == Code::LoopEnd) {
             const Open o = std::move(open.back());
             open.pop_back();
@@ -392,22 +418,12 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         }
     }
 
-    // Shared memory: the tiles this kernel touches, then the scalar registers. Where they do
-    // not all fit the largest shared memory a block can have (an H100's), the largest tiles
-    // go to global memory instead (a slice per block, cached in L1 and L2) until the rest fits.
+    // Where the tiles do not all fit the largest shared memory a block can have (an H100's),
+    // the largest go to global memory instead (a slice per block, cached in L1 and L2) until
+    // the rest fits (staged tiles never do: their stages were dropped above).
     std::string head;
     std::int64_t floats = 0, spilled = 0;
-    std::vector<bool> used(p_.tiles.size(), false), spill(p_.tiles.size(), false);
-    for (size_t t = 0; t < p_.tiles.size(); ++t) used[t] = (mine.tiles_read[t] || mine.tiles_written[t]) && !(fragments && fragment_[t]);
-    const bool uses_registers = mine.registers_read || mine.registers_written;
-    // Each tile starts on 32 bytes (8 floats), for the products' 16-byte reads and the tensor
-    // cores' fragment loads.
-    auto tile_floats = [&](size_t t) {
-        const std::int64_t elements = p_.tiles[t].rows * std::stoll(stride(static_cast<int>(t)));
-        return ((is_stored(static_cast<int>(t)) ? (elements + 1) / 2 : elements) + 7) / 8 * 8;
-    };
-    std::int64_t shared_floats = uses_registers && !per_thread_ ? layout_.registers() : 0;
-    for (size_t t = 0; t < p_.tiles.size(); ++t) shared_floats += used[t] ? tile_floats(t) : 0;
+    std::vector<bool> spill(p_.tiles.size(), false);
     while (!per_thread_ && shared_floats * 4 > kSharedMemoryBudget) {
         size_t largest = p_.tiles.size();
         for (size_t t = 0; t < p_.tiles.size(); ++t)
@@ -426,6 +442,12 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
                                 "(row stride {}), in global memory: shared memory is full\n",
                                 tile_name_[t], kSpillPerBlockMarker, spilled, tile.loc.line, tile.name, tile.rows, tile.cols, stride(static_cast<int>(t)));
             spilled += bytes / 4;
+        } else if (is_staged(static_cast<int>(t))) {
+            head += fmt::format("    float* const {}_stages = smem + {};  // line {}: tile {}[{}][{}] as T, its arrays' values (row stride {}): {} buffers of {} "
+                                "floats, copied asynchronously\n",
+                                tile_name_[t], floats, tile.loc.line, tile.name, tile.rows, tile.cols, stride(static_cast<int>(t)), stages_[t], bytes / 4);
+            head += fmt::format("    T* {0} = reinterpret_cast<T*>({0}_stages);  // the buffer of the iteration in hand\n", tile_name_[t]);
+            floats += bytes / 4 * stages_[t];
         } else if (is_stored(static_cast<int>(t))) {
             head += fmt::format("    T* const {} = reinterpret_cast<T*>(smem + {});  // line {}: tile {}[{}][{}] as T, its arrays' values (row stride {})\n",
                                 tile_name_[t], floats, tile.loc.line, tile.name, tile.rows, tile.cols, stride(static_cast<int>(t)));
@@ -449,6 +471,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     out.spill_floats = spilled;
     if (std::find(stored_.begin(), stored_.end(), true) != stored_.end()) out.tiles_stored = stored_;
     out.element_products = element_products_;
+    if (!staged_heads_.empty()) out.tile_stages = stages_;
     if (fragments) {
         out.tiles_in_registers = fragment_;
         out.register_floats = fragment_floats();
@@ -463,6 +486,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         if (out.register_floats > kTwoBlockFragmentFloats) out.min_blocks = 1;
     }
     if (!shape.serial && !shape.grid.empty() && !per_thread_) out.slow_paths = slow_products(shape.first, shape.last);
+    out.slow_paths.insert(out.slow_paths.end(), stage_notes_.begin(), stage_notes_.end());
     if (spilled > 0)
         out.slow_paths.push_back({out.largest_tile_loc, "", fmt::format("the block's tiles need more shared memory than a block may have: {} bytes of "
                                                                     "them live in global memory, traffic that no array counts (the largest "

@@ -1,6 +1,7 @@
 // The code generator's inside (gpu/codegen/codegen.cpp lays out the module; this writes a kernel).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -113,6 +114,17 @@ private:
     // T: kept in shared memory as T (no rounding: the array's own values), read by ldmatrix.
     std::vector<bool> stored_;
     std::vector<std::int32_t> element_products_;  // KernelLaunchFacts::element_products
+    // Tiles whose LOADs are asynchronous copies (codegen_stages.cpp): per tile, its stages (0:
+    // none); per loop (its index in p_.loops), the pcs of the staged LOADs at the head of its body.
+    std::vector<int> stages_, stage_loop_;
+    std::vector<std::int64_t> stage_floats_;  // per staged tile, the floats of shared memory a buffer takes
+    std::map<int, std::vector<std::int32_t>> staged_heads_;
+    std::vector<SlowPath> stage_notes_;  // each `stages` the kernel cannot honour, and why
+    bool is_staged(int tile) const { return !stages_.empty() && stages_[static_cast<size_t>(tile)] > 1; }
+    void plan_stages(std::int32_t first, std::int32_t last);
+    void drop_stages(const std::string& why);
+    std::string stage_buffer(int tile) const;  // its buffer for the iteration in scope
+    void open_staged_loop(const LoopInfo& loop, const std::vector<std::int32_t>& loads);
     bool is_stored(int tile) const { return !stored_.empty() && stored_[static_cast<size_t>(tile)]; }
     std::vector<std::pair<std::int64_t, std::int64_t>> static_shape_;
     Footprint serial_writes_;
@@ -149,7 +161,10 @@ private:
     void instruction(std::int32_t pc);
     void scalar(std::int32_t pc);
     void tile(std::int32_t pc);
-    void slice(std::int32_t pc, const struct TileInst& t);
+    // A LOAD as written (Load); its copy alone into a stage's buffer, ahead of its iteration
+    // (Prefetch); or, where it stands, what it says of the tile without the copy (Consume).
+    enum class SliceMode { Load, Prefetch, Consume };
+    void slice(std::int32_t pc, const struct TileInst& t, SliceMode mode = SliceMode::Load);
     void count(int array, bool write, const std::string& elements);
 };
 

@@ -167,6 +167,44 @@ __device__ __forceinline__ void tile_load_stored(T* dst, int ds, const T* src, l
     }
     for_each_element(rows, cols, [&](int i, int j) { dst[i * ds + j] = src[i * rs + j * cs]; });
 }
+// A tile with `stages S` (asynchronous copies): tile_load_stored's pieces as cp.async copies of
+// 16 bytes that write shared memory while the block computes. A thread's copies since the last
+// commit are one group; cp_async_wait<N> returns when all but the N newest groups have landed
+// (the thread's own: a barrier after it makes every thread's visible). Rows as load_pieces
+// owns them (row i by warp i mod kWarps); where the pieces are not whole 16 bytes, the copy is
+// synchronous (the barrier before the tile's use covers it as well).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src));
+#else
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;");
+#endif
+}
+template <int kNewest>
+__device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;" :: "n"(kNewest));
+#endif
+}
+template <typename T>
+__device__ __forceinline__ void tile_load_async(T* dst, int ds, const T* src, long long rs, long long cs, int rows, int cols) {
+    constexpr int kVec = 16 / sizeof(T);
+    if (cs == 1 && cols % kVec == 0 && rs % kVec == 0 && ds % kVec == 0 && reinterpret_cast<unsigned long long>(src) % 16 == 0) {
+        const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = kWarps;
+        const int pieces = cols / kVec, mine = rows > warp ? (rows - warp + warps - 1) / warps : 0, total = mine * pieces;
+        for (int e = lane; e < total; e += 32) {
+            const int t = e / pieces, i = warp + t * warps, j = (e - t * pieces) * kVec;
+            cp_async16(dst + i * ds + j, src + i * rs + j);
+        }
+        return;
+    }
+    tile_load_stored(dst, ds, src, rs, cs, rows, cols);
+}
 // STORE tile, slice (accumulate: STORE_ADD, an atomic add per element).
 template <bool kAccumulate, typename T>
 __device__ __forceinline__ void tile_store(T* dst, long long rs, long long cs, View src, int rows, int cols) {

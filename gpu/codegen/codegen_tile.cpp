@@ -128,7 +128,7 @@ std::vector<Access> KernelEmitter::accesses(std::int32_t pc) const {
     return out;
 }
 
-void KernelEmitter::slice(std::int32_t pc, const TileInst& t) {
+void KernelEmitter::slice(std::int32_t pc, const TileInst& t, SliceMode mode) {
     const MemRef& m = p_.mems[static_cast<size_t>(t.mem)];
     const ArrayInfo& a = p_.arrays[static_cast<size_t>(m.array)];
     const int fault_outside = int(DeviceFault::SliceOutside);
@@ -194,8 +194,15 @@ void KernelEmitter::slice(std::int32_t pc, const TileInst& t) {
         const std::int64_t cap_cols = is_tile ? p_.tiles[static_cast<size_t>(reg_or_tile.index)].cols : 1;
         if (rows_bound < 0 || rows_bound > cap_rows || cols_bound < 0 || cols_bound > cap_cols)
             line(fmt::format("if (rows > {} || cols > {}) FAULT({}, {});", cap_rows, cap_cols, pc, int(DeviceFault::TileOverflow)));
-        line(fmt::format("{}({}, {}, {}, {}, {}, rows, cols);", is_tile && is_stored(reg_or_tile.index) ? "tile_load_stored" : "tile_load", ptr,
-                         stride_text, at, rs, cs));
+        if (mode == SliceMode::Prefetch) {
+            line(fmt::format("tile_load_async({}, {}, {}, {}, {}, rows, cols);", stage_buffer(reg_or_tile.index), stride_text, at, rs, cs));
+            return;
+        }
+        if (mode == SliceMode::Consume)
+            line(fmt::format("{} = {};  // copied ahead (stages {})", ptr, stage_buffer(reg_or_tile.index), stages_[static_cast<size_t>(reg_or_tile.index)]));
+        else
+            line(fmt::format("{}({}, {}, {}, {}, {}, rows, cols);", is_tile && is_stored(reg_or_tile.index) ? "tile_load_stored" : "tile_load", ptr,
+                             stride_text, at, rs, cs));
         if (is_tile) line(fmt::format("{0}_rows = rows; {0}_cols = cols;", ptr));
         count(m.array, false, "rows * cols");
         return;
@@ -219,7 +226,9 @@ void KernelEmitter::tile(std::int32_t pc) {
     line("{");
     ++indent_;
     if (op.shape == OpShape::Memory) {
-        slice(pc, t);
+        // A staged tile's one LOAD: copied ahead (open_staged_loop), here only taken up.
+        const bool staged = t.op == Op::LOAD && t.args[0].kind == TileOperand::Kind::Tile && is_staged(t.args[0].index);
+        slice(pc, t, staged ? SliceMode::Consume : SliceMode::Load);
     } else if (touches_fragment(t)) {
         fragment_tile(t);
     } else {

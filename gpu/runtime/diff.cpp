@@ -52,7 +52,7 @@ const GeneratedKernel* first_kernel(const GeneratedProgram& g, std::size_t stage
 
 // The program as generated CUDA keeps its tiles, whatever its schedule says: in registers the
 // tiles some kernel keeps in the tensor cores' fragment layout, every other tile in shared
-// memory, loaded synchronously (no stages). A tile in registers in one kernel counts as in
+// memory, loaded synchronously but where a kernel copies it asynchronously (its stages). A tile in registers in one kernel counts as in
 // registers in all (the generator keeps none there that another kernel writes). Its warps are
 // a grid kernel's.
 Program as_generated(const Program& p, const GeneratedProgram& g) {
@@ -67,6 +67,7 @@ Program as_generated(const Program& p, const GeneratedProgram& g) {
         for (const GeneratedKernel& k : g.kernels) {
             if (t < k.tiles_in_registers.size() && k.tiles_in_registers[t]) q.tiles[t].in_registers = true;
             if (t < k.tiles_stored.size() && k.tiles_stored[t]) q.tiles[t].stored = true;
+            if (t < k.tile_stages.size() && k.tile_stages[t] > 1) q.tiles[t].stages = k.tile_stages[t];
         }
     }
     for (const GeneratedKernel& k : g.kernels)

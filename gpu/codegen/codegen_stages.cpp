@@ -1,0 +1,138 @@
+// Asynchronous copies in generated CUDA: a tile the program declares with `stages S` is a ring
+// of S buffers in shared memory, which cp.async fills S − 1 iterations of its loop ahead of the
+// one that reads it (the program's schedule, isa/README.md "Schedules"; fa2_v3_mma's K and V).
+//
+// The pipeline, for a loop whose body starts with the tile's LOAD:
+//   before the loop: the copies of its first S − 1 iterations, a commit group each;
+//   at the top of iteration j: the copy of iteration j + S − 1 (into the buffer iteration j − 1
+//   read, which the barrier at the end of every iteration has freed), its commit, then a wait
+//   for iteration j's group and a barrier;
+//   where the LOAD stands: the tile is iteration j's buffer; its shape and counts as before.
+// The program's order of DRAM reads changes (a copy runs ahead), not what it reads: a tile kept
+// as the arrays' values is loaded only from arrays the program never writes (an array it both
+// reads and writes stays fp32, fp32_arrays), so an early read reads the same values.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "gpu/codegen/codegen_emit.h"
+
+namespace toysim::gpu {
+
+namespace {
+SlowPath stage_note(const Tile& tile, const std::string& why) {
+    return {tile.loc, "", fmt::format("tile {}: `stages {}` not applied, its LOADs wait: {}", tile.name, tile.stages, why)};
+}
+}  // namespace
+
+void KernelEmitter::plan_stages(std::int32_t first, std::int32_t last) {
+    const size_t tiles = p_.tiles.size();
+    stages_.assign(tiles, 0);
+    stage_loop_.assign(tiles, -1);
+    staged_heads_.clear();
+    stage_notes_.clear();
+    std::vector<int> loads(tiles, 0);                 // LOADs into each tile in this kernel
+    std::vector<std::int32_t> head_load(tiles, -1);   // its LOAD where that opens a loop's body
+    std::vector<int> head_loop(tiles, -1);
+    std::vector<bool> used(tiles, false);
+    for (std::int32_t pc = first; pc < last; ++pc) {
+        const Inst& in = p_.code[static_cast<size_t>(pc)];
+        if (in.code == Code::LoopBegin) {
+            // The LOADs into tiles that open the body, before anything else runs in it.
+            for (std::int32_t q = pc + 1; q < last && p_.code[static_cast<size_t>(q)].code == Code::Tile; ++q) {
+                const TileInst& t = p_.tile_insts[static_cast<size_t>(p_.code[static_cast<size_t>(q)].mem)];
+                if (t.op != Op::LOAD || t.args[0].kind != TileOperand::Kind::Tile) break;
+                head_load[static_cast<size_t>(t.args[0].index)] = q;
+                head_loop[static_cast<size_t>(t.args[0].index)] = in.loop;
+            }
+            continue;
+        }
+        if (in.code != Code::Tile) continue;
+        const TileInst& t = p_.tile_insts[static_cast<size_t>(in.mem)];
+        for (int k = 0; k < t.count; ++k)
+            if (t.args[static_cast<size_t>(k)].kind == TileOperand::Kind::Tile) used[static_cast<size_t>(t.args[static_cast<size_t>(k)].index)] = true;
+        if (t.op == Op::LOAD && t.args[0].kind == TileOperand::Kind::Tile) ++loads[static_cast<size_t>(t.args[0].index)];
+    }
+    for (size_t i = 0; i < tiles; ++i) {
+        const Tile& tile = p_.tiles[i];
+        if (tile.stages < 2 || !used[i]) continue;
+        std::string why;
+        if (!is_stored(static_cast<int>(i)))
+            why = "only a tile kept as the arrays' 16-bit values (a tensor-core product's b that only LOADs fill) is copied asynchronously";
+        else if (loads[i] != 1 || head_load[i] < 0)
+            why = "its one LOAD must open a loop's body (the copy for a later iteration runs while this one computes)";
+        if (!why.empty()) {
+            stage_notes_.push_back(stage_note(tile, why));
+            continue;
+        }
+        stages_[i] = static_cast<int>(tile.stages);
+        stage_loop_[i] = head_loop[i];
+        staged_heads_[head_loop[i]].push_back(head_load[i]);
+    }
+    for (auto& [loop, pcs] : staged_heads_) std::sort(pcs.begin(), pcs.end());
+}
+
+void KernelEmitter::drop_stages(const std::string& why) {
+    for (size_t i = 0; i < stages_.size(); ++i)
+        if (stages_[i] > 1) stage_notes_.push_back(stage_note(p_.tiles[i], why));
+    stages_.assign(stages_.size(), 0);
+    staged_heads_.clear();
+}
+
+std::string KernelEmitter::stage_buffer(int tile) const {
+    const auto t = static_cast<size_t>(tile);
+    const LoopInfo& loop = p_.loops[static_cast<size_t>(stage_loop_[t])];
+    const std::string& var = slot_name_[static_cast<size_t>(loop.slot)];
+    const std::string iteration = loop.lo.is_constant() && loop.lo.constant == 0 ? var : fmt::format("({} - ({}))", var, affine(loop.lo));
+    return fmt::format("reinterpret_cast<T*>({}_stages + ({} % {}) * {})", tile_name_[t], iteration, stages_[t], stage_floats_[t]);
+}
+
+void KernelEmitter::open_staged_loop(const LoopInfo& l, const std::vector<std::int32_t>& loads) {
+    int stages = 0;
+    for (std::int32_t pc : loads)
+        stages = std::max(stages, stages_[static_cast<size_t>(p_.tile_insts[static_cast<size_t>(p_.code[static_cast<size_t>(pc)].mem)].args[0].index)]);
+    const std::string& var = slot_name_[static_cast<size_t>(l.slot)];
+    // The copies of iteration `var` (in scope), a commit group.
+    auto copies = [&](const std::string& guard) {
+        line(fmt::format("if ({}) {{", guard));
+        ++indent_;
+        for (std::int32_t pc : loads) {
+            line("{");
+            ++indent_;
+            slice(pc, p_.tile_insts[static_cast<size_t>(p_.code[static_cast<size_t>(pc)].mem)], SliceMode::Prefetch);
+            --indent_;
+            line("}");
+        }
+        --indent_;
+        line("}");
+        line("cp_async_commit();");
+    };
+    line(fmt::format("// The first {} iterations' copies of the staged tiles (stages {}), ahead of the loop.", stages - 1, stages));
+    for (int s = 0; s + 1 < stages; ++s) {
+        line("{");
+        ++indent_;
+        line(fmt::format("const long long {} = {} + {};", var, affine(l.lo), s));
+        copies(fmt::format("{} < {}", var, affine(l.hi)));
+        --indent_;
+        line("}");
+    }
+    comment_source(l.loc);
+    line(fmt::format("for (long long {0} = {1}; {0} < {2}; ++{0}) {{", var, affine(l.lo), affine(l.hi)));
+    ++indent_;
+    line(fmt::format("// Iteration {} + {}'s copies start; iteration {}'s have landed.", var, stages - 1, var));
+    line("{");
+    ++indent_;
+    const std::string ahead = var + "_ahead_";
+    line(fmt::format("const long long {} = {} + {};", ahead, var, stages - 1));
+    line("{");
+    ++indent_;
+    line(fmt::format("const long long {} = {};", var, ahead));
+    copies(fmt::format("{} < {}", var, affine(l.hi)));
+    --indent_;
+    line("}");
+    --indent_;
+    line("}");
+    line(fmt::format("cp_async_wait<{}>();", stages - 1));
+}
+
+}  // namespace toysim::gpu

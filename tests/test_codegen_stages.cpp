@@ -1,0 +1,139 @@
+// Generated CUDA honours the program's `stages S` (gpu/codegen/codegen_stages.cpp): a tile kept as
+// the arrays' values that a loop loads first thing is a ring of S buffers that cp.async fills
+// S − 1 iterations ahead; where the generator cannot, it says why at the tile's line. The
+// timing pass sees the copies as the program's schedule says (asynchronous, beside the work).
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <regex>
+
+#include "gpu/codegen/codegen.h"
+#include "gpu/runtime/diff.h"
+#include "gpu/runtime/run.h"
+#include "isa/machine.h"
+#include "sim/timing/predict.h"
+#include "tests/support.h"
+
+using namespace toysim;
+using namespace toysim::testing;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+size_t count_of(const std::string& text, const std::string& part) {
+    size_t n = 0;
+    for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+    return n;
+}
+
+const char* const kV3 = "programs/attention/schedules/fa2_v3_mma.toy";
+
+// A block that loads a K-like tile per iteration of a loop and multiplies by it on the tensor
+// cores: `before` goes first in the loop's body, `after` after the loop; the tile has `stages`.
+std::string staged_program(int stages, const std::string& before = "", const std::string& after = "", const std::string& k = "input") {
+    return fmt::format("registers 65536\nparam n = 512\ntile a[128][64]\ntile k[64][64] in shared stages {}\ntile c[128][64]\n"
+                       "input X[n][64]\n{} K[n][64]\noutput Y[n][64]\n"
+                       "parallel for i in 0..n/128 {{\n    LOAD X[i*128..i*128+128][0..64], a\n    SET 0, a, c\n"
+                       "    for j in 0..n/64 {{\n{}        LOAD K[j*64..j*64+64][0..64], k\n        MAC a, k.T, c, c\n    }}\n{}"
+                       "    STORE c, Y[i*128..i*128+128][0..64]\n}}\n",
+                       stages, k, before, after);
+}
+
+std::vector<std::string> stage_notes(const gpu::GeneratedProgram& g) {
+    std::vector<std::string> out;
+    for (const gpu::SlowPath& s : g.slow_paths)
+        if (contains(s.why, "stages")) out.push_back(fmt::format("{}: {}", s.loc.line, s.why));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("codegen stages: fa2_v3_mma's K and V are copied a tile ahead with cp.async", "[codegen]") {
+    const ParamSettings shape = {{"n", 4096}, {"d", 64}, {"Br", 128}, {"Bc", 64}};
+    auto g = gpu::generate_cuda(build_file(kV3, shape), gpu::DType::F16);
+    REQUIRE(g->kernels.size() == 1);
+    const gpu::GeneratedKernel& k = g->kernels[0];
+    // Two buffers each of K and V as fp16 (64 rows of 72): twice the shared memory of one.
+    CHECK(k.shared_bytes == 2 * 2 * 64 * 72 * 2);
+    CHECK(k.tile_stages == std::vector<int>{0, 0, 2, 2, 0, 0, 0, 0, 0, 0});  // q o k v s p m m_new l scale
+    CHECK(stage_notes(*g).empty());
+    const std::string& s = g->source;
+    CHECK(contains(s, "float* const k_stages = smem + 0;  // line 28: tile k[64][64] as T, its arrays' values (row stride 72): 2 buffers of 2304 "
+                      "floats, copied asynchronously"));
+    CHECK(contains(s, "T* v = reinterpret_cast<T*>(v_stages);"));
+    // The prologue: iteration 0's copies, one commit group.
+    CHECK(contains(s, "const long long j = 0 + 0;\n        if (j < 64) {"));
+    // In the loop: iteration j + 1's copies, then the wait for iteration j's, then the tile is
+    // that buffer where the LOAD stands (its shape and count as before), and the block meets.
+    CHECK(count_of(s, "tile_load_async(reinterpret_cast<T*>(k_stages + (j % 2) * 2304), 72, K + (4096*j), 64, 1, rows, cols);") == 2);
+    CHECK(count_of(s, "cp_async_commit();") == 2);
+    CHECK(contains(s, "const long long j_ahead_ = j + 1;"));
+    CHECK(contains(s, "cp_async_wait<1>();\n        // line 75: LOAD K[j*Bc..j*Bc+Bc][0..d], k"));
+    CHECK(contains(s, "k = reinterpret_cast<T*>(k_stages + (j % 2) * 2304);  // copied ahead (stages 2)\n"
+                      "            k_rows = rows; k_cols = cols;\n            if constexpr (kCount) reads_K += rows * cols;"));
+    CHECK_FALSE(contains(s, "tile_load_stored(k,"));
+    // fa2.toy, the same instructions without the schedule: its loads wait, as before.
+    auto plain = gpu::generate_cuda(build_file("programs/attention/fa2.toy", shape), gpu::DType::F16);
+    CHECK(plain->kernels[0].tile_stages.empty());
+    CHECK_FALSE(contains(plain->source, "cp_async"));
+    CHECK(contains(plain->source, "tile_load_stored(k, 72, K + (4096*j), 64, 1, rows, cols);"));
+}
+
+TEST_CASE("codegen stages: stages 3 copies two iterations ahead into three buffers", "[codegen]") {
+    auto g = gpu::generate_cuda(build(staged_program(3)), gpu::DType::BF16);
+    REQUIRE(g->kernels.size() == 1);
+    CHECK(g->kernels[0].tile_stages.at(1) == 3);
+    CHECK(stage_notes(*g).empty());
+    const std::string& s = g->source;
+    CHECK(contains(s, "const long long j = 0 + 0;"));
+    CHECK(contains(s, "const long long j = 0 + 1;"));
+    CHECK(contains(s, "const long long j_ahead_ = j + 2;"));
+    CHECK(contains(s, "cp_async_wait<2>();"));
+    CHECK(contains(s, "k = reinterpret_cast<T*>(k_stages + (j % 3) * 2304);  // copied ahead (stages 3)"));
+    CHECK(count_of(s, "cp_async_commit();") == 3);
+}
+
+TEST_CASE("codegen stages: a stages line the generator cannot honour is said at the tile's line", "[codegen]") {
+    auto notes = [](const std::string& text, gpu::DType dtype) { return stage_notes(*gpu::generate_cuda(build(text), dtype)); };
+    // fp32: no tile is kept as 16-bit values (and no product runs on the tensor cores).
+    CHECK(notes(staged_program(2), gpu::DType::F32) ==
+          std::vector<std::string>{"4: tile k: `stages 2` not applied, its LOADs wait: only a tile kept as the arrays' 16-bit values (a "
+                                   "tensor-core product's b that only LOADs fill) is copied asynchronously"});
+    // Something else runs in the loop before the LOAD.
+    CHECK(notes(staged_program(2, "        SET 0, a, c\n"), gpu::DType::F16) ==
+          std::vector<std::string>{"4: tile k: `stages 2` not applied, its LOADs wait: its one LOAD must open a loop's body (the copy for a "
+                                   "later iteration runs while this one computes)"});
+    // An array the program writes as well stays fp32, so its tiles are not kept as its values.
+    CHECK(notes(staged_program(2, "", "    STORE c, K[i*128..i*128+128][0..64]\n", "output"), gpu::DType::F16).at(0).find("only a tile kept as") !=
+          std::string::npos);
+    // Shared memory: d = 256 with 128-row K and V tiles, 2 stages each, is 270,336 bytes.
+    auto big = gpu::generate_cuda(build_file(kV3, {{"n", 512}, {"d", 256}, {"Br", 128}, {"Bc", 128}}), gpu::DType::F16);
+    CHECK(big->kernels.at(0).tile_stages.empty());
+    const std::string budget = "with its stages the block's tiles need 270336 bytes of shared memory, more than a block may have (232448)";
+    CHECK(stage_notes(*big) == std::vector<std::string>{"28: tile k: `stages 2` not applied, its LOADs wait: " + budget,
+                                                        "29: tile v: `stages 2` not applied, its LOADs wait: " + budget});
+    // gpu cuda prints them with the program's other reasons, at the tile's file:line:col.
+    CliResult r = run_cli({"gpu", "cuda", kV3, "--set", "n=512", "--dtype", "fp32"});
+    REQUIRE(r.code == 0);
+    CHECK(contains(r.out, "//   programs/attention/schedules/fa2_v3_mma.toy:28:6: tile k: `stages 2` not applied, its LOADs wait: only a tile"));
+}
+
+TEST_CASE("codegen stages: the time model takes generated CUDA's staged loads as copies beside the work", "[codegen][time]") {
+    const MachineSpec& h100 = *find_machine("h100");
+    gpu::GpuRunOptions options;
+    options.kernel = "generated";
+    options.heads = 16;
+    options.dtype = gpu::DType::F16;
+    const ParamSettings shape = {{"n", 4096}, {"d", 64}, {"Br", 128}, {"Bc", 64}};
+    auto predicted = [&](const char* path) {
+        const Program p = build_file(path, shape);
+        return gpu::predict_run(p, h100, options, gpu::choose_kernel(p, options));
+    };
+    const ProgramTime staged = predicted(kV3), waiting = predicted("programs/attention/fa2.toy");
+    auto part = [](const ProgramTime& t, ChainPart c) { return t.launches.at(0).chain[static_cast<size_t>(c)]; };
+    CHECK(part(staged, ChainPart::Copies) > 0);
+    CHECK(part(waiting, ChainPart::Copies) == 0);
+    // K and V's loads leave the loads waited for: Q's load and O's and L's stores remain.
+    CHECK(part(staged, ChainPart::Memory) < part(waiting, ChainPart::Memory) / 4);
+    CHECK(staged.seconds < waiting.seconds);
+}
