@@ -171,7 +171,7 @@ private:
             k.loc = code_loc(p_, item.first);
             k.function = fmt::format("k{}_serial_line{}", index, k.loc.line);
         }
-        KernelEmitter e(p_, layout_, fp32_, out_.tensor_cores);
+        KernelEmitter e(p_, layout_, fp32_, out_.tensor_cores, out_.block_threads);
         KernelEmitter::Shape shape{k.function, body_first, body_last, k.grid, host_loops, item.kind == Item::Kind::Serial};
         // What worker 0 may have left: in a host loop, anything a serial kernel writes (the loop
         // comes back); elsewhere, what the serial kernels before this one wrote.
@@ -190,7 +190,7 @@ private:
 
 NvrtcCompiled compile_generated(const GeneratedProgram& g, int arch) { return nvrtc_compile(g.compile_unit(), g.program_path + ".cu", arch, {"-std=c++17", "-lineinfo"}); }
 
-std::string GeneratedProgram::compile_unit() const { return device_prelude() + "\n" + source; }
+std::string GeneratedProgram::compile_unit() const { return device_prelude(block_threads / 32) + "\n" + source; }
 
 std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& p, DType dtype, bool tensor_cores) {
     auto out = std::make_shared<GeneratedProgram>();
@@ -207,7 +207,29 @@ std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& p, DType dt
         out->pc_loc[pc] = p.origin[pc]->loc;
         out->pc_text[pc] = render_instruction(p, static_cast<std::int32_t>(pc));
     }
-    ModuleBuilder(p, *out).build();
+    // A block kernel's threads: the program's `warps W` where its products may run on the
+    // tensor cores (fp16, bf16), whose fragments it splits in 16-row blocks a warp
+    // (fa2_v3_mma's 4 warps of 32 rows); else 8 warps, the shape the CUDA-core loops were
+    // measured in (gpu/tools/generated_probe.sh). A product left on the CUDA cores holds at
+    // most 8×8 of its result a thread: where W warps are too few for one, the module takes a
+    // warp more at a time until it fits, and says so at the `warps` line.
+    const bool declared = p.warps_declared && out->tensor_cores;
+    const GeneratedProgram before = *out;
+    for (int threads = declared ? static_cast<int>(32 * p.warps) : kBlockThreads;; threads += 32) {
+        out->block_threads = threads;
+        try {
+            ModuleBuilder(p, *out).build();
+        } catch (const ProductTooWide&) {
+            if (!declared || threads >= 32 * static_cast<int>(kMaxWarps)) throw;
+            *out = before;
+            continue;
+        }
+        if (declared && threads != 32 * p.warps && p.tree && p.tree->warps)
+            out->slow_paths.insert(out->slow_paths.begin(), {p.tree->warps->loc, "", fmt::format("`warps {}` is too few for a product on the CUDA cores (a thread "
+                                                                                                 "holds at most 8 × 8 of its result): its kernels run {} warps",
+                                                                                                 p.warps, threads / 32)});
+        break;
+    }
     // Without the tensor cores every product runs on the CUDA cores: said once, at the first.
     if (!out->tensor_cores)
         for (size_t pc = 0; pc < p.code.size(); ++pc)

@@ -108,6 +108,9 @@ struct GeneratedProgram {
     std::string program_path;
     DType dtype = DType::F32;
     bool tensor_cores = false;        // some products may run on the tensor cores
+    // A block kernel's threads: 32 × the program's `warps` where it says, else 256 (8 warps).
+    // The prelude's tile loops and the fragment layout divide rows by its warps.
+    int block_threads = 256;
     std::string source;               // the program's kernels: what `toysim gpu cuda` prints
     std::vector<GeneratedKernel> kernels;
     std::vector<GeneratedStage> stages;
@@ -138,7 +141,7 @@ inline constexpr int kHopperArch = 90;
 
 // The device prelude every generated module starts with: element types, the ISA's primitives
 // on fp32 (from isa/primitives.h), and the block-cooperative tile loops.
-std::string device_prelude();
+std::string device_prelude(int warps = 8);
 
 // The pc's fault code (a generated kernel stops with it) as the located message the host throws.
 enum class DeviceFault : int { None = 0, SliceOutside = 1, Shape = 2, TileOverflow = 3, TileUnwritten = 4, RegisterOutside = 5 };

@@ -299,7 +299,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     per_thread_ = true;
     for (std::int32_t pc = shape.first; pc < shape.last; ++pc)
         if (p_.code[static_cast<size_t>(pc)].code == Code::Tile) per_thread_ = false;
-    threads_ = per_thread_ ? (shape.grid.empty() ? 1 : kThreadsPerBlock) : kBlockThreads;
+    threads_ = per_thread_ ? (shape.grid.empty() ? 1 : kThreadsPerBlock) : block_threads_;
     out.per_thread = per_thread_;
     out.threads = threads_;
     slot_name_.assign(kMaxLoopDepth, "?");
@@ -483,7 +483,10 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         // bytes, 0.49 against 0.70); at 200 and more one block is, spilling nothing (d = 128,
         // Bc = 64: 0.93 against 0.96 with 272 bytes spilled; Bc = 128, 264 floats: 0.85 against
         // 1.16 with 568; d = 64, Bc = 128: 0.485 either way).
-        if (out.register_floats > kTwoBlockFragmentFloats) out.min_blocks = 1;
+        // The same per thread at any block size: 128 registers a thread (255 past 168 floats),
+        // as many blocks an SM as leave it that many (65,536 registers an SM).
+        const std::int64_t registers = out.register_floats > kTwoBlockFragmentFloats ? 255 : 128;
+        out.min_blocks = static_cast<int>(std::max<std::int64_t>(1, 65536 / (registers * threads_)));
     }
     if (!shape.serial && !shape.grid.empty() && !per_thread_) out.slow_paths = slow_products(shape.first, shape.last);
     out.slow_paths.insert(out.slow_paths.end(), stage_notes_.begin(), stage_notes_.end());

@@ -12,7 +12,7 @@
 
 namespace toysim::gpu {
 
-inline constexpr int kBlockThreads = 256;    // a block per iteration: its threads share the tile loops
+inline constexpr int kBlockThreads = 256;    // a block per iteration, unless the program says `warps`: its threads share the tile loops
 // The most floats a thread's tiles in registers hold in a kernel of two blocks an SM (KernelLaunchFacts::min_blocks).
 inline constexpr std::int64_t kTwoBlockFragmentFloats = 168;
 inline constexpr int kThreadsPerBlock = 128;  // a thread per iteration: iterations per block
@@ -22,6 +22,16 @@ inline constexpr int kThreadsPerBlock = 128;  // a thread per iteration: iterati
 std::string device_semantics(Op op);
 // A float constant as CUDA source: "(float)0.5", "-INFINITY", "NAN".
 std::string float_literal(double v);
+
+// A CUDA-core product's register blocking: the smallest TM×TN (up to 8×8) that gives each of
+// `threads` threads at most one block of a rows×cols result; {0, 0} where none does.
+std::pair<int, int> product_blocking(std::int64_t rows, std::int64_t cols, int threads);
+
+// A product on the CUDA cores whose result the block's threads cannot hold (product_blocking):
+// generate_cuda tries more warps where the program chose its own.
+struct ProductTooWide : ToyError {
+    using ToyError::ToyError;
+};
 
 // Where the code at pc is written: an instruction's line, or its loop's.
 Loc code_loc(const Program& p, std::int32_t pc);
@@ -87,8 +97,9 @@ public:
         std::vector<int> host_loops;       // loops the host runs around the launch (indices)
         bool serial = false;               // worker 0's code: it keeps its register file
     };
-    KernelEmitter(const Program& p, const RegisterFileLayout& layout, const std::vector<bool>& fp32_arrays, bool tensor_cores)
-        : p_(p), layout_(layout), fp32_arrays_(fp32_arrays), tensor_cores_(tensor_cores) {}
+    KernelEmitter(const Program& p, const RegisterFileLayout& layout, const std::vector<bool>& fp32_arrays, bool tensor_cores,
+                  int block_threads = kBlockThreads)
+        : p_(p), layout_(layout), fp32_arrays_(fp32_arrays), tensor_cores_(tensor_cores), block_threads_(block_threads) {}
     // serial_writes: what worker 0 may have left in the register file before this launch;
     // read_later: what code after it (or anywhere, in a host loop) reads, which serial code keeps.
     EmittedKernel emit(const Shape& shape, const Footprint& serial_writes, const Footprint& read_later);
@@ -98,6 +109,9 @@ private:
     const RegisterFileLayout& layout_;
     const std::vector<bool>& fp32_arrays_;  // kept in fp32 whatever the run's dtype
     bool tensor_cores_;                      // products of whole fragments on the tensor cores
+    int block_threads_;                      // a block kernel's threads (GeneratedProgram::block_threads)
+    // The rows of one 16-row block for each warp: a tile in registers has a multiple of them.
+    std::int64_t fragment_rows() const { return 16 * block_threads_ / 32; }
     bool per_thread_ = false;
     int threads_ = 256;
     int indent_ = 1;

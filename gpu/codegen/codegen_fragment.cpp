@@ -27,7 +27,6 @@ namespace {
 
 using Shape2 = std::pair<std::int64_t, std::int64_t>;  // rows, columns
 constexpr std::int64_t kUnknown = -1;
-constexpr int kFragmentRows = 16 * kBlockThreads / 32;  // a 16-row block per warp
 
 bool fits_broadcast(Shape2 s, Shape2 to) { return (s.first == to.first || s.first == 1) && (s.second == to.second || s.second == 1); }
 
@@ -141,8 +140,8 @@ void KernelEmitter::plan_fragments(std::int32_t first, std::int32_t last) {
         if (!written[i] || varies[i]) static_shape_[i] = {kUnknown, kUnknown};
 
     // Candidates: a proven shape the layout holds, and no other kernel's code wrote them.
-    auto matrix = [&](size_t i) { auto [r, c] = static_shape_[i]; return r > 0 && r % kFragmentRows == 0 && c % 8 == 0; };
-    auto column = [&](size_t i) { auto [r, c] = static_shape_[i]; return r > 0 && r % kFragmentRows == 0 && c == 1; };
+    auto matrix = [&](size_t i) { auto [r, c] = static_shape_[i]; return r > 0 && r % fragment_rows() == 0 && c % 8 == 0; };
+    auto column = [&](size_t i) { auto [r, c] = static_shape_[i]; return r > 0 && r % fragment_rows() == 0 && c == 1; };
     for (size_t i = 0; i < tiles; ++i) fragment_[i] = (matrix(i) || column(i)) && !(i < serial_writes_.tiles_written.size() && serial_writes_.tiles_written[i]);
     // A product's b (read by every warp, k along its rows or, transposed, its columns) and any
     // transposed operand stay in shared memory.
@@ -251,7 +250,7 @@ std::int64_t KernelEmitter::fragment_floats() const {
     for (size_t t = 0; t < fragment_.size(); ++t) {
         if (!fragment_[t]) continue;
         const auto [rows, cols] = static_shape_[t];
-        floats += cols == 1 ? rows / kFragmentRows * 2 : rows / kFragmentRows * (cols / 8) * 4;  // as fragment_declaration declares them
+        floats += cols == 1 ? rows / fragment_rows() * 2 : rows / fragment_rows() * (cols / 8) * 4;  // as fragment_declaration declares them
     }
     return floats;
 }
@@ -263,9 +262,9 @@ std::string KernelEmitter::fragment_declaration(size_t tile) const {
     const std::string& n = tile_name_[tile];
     if (cols == 1)
         return fmt::format("    float {}[{}][2];  // line {}: tile {}[{}][{}], {}×1: in registers, rows g and g+8 of each warp's 16-row blocks\n", n,
-                           rows / kFragmentRows, t.loc.line, t.name, t.rows, t.cols, rows);
+                           rows / fragment_rows(), t.loc.line, t.name, t.rows, t.cols, rows);
     return fmt::format("    float {}[{}][{}][4];  // line {}: tile {}[{}][{}], {}×{}: in registers, the tensor cores' fragments of each warp's rows\n", n,
-                       rows / kFragmentRows, cols / 8, t.loc.line, t.name, t.rows, t.cols, rows, cols);
+                       rows / fragment_rows(), cols / 8, t.loc.line, t.name, t.rows, t.cols, rows, cols);
 }
 
 // An instruction on tiles in registers (fragment_instruction holds).
@@ -274,7 +273,7 @@ void KernelEmitter::fragment_tile(const TileInst& t) {
     const int dest = t.count - 1;
     const TileOperand& d = t.args[static_cast<size_t>(dest)];
     const Shape2 ds = static_shape_[static_cast<size_t>(d.index)];
-    const std::int64_t mt = ds.first / kFragmentRows;
+    const std::int64_t mt = ds.first / fragment_rows();
     const std::string& out = tile_name_[static_cast<size_t>(d.index)];
     auto name = [&](int k) -> const std::string& { return tile_name_[static_cast<size_t>(t.args[static_cast<size_t>(k)].index)]; };
     auto cols_of = [&](int k) { return static_shape_[static_cast<size_t>(t.args[static_cast<size_t>(k)].index)].second; };
@@ -301,6 +300,9 @@ void KernelEmitter::fragment_tile(const TileInst& t) {
         reads += fmt::format("{}{} = {}{}", k ? ", " : "const float ", char('a' + k), name(k), at);
     }
     std::string value = op.shape == OpShape::Fill ? fmt::format("D::constant({})", float_literal(t.imm)) : device_semantics(t.op);
+    // Tiles in registers exist only in fp16 and bf16 runs (the tensor cores'): e^x there is the
+    // prelude's fast_exp, one ex2.approx, as the hand-written kernels take it.
+    if (t.op == Op::EXP) value = "fast_exp(a)";
     if (op.shape == OpShape::Mask) {
         reads += "; const int r_ = frag_row(mi, e >> 1), c_ = frag_col(cb, e)";
         value = fmt::format("c_ <= r_ ? a : {}", value);
@@ -345,10 +347,10 @@ std::vector<SlowPath> KernelEmitter::slow_products(std::int32_t first, std::int3
             out.push_back({loc, text, fmt::format("{} is not whole 16 × 16 fragments (k a multiple of 8): it runs on the CUDA cores", product)});
             continue;
         }
-        out.push_back({loc, text, rows % kFragmentRows != 0
+        out.push_back({loc, text, rows % fragment_rows() != 0
                                 ? fmt::format("{} runs on the tensor cores from shared memory (wmma, tf32): in registers on mma.sync, several "
                                               "times faster, its result needs rows a multiple of {} (a 16-row block for each of the {} warps)",
-                                              product, kFragmentRows, kBlockThreads / 32)
+                                              product, fragment_rows(), block_threads_ / 32)
                                 : fmt::format("{} runs on the tensor cores from shared memory (wmma, tf32): its tiles cannot stay in registers "
                                               "(one of them is transposed, is the b of a product, or is used in a way the fragment layout "
                                               "does not serve)",

@@ -40,6 +40,8 @@ Affine minus(const Affine& a, const Affine& b) {
     return out;
 }
 
+}  // namespace
+
 // The register-blocking of a product: the smallest TM×TN that gives each of `threads` threads
 // at most one block of a result of rows×cols.
 std::pair<int, int> product_blocking(std::int64_t rows, std::int64_t cols, int threads) {
@@ -48,8 +50,6 @@ std::pair<int, int> product_blocking(std::int64_t rows, std::int64_t cols, int t
         if (((rows + tm - 1) / tm) * ((cols + tn - 1) / tn) <= threads) return {tm, tn};
     return {0, 0};
 }
-
-}  // namespace
 
 SliceDimension slice_dimension(const MemRef& m, const ArrayInfo& a, size_t d, const integer::Interval* ranges) {
     SliceDimension out;
@@ -321,13 +321,13 @@ void KernelEmitter::tile(std::int32_t pc) {
             line(fmt::format("const bool spread = {};  // a row broadcast to every row, or a staged write: the whole block", spread));
             line("if (spread) __syncthreads();");
         }
-        const std::int64_t staged_k = (cap_rows * cap_cols + kBlockThreads - 1) / kBlockThreads;
+        const std::int64_t staged_k = (cap_rows * cap_cols + block_threads_ - 1) / block_threads_;
         if (product) {
-            const std::pair<int, int> blocking = product_blocking(cap_rows, cap_cols, kBlockThreads);
+            const std::pair<int, int> blocking = product_blocking(cap_rows, cap_cols, block_threads_);
             if (blocking.first == 0)
-                throw ToyError(p_.origin[static_cast<size_t>(pc)]->loc,
+                throw ProductTooWide(p_.origin[static_cast<size_t>(pc)]->loc,
                                fmt::format("cannot generate CUDA for this product: its result tile holds {}×{} elements, more than {} threads "
-                                           "can hold in registers at 8×8 each", cap_rows, cap_cols, kBlockThreads));
+                                           "can hold in registers at 8×8 each", cap_rows, cap_cols, block_threads_));
             const std::string c_view = sources == 3 ? "src_c" : "View{nullptr, 0, 0}";
             const std::string has_c = sources == 3 ? "true" : "false";
             line(fmt::format("float* const out_ptr = {};", out));
@@ -338,7 +338,7 @@ void KernelEmitter::tile(std::int32_t pc) {
             // A warp's rows (rows i = warp + 8t: an eighth of the result, over 32 lanes), or
             // the whole block's (staged, or on the tensor cores' side of a branch).
             const std::pair<int, int> warp_blocking = [&] {
-                const std::pair<int, int> b = product_blocking((cap_rows + kBlockThreads / 32 - 1) / (kBlockThreads / 32), cap_cols, 32);
+                const std::pair<int, int> b = product_blocking((cap_rows + block_threads_ / 32 - 1) / (block_threads_ / 32), cap_cols, 32);
                 return b.first == 0 ? std::pair<int, int>{8, 4} : b;  // more rounds of 8×4
             }();
             // tile_product4 where a thread's columns are read 16 bytes at a time: b transposed

@@ -63,7 +63,7 @@ int gpu_kernels_command(const FormatArgs& o, Context& ctx) {
 int gpu_cuda_command(const GpuCudaArgs& o, Context& ctx) {
     Program program = load_gpu_program(o, o.exercise, ctx);
     auto generated = gpu::generate_cuda(program, *gpu::parse_dtype(o.dtype), !o.no_tensor_cores);
-    if (o.prelude) ctx.out << gpu::device_prelude() << "\n";
+    if (o.prelude) ctx.out << gpu::device_prelude(generated->block_threads / 32) << "\n";
     ctx.out << generated->source;
     if (const std::string slow = format_slow_paths(o.file, generated->slow_paths, "// "); !slow.empty()) ctx.out << "\n" << slow;
     // Printed for reading, but a racy program's CUDA is no kernel to run: said as `gpu run` says it.

@@ -126,6 +126,7 @@ void Compiler::bind_machine() {
         std::int64_t w = constant(*tree_->warps, "the number of warps");
         if (w < 1 || w > kMaxWarps) throw ToyError(tree_->warps->loc, fmt::format("a worker has 1 to {} warps, not {}", kMaxWarps, w));
         p_.warps = w;
+        p_.warps_declared = true;
     }
     if (!tree_->products.empty()) {
         const std::string& unit = tree_->products;

@@ -291,6 +291,7 @@ struct Program {
     // `warps W`: on a GPU, the warps a worker's products split their rows over, each reading
     // all of the right operand (the timing pass counts those reads); the machine ignores it.
     std::int64_t warps = kDefaultWarps;
+    bool warps_declared = false;  // the program says `warps` (generated CUDA takes it; else 8)
     // `products UNIT`: on a GPU, what tile products run on: "cuda" (the CUDA cores, the
     // default), "mma" (mma.sync or WMMA, fp16/bf16), "mma_tf32" or "wgmma".
     std::string products = "cuda";

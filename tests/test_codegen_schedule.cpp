@@ -1,7 +1,8 @@
-// Generated CUDA honours the program's `stages S` (gpu/codegen/codegen_stages.cpp): a tile kept as
-// the arrays' values that a loop loads first thing is a ring of S buffers that cp.async fills
-// S − 1 iterations ahead; where the generator cannot, it says why at the tile's line. The
-// timing pass sees the copies as the program's schedule says (asynchronous, beside the work).
+// Generated CUDA takes the program's schedule lines. `stages S` (gpu/codegen/codegen_stages.cpp):
+// a tile kept as the arrays' values that a loop loads first thing is a ring of S buffers that
+// cp.async fills S − 1 iterations ahead; where the generator cannot, it says why at the tile's
+// line. The timing pass sees the copies as the program's schedule says (asynchronous, beside the
+// work). `warps W`: a block of W warps where products may run on the tensor cores.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -106,8 +107,11 @@ TEST_CASE("codegen stages: a stages line the generator cannot honour is said at 
     // An array the program writes as well stays fp32, so its tiles are not kept as its values.
     CHECK(notes(staged_program(2, "", "    STORE c, K[i*128..i*128+128][0..64]\n", "output"), gpu::DType::F16).at(0).find("only a tile kept as") !=
           std::string::npos);
-    // Shared memory: d = 256 with 128-row K and V tiles, 2 stages each, is 270,336 bytes.
-    auto big = gpu::generate_cuda(build_file(kV3, {{"n", 512}, {"d", 256}, {"Br", 128}, {"Bc", 128}}), gpu::DType::F16);
+    // Shared memory: d = 256 with 128-row K and V tiles, 2 stages each, is 270,336 bytes (fa2_v3_mma
+    // with 8 warps, whose 16-row blocks hold d = 256 in registers).
+    std::string eight = SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/" + kV3)->text;
+    eight.replace(eight.find("\nwarps 4\n"), 9, "\nwarps 8\n");
+    auto big = gpu::generate_cuda(build(eight, {{"n", 512}, {"d", 256}, {"Br", 128}, {"Bc", 128}}), gpu::DType::F16);
     CHECK(big->kernels.at(0).tile_stages.empty());
     const std::string budget = "with its stages the block's tiles need 270336 bytes of shared memory, more than a block may have (232448)";
     CHECK(stage_notes(*big) == std::vector<std::string>{"28: tile k: `stages 2` not applied, its LOADs wait: " + budget,
@@ -136,4 +140,43 @@ TEST_CASE("codegen stages: the time model takes generated CUDA's staged loads as
     // K and V's loads leave the loads waited for: Q's load and O's and L's stores remain.
     CHECK(part(staged, ChainPart::Memory) < part(waiting, ChainPart::Memory) / 4);
     CHECK(staged.seconds < waiting.seconds);
+}
+
+TEST_CASE("codegen warps: fa2_v3_mma's 4 warps take 32 rows each on the tensor cores", "[codegen]") {
+    const ParamSettings shape = {{"n", 4096}, {"d", 64}, {"Br", 128}, {"Bc", 64}};
+    auto g = gpu::generate_cuda(build_file(kV3, shape), gpu::DType::F16);
+    CHECK(g->block_threads == 128);
+    REQUIRE(g->kernels.size() == 1);
+    CHECK(g->kernels[0].threads == 128);
+    // Two 16-row blocks of each fragment tile a warp: each K/V fragment feeds two products.
+    CHECK(contains(g->source, "float q[2][8][4];  // line 26: tile q[128][64]"));
+    CHECK(contains(g->source, "float m[2][2];"));
+    // 214 registers a thread at most (ptxas, sm_90): two blocks an SM still leave 255.
+    CHECK(g->kernels[0].min_blocks == 2);
+    CHECK(contains(g->source, "__launch_bounds__(128, 2) k0_parallel_for_i("));
+    CHECK(contains(g->compile_unit(), "constexpr int kWarps = 4;"));
+    // fa2.toy (no warps line) and fp32 runs keep 8 warps of 16 rows.
+    auto plain = gpu::generate_cuda(build_file("programs/attention/fa2.toy", {{"n", 4096}, {"d", 64}, {"Br", 128}, {"Bc", 64}}), gpu::DType::F16);
+    CHECK(plain->block_threads == 256);
+    CHECK(contains(plain->source, "float q[1][8][4];"));
+    CHECK(contains(plain->compile_unit(), "constexpr int kWarps = 8;"));
+    CHECK(gpu::generate_cuda(build_file(kV3, shape), gpu::DType::F32)->block_threads == 256);
+}
+
+TEST_CASE("codegen warps: too few warps for a product on the CUDA cores take more, said at the warps line", "[codegen]") {
+    // A 64 × 64 result from k = 4 (not whole fragments: the CUDA cores), 8 × 8 a thread at most:
+    // 64 threads. `warps 1` gives 32.
+    const std::string text =
+        "registers 16384\nwarps 1\nparam n = 128\ntile a[64][4]\ntile b[4][64]\ntile c[64][64]\ninput X[n][4]\ninput W[4][64]\n"
+        "output Y[n][64]\nparallel for i in 0..n/64 {\n    LOAD X[i*64..i*64+64][0..4], a\n    LOAD W[0..4][0..64], b\n    MAC_Z a, b, c\n"
+        "    STORE c, Y[i*64..i*64+64][0..64]\n}\n";
+    auto g = gpu::generate_cuda(build(text), gpu::DType::F16);
+    CHECK(g->block_threads == 64);
+    REQUIRE_FALSE(g->slow_paths.empty());
+    bool said = false;
+    for (const gpu::SlowPath& s : g->slow_paths)
+        if (s.loc.line == 2 && s.loc.col == 7)
+            said = s.why == "`warps 1` is too few for a product on the CUDA cores (a thread holds at most 8 × 8 of its result): its kernels run 2 warps";
+    CHECK(said);
+    CHECK(gpu::generate_cuda(build(text), gpu::DType::F32)->block_threads == 256);
 }
