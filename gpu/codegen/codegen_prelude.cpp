@@ -40,8 +40,17 @@ __device__ __forceinline__ void atomic_add_to(__nv_bfloat16* p, float v) { atomi
 template <bool kFirst, typename T, typename F> struct pick_type { using type = T; };
 template <typename T, typename F> struct pick_type<false, T, F> { using type = F; };
 
-// NaN propagates through max, whatever the operand order (as the simulator's max).
-__device__ __forceinline__ float toysim_max(float a, float b) { return a >= b ? a : (b > a ? b : a + b); }
+// NaN propagates through max, whatever the operand order (as the simulator's max): from sm_80
+// one max.NaN (IEEE fmax, fmaxf, would drop the NaN), before it two compares and two selects.
+__device__ __forceinline__ float toysim_max(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+    float y;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+    return y;
+#else
+    return a >= b ? a : (b > a ? b : a + b);
+#endif
+}
 
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
