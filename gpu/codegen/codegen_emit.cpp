@@ -472,6 +472,9 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     if (std::find(stored_.begin(), stored_.end(), true) != stored_.end()) out.tiles_stored = stored_;
     out.element_products = element_products_;
     if (!staged_heads_.empty()) out.tile_stages = stages_;
+    // A block kernel asks for as many blocks an SM as leave a thread 128 registers (65,536 an
+    // SM): 2 of 256 threads, 4 of 128 (a program's `warps 4`).
+    if (!per_thread_) out.min_blocks = static_cast<int>(std::max(1, 65536 / (128 * threads_)));
     if (fragments) {
         out.tiles_in_registers = fragment_;
         out.register_floats = fragment_floats();
@@ -483,8 +486,8 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         // bytes, 0.49 against 0.70); at 200 and more one block is, spilling nothing (d = 128,
         // Bc = 64: 0.93 against 0.96 with 272 bytes spilled; Bc = 128, 264 floats: 0.85 against
         // 1.16 with 568; d = 64, Bc = 128: 0.485 either way).
-        // The same per thread at any block size: 128 registers a thread (255 past 168 floats),
-        // as many blocks an SM as leave it that many (65,536 registers an SM).
+        // The same a thread at any block size: 128 registers (255 past 168 floats), as many
+        // blocks an SM as leave a thread that many.
         const std::int64_t registers = out.register_floats > kTwoBlockFragmentFloats ? 255 : 128;
         out.min_blocks = static_cast<int>(std::max<std::int64_t>(1, 65536 / (registers * threads_)));
     }

@@ -57,6 +57,10 @@ if [[ -z $filter || $filter == fragments ]]; then
     run programs/attention/fa2_causal_heaviest_first.toy $dtype "--set n=384 --set d=32 --set B=128"
     run programs/attention/fa2_gqa.toy $dtype "--set n=256 --set d=64 --set Br=128 --set Bc=64"
     run programs/attention/standard_tiled.toy $dtype "--set n=256 --set d=64 --set Br=128 --set Bc=64"
+    # The schedule's warps (4 of 32 rows) and stages (K, V copied a tile ahead), ragged last tiles.
+    run programs/attention/schedules/fa2_v3_mma.toy $dtype "--set n=1000 --set d=64 --set Br=128 --set Bc=64"
+    run programs/attention/schedules/fa2_v3_mma.toy $dtype "--set n=333 --set d=128 --set Br=128 --set Bc=32"
+    run programs/attention/schedules/fa2_causal_v3_mma.toy $dtype "--set n=384 --set d=64 --set B=128"
   done
 fi
 # What the simulator stops on stops the generated kernel, reported at the instruction's line.
