@@ -102,8 +102,14 @@ TEST_CASE("codegen stages: a stages line the generator cannot honour is said at 
                                    "tensor-core product's b that only LOADs fill) is copied asynchronously"});
     // Something else runs in the loop before the LOAD.
     CHECK(notes(staged_program(2, "        SET 0, a, c\n"), gpu::DType::F16) ==
-          std::vector<std::string>{"4: tile k: `stages 2` not applied, its LOADs wait: its one LOAD must open a loop's body (the copy for a "
+          std::vector<std::string>{"4: tile k: `stages 2` not applied, its LOADs wait: its LOAD must open a loop's body (the copy for a "
                                    "later iteration runs while this one computes)"});
+    // A second LOAD into the tile inside the loop its first LOAD opens.
+    std::string twice = staged_program(2);
+    twice.replace(twice.find("        MAC a, k.T, c, c\n"), 0, "        MAC a, k.T, c, c\n        LOAD K[0..64][0..64], k\n");
+    CHECK(notes(twice, gpu::DType::F16) ==
+          std::vector<std::string>{"4: tile k: `stages 2` not applied, its LOADs wait: a second LOAD into it in the loop its first LOAD opens (the "
+                                   "copies ahead take one a loop)"});
     // An array the program writes as well stays fp32, so its tiles are not kept as its values.
     CHECK(notes(staged_program(2, "", "    STORE c, K[i*128..i*128+128][0..64]\n", "output"), gpu::DType::F16).at(0).find("only a tile kept as") !=
           std::string::npos);
@@ -179,4 +185,18 @@ TEST_CASE("codegen warps: too few warps for a product on the CUDA cores take mor
             said = s.why == "`warps 1` is too few for a product on the CUDA cores (a thread holds at most 8 × 8 of its result): its kernels run 2 warps";
     CHECK(said);
     CHECK(gpu::generate_cuda(build(text), gpu::DType::F32)->block_threads == 256);
+}
+
+TEST_CASE("codegen stages: fa2_causal's diagonal tile after the staged loop loads into the buffer in hand", "[codegen]") {
+    auto g = gpu::generate_cuda(build_file("programs/attention/schedules/fa2_causal_v3_mma.toy", {{"n", 384}, {"d", 64}, {"B", 128}}), gpu::DType::F16);
+    REQUIRE(g->kernels.size() == 1);
+    CHECK(g->kernels[0].tile_stages.at(2) == 2);  // k
+    CHECK(g->kernels[0].tile_stages.at(3) == 2);  // v
+    CHECK(stage_notes(*g).empty());
+    const std::string& s = g->source;
+    // In the loop over the tiles below the diagonal, copied ahead; the diagonal's, after it, waits.
+    CHECK(contains(s, "k = reinterpret_cast<T*>(k_stages + (j % 2) * 4608);  // copied ahead (stages 2)"));
+    const size_t diagonal = s.find("// line 93: LOAD K[(T-1-t)*B..(T-1-t)*B+B][0..d], k");
+    REQUIRE(diagonal != std::string::npos);
+    CHECK(s.find("tile_load_stored(k, 72, K + (-8192*t + 16384), 64, 1, rows, cols);", diagonal) != std::string::npos);
 }

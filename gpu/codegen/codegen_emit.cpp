@@ -342,6 +342,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     element_products_.clear();
     stages_.clear();
     staged_heads_.clear();
+    staged_loads_.clear();
     stage_notes_.clear();
     if (!shape.serial && !shape.grid.empty()) {
         plan_fragments(shape.first, shape.last);

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -133,6 +134,7 @@ private:
     std::vector<int> stages_, stage_loop_;
     std::vector<std::int64_t> stage_floats_;  // per staged tile, the floats of shared memory a buffer takes
     std::map<int, std::vector<std::int32_t>> staged_heads_;
+    std::set<std::int32_t> staged_loads_;  // the pcs of those LOADs (a staged tile's others wait)
     std::vector<SlowPath> stage_notes_;  // each `stages` the kernel cannot honour, and why
     bool is_staged(int tile) const { return !stages_.empty() && stages_[static_cast<size_t>(tile)] > 1; }
     void plan_stages(std::int32_t first, std::int32_t last);

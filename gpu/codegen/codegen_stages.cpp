@@ -30,8 +30,9 @@ void KernelEmitter::plan_stages(std::int32_t first, std::int32_t last) {
     stages_.assign(tiles, 0);
     stage_loop_.assign(tiles, -1);
     staged_heads_.clear();
+    staged_loads_.clear();
     stage_notes_.clear();
-    std::vector<int> loads(tiles, 0);                 // LOADs into each tile in this kernel
+    std::vector<std::vector<std::int32_t>> loads(tiles);  // the LOADs into each tile in this kernel
     std::vector<std::int32_t> head_load(tiles, -1);   // its LOAD where that opens a loop's body
     std::vector<int> head_loop(tiles, -1);
     std::vector<bool> used(tiles, false);
@@ -51,7 +52,7 @@ void KernelEmitter::plan_stages(std::int32_t first, std::int32_t last) {
         const TileInst& t = p_.tile_insts[static_cast<size_t>(in.mem)];
         for (int k = 0; k < t.count; ++k)
             if (t.args[static_cast<size_t>(k)].kind == TileOperand::Kind::Tile) used[static_cast<size_t>(t.args[static_cast<size_t>(k)].index)] = true;
-        if (t.op == Op::LOAD && t.args[0].kind == TileOperand::Kind::Tile) ++loads[static_cast<size_t>(t.args[0].index)];
+        if (t.op == Op::LOAD && t.args[0].kind == TileOperand::Kind::Tile) loads[static_cast<size_t>(t.args[0].index)].push_back(pc);
     }
     for (size_t i = 0; i < tiles; ++i) {
         const Tile& tile = p_.tiles[i];
@@ -59,8 +60,16 @@ void KernelEmitter::plan_stages(std::int32_t first, std::int32_t last) {
         std::string why;
         if (!is_stored(static_cast<int>(i)))
             why = "only a tile kept as the arrays' 16-bit values (a tensor-core product's b that only LOADs fill) is copied asynchronously";
-        else if (loads[i] != 1 || head_load[i] < 0)
-            why = "its one LOAD must open a loop's body (the copy for a later iteration runs while this one computes)";
+        else if (head_load[i] < 0)
+            why = "its LOAD must open a loop's body (the copy for a later iteration runs while this one computes)";
+        else {
+            // Its other LOADs (fa2_causal's diagonal tile, after the loop) are synchronous, into
+            // the buffer in hand: none may run in the staged loop, whose top overwrites a buffer.
+            const auto body = p_.loops[static_cast<size_t>(head_loop[i])].body;
+            for (std::int32_t pc : loads[i])
+                if (pc != head_load[i] && pc >= body.first && pc < body.second)
+                    why = "a second LOAD into it in the loop its first LOAD opens (the copies ahead take one a loop)";
+        }
         if (!why.empty()) {
             stage_notes_.push_back(stage_note(tile, why));
             continue;
@@ -68,6 +77,7 @@ void KernelEmitter::plan_stages(std::int32_t first, std::int32_t last) {
         stages_[i] = static_cast<int>(tile.stages);
         stage_loop_[i] = head_loop[i];
         staged_heads_[head_loop[i]].push_back(head_load[i]);
+        staged_loads_.insert(head_load[i]);
     }
     for (auto& [loop, pcs] : staged_heads_) std::sort(pcs.begin(), pcs.end());
 }
@@ -77,6 +87,7 @@ void KernelEmitter::drop_stages(const std::string& why) {
         if (stages_[i] > 1) stage_notes_.push_back(stage_note(p_.tiles[i], why));
     stages_.assign(stages_.size(), 0);
     staged_heads_.clear();
+    staged_loads_.clear();
 }
 
 std::string KernelEmitter::stage_buffer(int tile) const {

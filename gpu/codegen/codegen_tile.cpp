@@ -226,8 +226,8 @@ void KernelEmitter::tile(std::int32_t pc) {
     line("{");
     ++indent_;
     if (op.shape == OpShape::Memory) {
-        // A staged tile's one LOAD: copied ahead (open_staged_loop), here only taken up.
-        const bool staged = t.op == Op::LOAD && t.args[0].kind == TileOperand::Kind::Tile && is_staged(t.args[0].index);
+        // A staged LOAD: copied ahead (open_staged_loop), here only taken up.
+        const bool staged = staged_loads_.count(pc) > 0;
         slice(pc, t, staged ? SliceMode::Consume : SliceMode::Load);
     } else if (touches_fragment(t)) {
         fragment_tile(t);
