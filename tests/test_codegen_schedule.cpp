@@ -94,6 +94,23 @@ TEST_CASE("codegen stages: stages 3 copies two iterations ahead into three buffe
     CHECK(count_of(s, "cp_async_commit();") == 3);
 }
 
+TEST_CASE("codegen stages: a loop's staged tiles are copied the same iterations ahead, the fewest stages among them", "[codegen]") {
+    // K with 2 stages and V with 3 in fa2_v3_mma's loop: both 1 iteration ahead, in 2 buffers
+    // each (a copy 2 ahead would land in K's buffer in use).
+    std::string text = SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/" + kV3)->text;
+    text.replace(text.find("tile v[Bc][d] in shared stages 2"), 32, "tile v[Bc][d] in shared stages 3");
+    auto g = gpu::generate_cuda(build(text, {{"n", 4096}, {"d", 64}, {"Br", 128}, {"Bc", 64}}), gpu::DType::F16);
+    REQUIRE(g->kernels.size() == 1);
+    CHECK(g->kernels[0].tile_stages.at(2) == 2);
+    CHECK(g->kernels[0].tile_stages.at(3) == 2);
+    CHECK(g->kernels[0].shared_bytes == 2 * 2 * 64 * 72 * 2);
+    CHECK(contains(g->source, "const long long j_ahead_ = j + 1;"));
+    CHECK(contains(g->source, "cp_async_wait<1>();"));
+    CHECK(contains(g->source, "v = reinterpret_cast<T*>(v_stages + (j % 2) * 2304);  // copied ahead (stages 2)"));
+    CHECK(stage_notes(*g) == std::vector<std::string>{"29: tile v: `stages 3` taken as 2, the fewest of the staged tiles its loop loads (a loop "
+                                                      "copies them all the same iterations ahead)"});
+}
+
 TEST_CASE("codegen stages: a stages line the generator cannot honour is said at the tile's line", "[codegen]") {
     auto notes = [](const std::string& text, gpu::DType dtype) { return stage_notes(*gpu::generate_cuda(build(text), dtype)); };
     // fp32: no tile is kept as 16-bit values (and no product runs on the tensor cores).

@@ -138,6 +138,7 @@ private:
     std::vector<SlowPath> stage_notes_;  // each `stages` the kernel cannot honour, and why
     bool is_staged(int tile) const { return !stages_.empty() && stages_[static_cast<size_t>(tile)] > 1; }
     void plan_stages(std::int32_t first, std::int32_t last);
+    int loaded_tile(std::int32_t pc) const;  // a tile LOAD's destination
     void drop_stages(const std::string& why);
     std::string stage_buffer(int tile) const;  // its buffer for the iteration in scope
     void open_staged_loop(const LoopInfo& loop, const std::vector<std::int32_t>& loads);

@@ -12,6 +12,7 @@
 // as the arrays' values is loaded only from arrays the program never writes (an array it both
 // reads and writes stays fp32, fp32_arrays), so an early read reads the same values.
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -24,6 +25,10 @@ SlowPath stage_note(const Tile& tile, const std::string& why) {
     return {tile.loc, "", fmt::format("tile {}: `stages {}` not applied, its LOADs wait: {}", tile.name, tile.stages, why)};
 }
 }  // namespace
+
+int KernelEmitter::loaded_tile(std::int32_t pc) const {
+    return p_.tile_insts[static_cast<size_t>(p_.code[static_cast<size_t>(pc)].mem)].args[0].index;
+}
 
 void KernelEmitter::plan_stages(std::int32_t first, std::int32_t last) {
     const size_t tiles = p_.tiles.size();
@@ -79,7 +84,21 @@ void KernelEmitter::plan_stages(std::int32_t first, std::int32_t last) {
         staged_heads_[head_loop[i]].push_back(head_load[i]);
         staged_loads_.insert(head_load[i]);
     }
-    for (auto& [loop, pcs] : staged_heads_) std::sort(pcs.begin(), pcs.end());
+    // One loop copies one number of iterations ahead: its staged tiles take the fewest stages
+    // among them (a tile with more would have the copy ahead land in the buffer in use).
+    for (auto& [loop, pcs] : staged_heads_) {
+        std::sort(pcs.begin(), pcs.end());
+        int depth = std::numeric_limits<int>::max();
+        for (std::int32_t pc : pcs) depth = std::min(depth, stages_[static_cast<size_t>(loaded_tile(pc))]);
+        for (std::int32_t pc : pcs) {
+            const auto i = static_cast<size_t>(loaded_tile(pc));
+            if (stages_[i] == depth) continue;
+            stage_notes_.push_back({p_.tiles[i].loc, "", fmt::format("tile {}: `stages {}` taken as {}, the fewest of the staged tiles its loop loads "
+                                                                     "(a loop copies them all the same iterations ahead)",
+                                                                     p_.tiles[i].name, stages_[i], depth)});
+            stages_[i] = depth;
+        }
+    }
 }
 
 void KernelEmitter::drop_stages(const std::string& why) {
@@ -99,9 +118,7 @@ std::string KernelEmitter::stage_buffer(int tile) const {
 }
 
 void KernelEmitter::open_staged_loop(const LoopInfo& l, const std::vector<std::int32_t>& loads) {
-    int stages = 0;
-    for (std::int32_t pc : loads)
-        stages = std::max(stages, stages_[static_cast<size_t>(p_.tile_insts[static_cast<size_t>(p_.code[static_cast<size_t>(pc)].mem)].args[0].index)]);
+    const int stages = stages_[static_cast<size_t>(loaded_tile(loads.front()))];  // the loop's, every staged tile's (plan_stages)
     const std::string& var = slot_name_[static_cast<size_t>(l.slot)];
     // The copies of iteration `var` (in scope), a commit group.
     auto copies = [&](const std::string& guard) {
