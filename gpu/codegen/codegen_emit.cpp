@@ -154,6 +154,11 @@ std::string KernelEmitter::affine(const Affine& a) const {
     return out;
 }
 
+std::int64_t KernelEmitter::shared_floats_of(int tile) const {
+    const std::int64_t elements = p_.tiles[static_cast<size_t>(tile)].rows * std::stoll(stride(tile));
+    return ((is_stored(tile) ? (elements + 1) / 2 : elements) + 7) / 8 * 8;
+}
+
 std::string KernelEmitter::stride(int tile) const {
     const std::int64_t cols = p_.tiles[static_cast<size_t>(tile)].cols;
     // A tile kept as T (16 bits): rows of 16-byte pieces, padded by one piece, so that the 8
@@ -342,7 +347,6 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     element_products_.clear();
     stages_.clear();
     staged_heads_.clear();
-    staged_loads_.clear();
     stage_notes_.clear();
     if (!shape.serial && !shape.grid.empty()) {
         plan_fragments(shape.first, shape.last);
@@ -355,18 +359,13 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     std::vector<bool> used(p_.tiles.size(), false);
     for (size_t t = 0; t < p_.tiles.size(); ++t) used[t] = (mine.tiles_read[t] || mine.tiles_written[t]) && !(fragments && fragment_[t]);
     const bool uses_registers = mine.registers_read || mine.registers_written;
-    auto tile_floats = [&](size_t t) {
-        const std::int64_t elements = p_.tiles[t].rows * std::stoll(stride(static_cast<int>(t)));
-        return ((is_stored(static_cast<int>(t)) ? (elements + 1) / 2 : elements) + 7) / 8 * 8;
-    };
+    auto tile_floats = [&](size_t t) { return shared_floats_of(static_cast<int>(t)); };
     auto copies_of = [&](size_t t) -> std::int64_t { return is_staged(static_cast<int>(t)) ? stages_[t] : 1; };
     std::int64_t shared_floats = uses_registers && !per_thread_ ? layout_.registers() : 0;
     for (size_t t = 0; t < p_.tiles.size(); ++t) shared_floats += used[t] ? tile_floats(t) * copies_of(t) : 0;
     if (!staged_heads_.empty() && shared_floats * 4 > kSharedMemoryBudget)
         drop_stages(fmt::format("with its stages the block's tiles need {} bytes of shared memory, more than a block may have ({})", shared_floats * 4,
                                 kSharedMemoryBudget));
-    stage_floats_.assign(p_.tiles.size(), 0);
-    for (size_t t = 0; t < p_.tiles.size(); ++t) stage_floats_[t] = tile_floats(t);
     const std::string grid_and_host = [&] {
         std::string text;
         for (int l : shape.host_loops) {

@@ -3,7 +3,6 @@
 
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -132,13 +131,12 @@ private:
     // Tiles whose LOADs are asynchronous copies (codegen_stages.cpp): per tile, its stages (0:
     // none); per loop (its index in p_.loops), the pcs of the staged LOADs at the head of its body.
     std::vector<int> stages_, stage_loop_;
-    std::vector<std::int64_t> stage_floats_;  // per staged tile, the floats of shared memory a buffer takes
     std::map<int, std::vector<std::int32_t>> staged_heads_;
-    std::set<std::int32_t> staged_loads_;  // the pcs of those LOADs (a staged tile's others wait)
     std::vector<SlowPath> stage_notes_;  // each `stages` the kernel cannot honour, and why
     bool is_staged(int tile) const { return !stages_.empty() && stages_[static_cast<size_t>(tile)] > 1; }
     void plan_stages(std::int32_t first, std::int32_t last);
     int loaded_tile(std::int32_t pc) const;  // a tile LOAD's destination
+    bool is_staged_load(std::int32_t pc) const;  // a LOAD at a staged loop's head (a staged tile's others wait)
     void drop_stages(const std::string& why);
     std::string stage_buffer(int tile) const;  // its buffer for the iteration in scope
     void open_staged_loop(const LoopInfo& loop, const std::vector<std::int32_t>& loads);
@@ -174,6 +172,9 @@ private:
     std::string affine(const Affine& a) const;
     std::string reg(std::int32_t pc, std::int32_t index, const char* local);
     std::string stride(int tile) const;
+    // The floats of shared memory a tile takes (one buffer): its rows at stride(), halved where it
+    // is kept as 16-bit values, from a 32-byte boundary.
+    std::int64_t shared_floats_of(int tile) const;
     void enter_loop(const LoopInfo& l, bool emit_for);
     void instruction(std::int32_t pc);
     void scalar(std::int32_t pc);

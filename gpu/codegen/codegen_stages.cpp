@@ -35,7 +35,6 @@ void KernelEmitter::plan_stages(std::int32_t first, std::int32_t last) {
     stages_.assign(tiles, 0);
     stage_loop_.assign(tiles, -1);
     staged_heads_.clear();
-    staged_loads_.clear();
     stage_notes_.clear();
     std::vector<std::vector<std::int32_t>> loads(tiles);  // the LOADs into each tile in this kernel
     std::vector<std::int32_t> head_load(tiles, -1);   // its LOAD where that opens a loop's body
@@ -82,7 +81,6 @@ void KernelEmitter::plan_stages(std::int32_t first, std::int32_t last) {
         stages_[i] = static_cast<int>(tile.stages);
         stage_loop_[i] = head_loop[i];
         staged_heads_[head_loop[i]].push_back(head_load[i]);
-        staged_loads_.insert(head_load[i]);
     }
     // One loop copies one number of iterations ahead: its staged tiles take the fewest stages
     // among them (a tile with more would have the copy ahead land in the buffer in use).
@@ -106,7 +104,13 @@ void KernelEmitter::drop_stages(const std::string& why) {
         if (stages_[i] > 1) stage_notes_.push_back(stage_note(p_.tiles[i], why));
     stages_.assign(stages_.size(), 0);
     staged_heads_.clear();
-    staged_loads_.clear();
+}
+
+bool KernelEmitter::is_staged_load(std::int32_t pc) const {
+    const TileInst& t = p_.tile_insts[static_cast<size_t>(p_.code[static_cast<size_t>(pc)].mem)];
+    if (t.op != Op::LOAD || t.args[0].kind != TileOperand::Kind::Tile || !is_staged(t.args[0].index)) return false;
+    const std::vector<std::int32_t>& heads = staged_heads_.at(stage_loop_[static_cast<size_t>(t.args[0].index)]);
+    return std::find(heads.begin(), heads.end(), pc) != heads.end();
 }
 
 std::string KernelEmitter::stage_buffer(int tile) const {
@@ -114,7 +118,7 @@ std::string KernelEmitter::stage_buffer(int tile) const {
     const LoopInfo& loop = p_.loops[static_cast<size_t>(stage_loop_[t])];
     const std::string& var = slot_name_[static_cast<size_t>(loop.slot)];
     const std::string iteration = loop.lo.is_constant() && loop.lo.constant == 0 ? var : fmt::format("({} - ({}))", var, affine(loop.lo));
-    return fmt::format("reinterpret_cast<T*>({}_stages + ({} % {}) * {})", tile_name_[t], iteration, stages_[t], stage_floats_[t]);
+    return fmt::format("reinterpret_cast<T*>({}_stages + ({} % {}) * {})", tile_name_[t], iteration, stages_[t], shared_floats_of(tile));
 }
 
 void KernelEmitter::open_staged_loop(const LoopInfo& l, const std::vector<std::int32_t>& loads) {

@@ -227,8 +227,7 @@ void KernelEmitter::tile(std::int32_t pc) {
     ++indent_;
     if (op.shape == OpShape::Memory) {
         // A staged LOAD: copied ahead (open_staged_loop), here only taken up.
-        const bool staged = staged_loads_.count(pc) > 0;
-        slice(pc, t, staged ? SliceMode::Consume : SliceMode::Load);
+        slice(pc, t, is_staged_load(pc) ? SliceMode::Consume : SliceMode::Load);
     } else if (touches_fragment(t)) {
         fragment_tile(t);
     } else {
