@@ -1,18 +1,12 @@
 // Generated CUDA takes the program's schedule lines. `stages S` (gpu/codegen/codegen_stages.cpp):
 // a tile kept as the arrays' values that a loop loads first thing is a ring of S buffers that
 // cp.async fills S − 1 iterations ahead; where the generator cannot, it says why at the tile's
-// line. The timing pass sees the copies as the program's schedule says (asynchronous, beside the
-// work). `warps W`: a block of W warps where products may run on the tensor cores.
+// line (the timing pass's view of them: tests/test_tune.cpp). `warps W`: a block of W warps where products may run on the tensor cores.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include <regex>
 
 #include "gpu/codegen/codegen.h"
-#include "gpu/runtime/diff.h"
-#include "gpu/runtime/run.h"
-#include "isa/machine.h"
-#include "sim/timing/predict.h"
 #include "tests/support.h"
 
 using namespace toysim;
@@ -143,26 +137,6 @@ TEST_CASE("codegen stages: a stages line the generator cannot honour is said at 
     CliResult r = run_cli({"gpu", "cuda", kV3, "--set", "n=512", "--dtype", "fp32"});
     REQUIRE(r.code == 0);
     CHECK(contains(r.out, "//   programs/attention/schedules/fa2_v3_mma.toy:28:6: tile k: `stages 2` not applied, its LOADs wait: only a tile"));
-}
-
-TEST_CASE("codegen stages: the time model takes generated CUDA's staged loads as copies beside the work", "[codegen][time]") {
-    const MachineSpec& h100 = *find_machine("h100");
-    gpu::GpuRunOptions options;
-    options.kernel = "generated";
-    options.heads = 16;
-    options.dtype = gpu::DType::F16;
-    const ParamSettings shape = {{"n", 4096}, {"d", 64}, {"Br", 128}, {"Bc", 64}};
-    auto predicted = [&](const char* path) {
-        const Program p = build_file(path, shape);
-        return gpu::predict_run(p, h100, options, gpu::choose_kernel(p, options));
-    };
-    const ProgramTime staged = predicted(kV3), waiting = predicted("programs/attention/fa2.toy");
-    auto part = [](const ProgramTime& t, ChainPart c) { return t.launches.at(0).chain[static_cast<size_t>(c)]; };
-    CHECK(part(staged, ChainPart::Copies) > 0);
-    CHECK(part(waiting, ChainPart::Copies) == 0);
-    // K and V's loads leave the loads waited for: Q's load and O's and L's stores remain.
-    CHECK(part(staged, ChainPart::Memory) < part(waiting, ChainPart::Memory) / 4);
-    CHECK(staged.seconds < waiting.seconds);
 }
 
 TEST_CASE("codegen warps: fa2_v3_mma's 4 warps take 32 rows each on the tensor cores", "[codegen]") {

@@ -390,3 +390,21 @@ TEST_CASE("tune --kernel generated: a product read an element at a time takes th
         }
     }
 }
+
+TEST_CASE("tune --kernel generated: a tile the schedule stages is copied beside the work", "[tune][time]") {
+    // fa2_v3_mma.toy's K and V `stages 2` (cp.async in generated CUDA) against fa2.toy's
+    // synchronous loads, the same instructions and tiles.
+    const MachineSpec& h100 = *find_machine("h100");
+    const gpu::GpuRunOptions options = fp16_options("generated", 16);
+    auto predicted = [&](const char* path) {
+        const Program p = build_file(path, {{"n", 4096}, {"d", 64}, {"Br", 128}, {"Bc", 64}});
+        return gpu::predict_run(p, h100, options, gpu::choose_kernel(p, options));
+    };
+    const ProgramTime staged = predicted("programs/attention/schedules/fa2_v3_mma.toy"), waiting = predicted("programs/attention/fa2.toy");
+    auto part = [](const ProgramTime& t, ChainPart c) { return t.launches.at(0).chain[static_cast<size_t>(c)]; };
+    CHECK(part(staged, ChainPart::Copies) > 0);
+    CHECK(part(waiting, ChainPart::Copies) == 0);
+    // K and V's loads leave the loads waited for: Q's load and O's and L's stores remain.
+    CHECK(part(staged, ChainPart::Memory) < part(waiting, ChainPart::Memory) / 4);
+    CHECK(staged.seconds < waiting.seconds);
+}
