@@ -2,6 +2,7 @@
 // a tile kept as the arrays' values that a loop loads first thing is a ring of S buffers that
 // cp.async fills S − 1 iterations ahead; where the generator cannot, it says why at the tile's
 // line (the timing pass's view of them: tests/test_tune.cpp). `warps W`: a block of W warps where products may run on the tensor cores.
+// Tiles in registers that would not fit beside each other: the largest that only products read as their a stays in shared memory.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -124,13 +125,14 @@ TEST_CASE("codegen stages: a stages line the generator cannot honour is said at 
     // An array the program writes as well stays fp32, so its tiles are not kept as its values.
     CHECK(notes(staged_program(2, "", "    STORE c, K[i*128..i*128+128][0..64]\n", "output"), gpu::DType::F16).at(0).find("only a tile kept as") !=
           std::string::npos);
-    // Shared memory: d = 256 with 128-row K and V tiles, 2 stages each, is 270,336 bytes (fa2_v3_mma
-    // with 8 warps, whose 16-row blocks hold d = 256 in registers).
+    // Shared memory: d = 256 with 128-row K and V tiles, 2 stages each, and Q (which leaves the
+    // registers for shared memory: beside O, S and P it would pass 224 floats a thread) is 337,920 bytes
+    // (fa2_v3_mma with 8 warps).
     std::string eight = SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/" + kV3)->text;
     eight.replace(eight.find("\nwarps 4\n"), 9, "\nwarps 8\n");
     auto big = gpu::generate_cuda(build(eight, {{"n", 512}, {"d", 256}, {"Br", 128}, {"Bc", 128}}), gpu::DType::F16);
     CHECK(big->kernels.at(0).tile_stages.empty());
-    const std::string budget = "with its stages the block's tiles need 270336 bytes of shared memory, more than a block may have (232448)";
+    const std::string budget = "with its stages the block's tiles need 337920 bytes of shared memory, more than a block may have (232448)";
     CHECK(stage_notes(*big) == std::vector<std::string>{"28: tile k: `stages 2` not applied, its LOADs wait: " + budget,
                                                         "29: tile v: `stages 2` not applied, its LOADs wait: " + budget});
     // gpu cuda prints them with the program's other reasons, at the tile's file:line:col.
@@ -190,4 +192,48 @@ TEST_CASE("codegen stages: fa2_causal's diagonal tile after the staged loop load
     const size_t diagonal = s.find("// line 93: LOAD K[(T-1-t)*B..(T-1-t)*B+B][0..d], k");
     REQUIRE(diagonal != std::string::npos);
     CHECK(s.find("tile_load_stored(k, 72, K + (-8192*t + 16384), 64, 1, rows, cols);", diagonal) != std::string::npos);
+}
+
+TEST_CASE("codegen registers: a tile that only products read as their a leaves the registers where they would spill", "[codegen]") {
+    auto generated = [](std::int64_t d, std::int64_t bc) {
+        return gpu::generate_cuda(build_file(kV3, {{"n", 4096}, {"d", d}, {"Br", 128}, {"Bc", bc}}), gpu::DType::F16);
+    };
+    auto q_notes = [](const gpu::GeneratedProgram& g) {
+        std::vector<std::string> out;
+        for (const gpu::SlowPath& s : g.slow_paths)
+            if (contains(s.why, "not kept in registers")) out.push_back(fmt::format("{}:{}: {}", s.loc.line, s.loc.col, s.why));
+        return out;
+    };
+    const std::string note = "26:6: tile q is read from shared memory at each product (ldmatrix), not kept in registers: a thread would hold {} floats "
+                             "of tiles in registers at once, more than the 224 that leave room for the rest without spilling ({} without it)";
+    // d = 64, Bc = 64: Q (64 floats a thread), O (64), S or P (64, S's registers becoming P's) and
+    // the row statistics (4 each) hold 204 at once: all in registers.
+    auto fits = generated(64, 64);
+    CHECK(q_notes(*fits).empty());
+    CHECK(fits->kernels.at(0).tiles_in_registers.at(0));
+    CHECK(contains(fits->source, "frag_product_stored<T, true>(acc, q, k, 72);"));
+    // d = 128: Q and O are 128 floats each, 332 at once; Q leaves (204 without it), kept as fp16 in
+    // shared memory (128 rows of 136) and read by ldmatrix at each 16-column step.
+    auto wide = generated(128, 64);
+    CHECK(q_notes(*wide) == std::vector<std::string>{fmt::format(fmt::runtime(note), 332, 204)});
+    const gpu::GeneratedKernel& k = wide->kernels.at(0);
+    CHECK_FALSE(k.tiles_in_registers.at(0));
+    CHECK(k.tiles_stored.at(0));
+    CHECK(k.register_floats == 128 + 64 + 64 + 4 * 4);  // O, S, P and m, m_new, ℓ, scale
+    CHECK(k.shared_bytes == 128 * 136 * 2 + 2 * 2 * 64 * 136 * 2);
+    CHECK(contains(wide->source, "T* const q = reinterpret_cast<T*>(smem + 0);  // line 26: tile q[128][128] as T, its arrays' values (row stride 136)"));
+    CHECK(contains(wide->source, "frag_product_stored_ab<T, true, 2, 8, 8>(acc, q, 136, k, 136);  // on the tensor cores: 128×128 by 128×64, both "
+                                 "from shared memory"));
+    // P·V keeps P in registers: only a tile that LOADs fill leaves them.
+    CHECK(contains(wide->source, "frag_product_stored<T, false>(acc, p, v, 136);"));
+    // d = 64, Bc = 128: S and P are 128 wide, 268 at once with Q.
+    CHECK(q_notes(*generated(64, 128)) == std::vector<std::string>{fmt::format(fmt::runtime(note), 268, 204)});
+    // fp32 keeps every tile in shared memory as fp32: nothing to say.
+    CHECK(q_notes(*gpu::generate_cuda(build_file(kV3, {{"n", 4096}, {"d", 128}, {"Br", 128}, {"Bc", 64}}), gpu::DType::F32)).empty());
+    // The schedule's causal twin at d = 64: S is not live past the loop's exponent, so the
+    // diagonal tile's S after the loop adds nothing.
+    auto causal = gpu::generate_cuda(build_file("programs/attention/schedules/fa2_causal_v3_mma.toy", {{"n", 4096}, {"d", 64}, {"B", 128}}),
+                                     gpu::DType::F16);
+    REQUIRE(q_notes(*causal).size() == 1);
+    CHECK(contains(q_notes(*causal)[0], "would hold 268 floats of tiles in registers at once"));
 }

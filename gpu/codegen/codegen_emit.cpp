@@ -344,6 +344,8 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     serial_writes_ = serial_writes;
     fragment_.clear();
     stored_.clear();
+    shared_a_.clear();
+    fragment_notes_.clear();
     element_products_.clear();
     stages_.clear();
     staged_heads_.clear();
@@ -492,6 +494,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         out.min_blocks = static_cast<int>(std::max<std::int64_t>(1, 65536 / (registers * threads_)));
     }
     if (!shape.serial && !shape.grid.empty() && !per_thread_) out.slow_paths = slow_products(shape.first, shape.last);
+    out.slow_paths.insert(out.slow_paths.end(), fragment_notes_.begin(), fragment_notes_.end());
     out.slow_paths.insert(out.slow_paths.end(), stage_notes_.begin(), stage_notes_.end());
     if (spilled > 0)
         out.slow_paths.push_back({out.largest_tile_loc, "", fmt::format("the block's tiles need more shared memory than a block may have: {} bytes of "

@@ -15,6 +15,12 @@ namespace toysim::gpu {
 inline constexpr int kBlockThreads = 256;    // a block per iteration, unless the program says `warps`: its threads share the tile loops
 // The most floats a thread's tiles in registers hold in a kernel of two blocks an SM (KernelLaunchFacts::min_blocks).
 inline constexpr std::int64_t kTwoBlockFragmentFloats = 168;
+// The most floats of tiles in registers a thread may hold at once (live_fragment_floats) before
+// tiles that can leave them for shared memory do: 255 registers less about 32 for the rest
+// (addresses, loop counters, a product's operands in flight). Measured with ptxas (sm_90, nvcc
+// 13.0): fa2_v3_mma.toy at d = 64, Bc = 64 holds 204 floats at once in 232 registers, spilling
+// nothing; at d = 128 it holds 332 (Q's 128 beside O's) and spilled 36 to 1,024 bytes a thread.
+inline constexpr std::int64_t kLiveFragmentFloats = 224;
 inline constexpr int kThreadsPerBlock = 128;  // a thread per iteration: iterations per block
 
 // The semantics column of the ISA table (isa/opcodes.h) with the domain's methods as the
@@ -141,6 +147,14 @@ private:
     std::string stage_buffer(int tile) const;  // its buffer for the iteration in scope
     void open_staged_loop(const LoopInfo& loop, const std::vector<std::int32_t>& loads);
     bool is_stored(int tile) const { return !stored_.empty() && stored_[static_cast<size_t>(tile)]; }
+    // Tiles of the fragment layout's shapes kept as T in shared memory instead, read as products'
+    // a by ldmatrix (keep_fragments_in_registers), and why each is.
+    std::vector<bool> shared_a_;
+    std::vector<SlowPath> fragment_notes_;
+    bool is_shared_a(const struct TileOperand& a) const;
+    void keep_fragments_in_registers(std::int32_t first, std::int32_t last);
+    std::int64_t live_fragment_floats(std::int32_t first, std::int32_t last) const;
+    std::int64_t fragment_floats_of(size_t tile) const;
     std::vector<std::pair<std::int64_t, std::int64_t>> static_shape_;
     Footprint serial_writes_;
     void plan_fragments(std::int32_t first, std::int32_t last);

@@ -192,10 +192,110 @@ void KernelEmitter::plan_fragments(std::int32_t first, std::int32_t last) {
             if (!((register_product && k == 1) || (t_load && k == 0))) stored_[static_cast<size_t>(a.index)] = false;
         }
     }
+    if (product) keep_fragments_in_registers(first, last);
+}
+
+// A thread's floats of tile i in registers, as fragment_declaration declares them.
+std::int64_t KernelEmitter::fragment_floats_of(size_t i) const {
+    const auto [rows, cols] = static_shape_[i];
+    return cols == 1 ? rows / fragment_rows() * 2 : rows / fragment_rows() * (cols / 8) * 4;
+}
+
+// The most floats of tiles in registers a thread holds at once in the kernel [first, last): the
+// tiles live into or out of an instruction (read later, on some path, before being written
+// again; a loop's end goes round to its body or on past it, and a loop may run no iteration).
+// A tile an instruction reads for the last time is not counted beside the one it writes: the
+// compiler reuses the one's registers for the other, element by element (S and P).
+std::int64_t KernelEmitter::live_fragment_floats(std::int32_t first, std::int32_t last) const {
+    const size_t tiles = fragment_.size(), n = static_cast<size_t>(last - first);
+    std::vector<std::vector<bool>> use(n, std::vector<bool>(tiles, false)), def = use, live_in = use;
+    std::vector<std::vector<size_t>> next(n);  // successors, as offsets from first (n: the kernel's end)
+    std::vector<size_t> open;
+    for (size_t k = 0; k < n; ++k) {
+        const Inst& in = p_.code[static_cast<size_t>(first) + k];
+        next[k].push_back(k + 1);
+        if (in.code == Code::LoopBegin) open.push_back(k);
+        if (in.code == Code::LoopEnd && !open.empty()) {
+            next[open.back()].push_back(k + 1);  // no iteration
+            next[k].push_back(open.back() + 1);  // the next iteration
+            open.pop_back();
+        }
+        if (in.code != Code::Tile) continue;
+        const TileInst& t = p_.tile_insts[static_cast<size_t>(in.mem)];
+        const OpInfo& op = info(t.op);
+        for (int a = 0; a < t.count; ++a) {
+            const TileOperand& x = t.args[static_cast<size_t>(a)];
+            if (x.kind != TileOperand::Kind::Tile || !fragment_[static_cast<size_t>(x.index)]) continue;
+            const bool read = op.shape == OpShape::Memory ? t.op != Op::LOAD : a < t.count - 1 && op.shape != OpShape::Fill;
+            (read ? use : def)[k][static_cast<size_t>(x.index)] = true;
+        }
+    }
+    auto floats = [&](const std::vector<bool>& live) {
+        std::int64_t sum = 0;
+        for (size_t i = 0; i < tiles; ++i) sum += live[i] ? fragment_floats_of(i) : 0;
+        return sum;
+    };
+    std::vector<std::vector<bool>> live_out = live_in;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t k = n; k-- > 0;) {
+            std::vector<bool> out(tiles, false), in(tiles, false);
+            for (size_t s : next[k])
+                for (size_t i = 0; s < n && i < tiles; ++i) out[i] = out[i] || live_in[s][i];
+            for (size_t i = 0; i < tiles; ++i) in[i] = use[k][i] || (out[i] && !def[k][i]);
+            if (in != live_in[k] || out != live_out[k]) live_in[k] = std::move(in), live_out[k] = std::move(out), changed = true;
+        }
+    }
+    std::int64_t peak = 0;
+    for (size_t k = 0; k < n; ++k) peak = std::max({peak, floats(live_in[k]), floats(live_out[k])});
+    return peak;
+}
+
+// Where the tiles in registers would not fit a thread's registers at once, tiles that only
+// LOADs of T arrays fill and only products read as their a (with a b kept as T) leave the
+// registers for shared memory as T, read by ldmatrix at each product, the largest first:
+// FlashAttention-2's Q at d = 128, as the hand-written v3 keeps it (and ptxas spills otherwise).
+void KernelEmitter::keep_fragments_in_registers(std::int32_t first, std::int32_t last) {
+    const size_t tiles = fragment_.size();
+    shared_a_.assign(tiles, false);
+    std::vector<bool> candidate(tiles, false);
+    for (size_t i = 0; i < tiles; ++i) candidate[i] = fragment_[i] && static_shape_[i].second % 16 == 0;
+    for (std::int32_t pc = first; pc < last; ++pc) {
+        if (p_.code[static_cast<size_t>(pc)].code != Code::Tile) continue;
+        const TileInst& t = p_.tile_insts[static_cast<size_t>(p_.code[static_cast<size_t>(pc)].mem)];
+        const bool t_load = t.op == Op::LOAD && !fp32_arrays_[static_cast<size_t>(p_.mems[static_cast<size_t>(t.mem)].array)] &&
+                            p_.mems[static_cast<size_t>(t.mem)].range_count() == 2 && !t.column;
+        const bool a_of_product = info(t.op).shape == OpShape::Product && fragment_instruction(t) && is_stored(t.args[1].index);
+        const bool fill = info(t.op).shape == OpShape::Fill && fragment_instruction(t);  // its source gives only its rows
+        for (int k = 0; k < t.count; ++k) {
+            const TileOperand& a = t.args[static_cast<size_t>(k)];
+            const bool as_a = a_of_product && !a.transposed && a.index != t.args[static_cast<size_t>(t.count - 1)].index;
+            if (a.kind == TileOperand::Kind::Tile && !(k == 0 && (t_load || as_a || fill))) candidate[static_cast<size_t>(a.index)] = false;
+        }
+    }
+    const std::int64_t before = live_fragment_floats(first, last);
+    for (std::int64_t live = before; live > kLiveFragmentFloats;) {
+        size_t largest = tiles;
+        for (size_t i = 0; i < tiles; ++i)
+            if (candidate[i] && !shared_a_[i] && (largest == tiles || fragment_floats_of(i) > fragment_floats_of(largest))) largest = i;
+        if (largest == tiles) break;
+        shared_a_[largest] = stored_[largest] = true;
+        fragment_[largest] = false;
+        live = live_fragment_floats(first, last);
+        const Tile& tile = p_.tiles[largest];
+        fragment_notes_.push_back({tile.loc, "", fmt::format("tile {} is read from shared memory at each product (ldmatrix), not kept in registers: "
+                                                              "a thread would hold {} floats of tiles in registers at once, more than the {} that "
+                                                              "leave room for the rest without spilling ({} without it)",
+                                                              tile.name, before, kLiveFragmentFloats, live)});
+    }
 }
 
 bool KernelEmitter::is_fragment(const TileOperand& a) const {
     return a.kind == TileOperand::Kind::Tile && !fragment_.empty() && fragment_[static_cast<size_t>(a.index)];
+}
+
+bool KernelEmitter::is_shared_a(const TileOperand& a) const {
+    return a.kind == TileOperand::Kind::Tile && !shared_a_.empty() && shared_a_[static_cast<size_t>(a.index)];
 }
 
 bool KernelEmitter::touches_fragment(const TileInst& t) const {
@@ -224,7 +324,7 @@ bool KernelEmitter::fragment_instruction(const TileInst& t) const {
             return is_fragment(d) && is_fragment(t.args[0]) && !t.args[0].transposed && shape(d) == shape(t.args[0]) && shape(d).second > 1;
         case OpShape::Product: {
             const TileOperand &a = t.args[0], &b = t.args[1];
-            if (!is_fragment(a) || !is_fragment(d) || a.transposed || b.kind != TileOperand::Kind::Tile || is_fragment(b)) return false;
+            if (!(is_fragment(a) || is_shared_a(a)) || !is_fragment(d) || a.transposed || b.kind != TileOperand::Kind::Tile || is_fragment(b)) return false;
             const Shape2 bs = shape(b);
             const std::int64_t inner = shape(a).second, cols = b.transposed ? bs.first : bs.second;
             if (inner % 16 != 0 || (b.transposed ? bs.second : bs.first) != inner || shape(d) != Shape2{shape(a).first, cols}) return false;
@@ -247,11 +347,7 @@ bool KernelEmitter::fragment_instruction(const TileInst& t) const {
 
 std::int64_t KernelEmitter::fragment_floats() const {
     std::int64_t floats = 0;
-    for (size_t t = 0; t < fragment_.size(); ++t) {
-        if (!fragment_[t]) continue;
-        const auto [rows, cols] = static_shape_[t];
-        floats += cols == 1 ? rows / fragment_rows() * 2 : rows / fragment_rows() * (cols / 8) * 4;  // as fragment_declaration declares them
-    }
+    for (size_t t = 0; t < fragment_.size(); ++t) floats += fragment_[t] ? fragment_floats_of(t) : 0;
     return floats;
 }
 
@@ -283,8 +379,13 @@ void KernelEmitter::fragment_tile(const TileInst& t) {
         line(fmt::format("float acc[{}][{}][4];", mt, nb));
         if (op.register_sources() == 3) line(fmt::format("FRAG_FOR({}, {}) acc[mi][cb][e] = {}[mi][cb][e];", mt, nb, name(2)));
         else line(fmt::format("FRAG_FOR({}, {}) acc[mi][cb][e] = 0.f;", mt, nb));
-        line(fmt::format("{}<T, {}>(acc, {}, {}, {});  // on the tensor cores: {}×{} by {}×{}", is_stored(b.index) ? "frag_product_stored" : "frag_product",
-                         b.transposed ? "true" : "false", name(0), name(1), stride(b.index), ds.first, inner, inner, ds.second));
+        if (is_shared_a(t.args[0]))
+            line(fmt::format("frag_product_stored_ab<T, {}, {}, {}, {}>(acc, {}, {}, {}, {});  // on the tensor cores: {}×{} by {}×{}, both from shared memory",
+                             b.transposed ? "true" : "false", mt, nb, inner / 16, name(0), stride(t.args[0].index), name(1), stride(b.index), ds.first,
+                             inner, inner, ds.second));
+        else
+            line(fmt::format("{}<T, {}>(acc, {}, {}, {});  // on the tensor cores: {}×{} by {}×{}", is_stored(b.index) ? "frag_product_stored" : "frag_product",
+                             b.transposed ? "true" : "false", name(0), name(1), stride(b.index), ds.first, inner, inner, ds.second));
         line(fmt::format("FRAG_FOR({}, {}) {}[mi][cb][e] = acc[mi][cb][e];", mt, nb, out));
         return;
     }

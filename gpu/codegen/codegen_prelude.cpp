@@ -635,20 +635,20 @@ __device__ __forceinline__ void frag_product(float (&acc)[MT][NB][4], const floa
     frag_product_cuda_cores<E>(acc, a, [&](int k, int n) { return to_float(from_float<E>(kBT ? b[n * bs + k] : b[k * bs + n])); });
 #endif
 }
-// acc += a·b as frag_product, with b kept as E (tile_load_stored; row stride bs elements, a
-// multiple of 8): each b fragment pair comes from ldmatrix, 8×8 blocks of b's rows as they
-// are (b transposed: its rows are n, and k runs along them) or transposed (k runs down them).
-template <typename E, bool kBT, int MT, int NB, int KA>
-__device__ __forceinline__ void frag_product_stored(float (&acc)[MT][NB][4], const float (&a)[MT][KA][4], const E* b, int bs) {
-    static_assert(KA % 2 == 0, "k is a multiple of 16");
+// acc += a·b with b kept as E (tile_load_stored; row stride bs elements, a multiple of 8) and
+// a's m16n8k16 operands for k block kb from a_of(af, kb): each b fragment pair comes from
+// ldmatrix, 8×8 blocks of b's rows as they are (b transposed: its rows are n, and k runs along
+// them) or transposed (k runs down them).
+template <typename E, bool kBT, int MT, int NB, int KB, typename A>
+__device__ __forceinline__ void frag_product_ldmatrix(float (&acc)[MT][NB][4], A a_of, const E* b, int bs) {
 #if __CUDA_ARCH__ >= 800
     // Lane l names a row of 8×8 block l / 8: blocks (k, n) = (0, 0), (8, 0), (0, 8), (8, 8).
     const int lane = threadIdx.x % 32, quad = lane / 8;
     const int k_off = 8 * (quad % 2) + (kBT ? 0 : lane % 8), n_off = 8 * (quad / 2) + (kBT ? lane % 8 : 0);
 #pragma unroll
-    for (int kb = 0; kb < KA / 2; ++kb) {
+    for (int kb = 0; kb < KB; ++kb) {
         unsigned af[MT][4];
-        frag_a<E>(af, a, kb);
+        a_of(af, kb);
 #pragma unroll
         for (int nb = 0; nb < NB; nb += 2) {
             const int k = 16 * kb + k_off, n = 8 * nb + (nb + 1 < NB ? n_off : n_off % 8);
@@ -668,8 +668,39 @@ __device__ __forceinline__ void frag_product_stored(float (&acc)[MT][NB][4], con
             }
         }
     }
+#endif
+}
+// acc += a·b, a in registers and b kept as E (frag_product_ldmatrix).
+template <typename E, bool kBT, int MT, int NB, int KA>
+__device__ __forceinline__ void frag_product_stored(float (&acc)[MT][NB][4], const float (&a)[MT][KA][4], const E* b, int bs) {
+    static_assert(KA % 2 == 0, "k is a multiple of 16");
+#if __CUDA_ARCH__ >= 800
+    frag_product_ldmatrix<E, kBT, MT, NB, KA / 2>(acc, [&](unsigned (&af)[MT][4], int kb) { frag_a<E>(af, a, kb); }, b, bs);
 #else
     frag_product_cuda_cores<E>(acc, a, [&](int k, int n) { return to_float(kBT ? b[n * bs + k] : b[k * bs + n]); });
+#endif
+}
+// acc += a·b with a kept as E too (row stride as, a multiple of 8; inner = 16·KB columns), read
+// at each k block by ldmatrix for the warp's 16-row blocks rather than held in registers: where
+// a tile such as FlashAttention's Q at d = 128 would not fit beside the others (v3 does the same).
+template <typename E, bool kBT, int MT, int NB, int KB>
+__device__ __forceinline__ void frag_product_stored_ab(float (&acc)[MT][NB][4], const E* a, int as, const E* b, int bs) {
+#if __CUDA_ARCH__ >= 800
+    // Lane l names row l % 16 of the block at column 8·(l / 16): 8×8 blocks (rows, k) = (0, 0),
+    // (8, 0), (0, 8), (8, 8), m16n8k16's a0..a3.
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    frag_product_ldmatrix<E, kBT, MT, NB, KB>(acc, [&](unsigned (&af)[MT][4], int kb) {
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) {
+            const unsigned at = (unsigned)__cvta_generic_to_shared(a + ((mi * kWarps + warp) * 16 + lane % 16) * as + 16 * kb + 8 * (lane / 16));
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(af[mi][0]), "=r"(af[mi][1]), "=r"(af[mi][2]), "=r"(af[mi][3]) : "r"(at));
+        }
+    }, b, bs);
+#else
+    FRAG_FOR(MT, NB) {
+        const int r = frag_row(mi, e >> 1), c = frag_col(cb, e);
+        for (int k = 0; k < 16 * KB; ++k) acc[mi][cb][e] += to_float(a[r * as + k]) * to_float(kBT ? b[c * bs + k] : b[k * bs + c]);
+    }
 #endif
 }
 )cuda";

@@ -99,8 +99,12 @@ std::vector<Access> KernelEmitter::accesses(std::int32_t pc) const {
     }
     const TileInst& t = p_.tile_insts[static_cast<size_t>(in.mem)];
     if (touches_fragment(t)) {
-        // On registers: only a product's b (in shared memory, read by every warp) is shared.
-        if (info(t.op).shape == OpShape::Product) out.push_back({static_cast<size_t>(t.args[1].index), false, false});
+        // On registers: only a product's b (in shared memory, read by every warp) is shared, and
+        // its a where it is kept there too (read by its warp's rows, written by the row loops').
+        if (info(t.op).shape == OpShape::Product) {
+            out.push_back({static_cast<size_t>(t.args[1].index), false, false});
+            if (is_shared_a(t.args[0])) out.push_back({static_cast<size_t>(t.args[0].index), false, false});
+        }
         return out;
     }
     const OpInfo& op = info(t.op);

@@ -61,6 +61,9 @@ if [[ -z $filter || $filter == fragments ]]; then
     run programs/attention/schedules/fa2_v3_mma.toy $dtype "--set n=1000 --set d=64 --set Br=128 --set Bc=64"
     run programs/attention/schedules/fa2_v3_mma.toy $dtype "--set n=333 --set d=128 --set Br=128 --set Bc=32"
     run programs/attention/schedules/fa2_causal_v3_mma.toy $dtype "--set n=384 --set d=64 --set B=128"
+    # Q read from shared memory by ldmatrix at each product (too many floats in registers at once).
+    run programs/attention/schedules/fa2_v3_mma.toy $dtype "--set n=384 --set d=128 --set Br=128 --set Bc=64"
+    run programs/attention/fa2.toy $dtype "--set n=512 --set d=128 --set Br=256 --set Bc=64"
   done
 fi
 # What the simulator stops on stops the generated kernel, reported at the instruction's line.
