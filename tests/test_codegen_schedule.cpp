@@ -228,6 +228,15 @@ TEST_CASE("codegen registers: a tile that only products read as their a leaves t
     CHECK(contains(wide->source, "frag_product_stored<T, false>(acc, p, v, 136);"));
     // d = 64, Bc = 128: S and P are 128 wide, 268 at once with Q.
     CHECK(q_notes(*generated(64, 128)) == std::vector<std::string>{fmt::format(fmt::runtime(note), 268, 204)});
+    // d = 128, Bc = 128: O, S and P hold 268 floats at once even without Q, which ptxas spills; said
+    // at the largest tile left in registers.
+    auto spills = generated(128, 128);
+    REQUIRE(spills->slow_paths.size() == 2);
+    CHECK(q_notes(*spills) == std::vector<std::string>{fmt::format(fmt::runtime(note), 396, 268)});
+    const gpu::SlowPath& left = spills->slow_paths[1];
+    CHECK(fmt::format("{}:{}: {}", left.loc.line, left.loc.col, left.why) ==
+          "27:6: a thread holds 268 floats of tiles in registers at once, more than the 224 that leave room for the rest: ptxas spills registers "
+          "to local memory, traffic that no array counts (the largest: tile o, 128 floats a thread; smaller tiles, or more warps, hold fewer)");
     // fp32 keeps every tile in shared memory as fp32: nothing to say.
     CHECK(q_notes(*gpu::generate_cuda(build_file(kV3, {{"n", 4096}, {"d", 128}, {"Br", 128}, {"Bc", 64}}), gpu::DType::F32)).empty());
     // The schedule's causal twin at d = 64: S is not live past the loop's exponent, so the

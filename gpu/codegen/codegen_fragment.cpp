@@ -288,6 +288,18 @@ void KernelEmitter::keep_fragments_in_registers(std::int32_t first, std::int32_t
                                                               "leave room for the rest without spilling ({} without it)",
                                                               tile.name, before, kLiveFragmentFloats, live)});
     }
+    // What is left past the budget, ptxas spills: said at the largest tile in registers, which
+    // smaller tiles (or more warps, each holding fewer rows) would shrink.
+    if (const std::int64_t live = live_fragment_floats(first, last); live > kLiveFragmentFloats) {
+        size_t largest = tiles;
+        for (size_t i = 0; i < tiles; ++i)
+            if (fragment_[i] && (largest == tiles || fragment_floats_of(i) > fragment_floats_of(largest))) largest = i;
+        const Tile& tile = p_.tiles[largest];
+        fragment_notes_.push_back({tile.loc, "", fmt::format("a thread holds {} floats of tiles in registers at once, more than the {} that leave room "
+                                                              "for the rest: ptxas spills registers to local memory, traffic that no array counts "
+                                                              "(the largest: tile {}, {} floats a thread; smaller tiles, or more warps, hold fewer)",
+                                                              live, kLiveFragmentFloats, tile.name, fragment_floats_of(largest))});
+    }
 }
 
 bool KernelEmitter::is_fragment(const TileOperand& a) const {
