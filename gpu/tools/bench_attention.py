@@ -5,6 +5,7 @@
     python3 gpu/tools/bench_attention.py --quick              # n = 1024, d = 64 only
     python3 gpu/tools/bench_attention.py --sizes 4096 --dims 64 --Br 128 --Bc 64 --json-out attention.json
     python3 gpu/tools/bench_attention.py --programs fa2,v1,v2,v3,v4        # the tensor-core versions
+    python3 gpu/tools/bench_attention.py --programs v3,v4,gen              # generated CUDA beside v3, v4, SDPA
     python3 gpu/tools/bench_attention.py --programs v4 --dtype bf16         # v4 (Hopper) in bf16
     python3 gpu/tools/bench_attention.py --causal --sizes 4096,16384        # causal: fa2_causal, v3, v4
     python3 gpu/tools/bench_attention.py --backward --sizes 4096            # backward: fa2_backward_mma
@@ -17,7 +18,9 @@ at every n), it times
              also checks the output against the CPU reference and the counted traffic against
              the simulator's (programs/attention/standard_tiled.toy, fa1.toy, fa2.toy), and
              the tensor-core versions of fa2 (v1 WMMA, v2 and v3 mma.sync, v4 wgmma) on fa2.toy through
-             --kernel, each at its own Br, Bc (VERSIONS below);
+             --kernel, each at its own Br, Bc (VERSIONS below), and CUDA generated from the
+             schedule programs (`gen`: schedules/fa2_v3_mma.toy; `genc`, causal:
+             schedules/fa2_causal_v3_mma.toy) through --kernel generated;
   PyTorch    scaled_dot_product_attention with the flash and the cuDNN backends, and the naive
              version that materializes S = Q·Kᵀ and P = softmax(S) (softmax in fp32, as
              the anchor measurements in ../shared/anchors/ did);
@@ -73,13 +76,15 @@ TOYSIM = [
     ("v2", "toysim FA2 v2 (mma.sync)", "programs/attention/fa2.toy"),
     ("v3", "toysim FA2 v3 (mma.sync, 32 rows a warp)", "programs/attention/fa2.toy"),
     ("v4", "toysim FA2 v4 (wgmma, TMA)", "programs/attention/fa2.toy"),
+    ("gen", "toysim FA2 generated (v3's schedule)", "programs/attention/schedules/fa2_v3_mma.toy"),
     ("fa2c", "toysim FA2 causal", "programs/attention/fa2_causal_heaviest_first.toy"),
     ("v3c", "toysim FA2 causal v3 (mma.sync)", "programs/attention/fa2_causal_heaviest_first.toy"),
     ("v4c", "toysim FA2 causal v4 (wgmma, TMA)", "programs/attention/fa2_causal_heaviest_first.toy"),
+    ("genc", "toysim FA2 causal generated (v3's schedule)", "programs/attention/schedules/fa2_causal_v3_mma.toy"),
     ("bwd", "toysim FA2 backward (CUDA cores)", "programs/attention/fa2_backward.toy"),
     ("bwd_mma", "toysim FA2 backward (mma.sync)", "programs/attention/fa2_backward.toy"),
 ]
-CAUSAL = ("fa2c", "v3c", "v4c")  # the columns of --causal (square tiles: --set B)
+CAUSAL = ("fa2c", "v3c", "v4c", "genc")  # the columns of --causal (square tiles: --set B)
 BACKWARD = ("bwd", "bwd_mma")  # the columns of --backward
 BACKWARD_DEFAULT = ("bwd_mma",)  # the CUDA-core backward only when asked for (--programs bwd,bwd_mma)
 # The tensor-core versions of fa2_forward (gpu/kernels/attention_tensor_core.cu) run fa2.toy through
@@ -92,6 +97,10 @@ VERSIONS = {
     "v4": ("fa2_v4_wgmma", {64: (128, 128), 128: (128, 128)}),
     "v4c": ("fa2_causal_v4_wgmma", {64: (128, 128), 128: (128, 128)}),
     "bwd_mma": ("fa2_backward_mma", {64: (128, 128), 128: (64, 128)}),
+    # CUDA generated from the schedule programs (toysim gpu cuda), at the Bc each was fastest at
+    # (gpu/results/bench_generated_v3_h200.md).
+    "gen": ("generated", {64: (128, 128), 128: (128, 64)}),
+    "genc": ("generated", {64: (128, 128), 128: (128, 128)}),
 }
 # The CUDA-core kernels' tiles where --Br, --Bc would not fit: fa2_backward holds six fp32 tiles,
 # more than a block's shared memory at d = 128 with Br = Bc = 64.
@@ -114,7 +123,7 @@ def parse_args():
     p.add_argument("--causal", action="store_true", help="causal attention (the toysim columns fa2c, v3c, v4c)")
     p.add_argument("--backward", action="store_true", help="the backward pass (the toysim columns bwd_mma, bwd)")
     p.add_argument("--programs", default=None,
-                   help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3, v4, or with --causal fa2c, v3c, v4c, or with "
+                   help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3, v4, gen, or with --causal fa2c, v3c, v4c, genc, or with "
                         "--backward bwd_mma, bwd "
                         "(default: all of them; 'none' for PyTorch only)")
     p.add_argument("--dtype", choices=("fp16", "bf16"), default="fp16", help="the inputs' type, of every column (default fp16)")
