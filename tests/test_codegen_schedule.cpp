@@ -228,14 +228,23 @@ TEST_CASE("codegen registers: a tile that only products read as their a leaves t
     CHECK(contains(wide->source, "frag_product_stored<T, false>(acc, p, v, 136);"));
     // d = 64, Bc = 128: S and P are 128 wide, 268 at once with Q.
     CHECK(q_notes(*generated(64, 128)) == std::vector<std::string>{fmt::format(fmt::runtime(note), 268, 204)});
-    // d = 128, Bc = 128: O, S and P hold 268 floats at once even without Q, which ptxas spills; said
-    // at the largest tile left in registers.
-    auto spills = generated(128, 128);
+    // d = 128, Bc = 128: O, S and P hold 268 floats at once even without Q, which ptxas would
+    // spill: the program's 4 warps become 8, each holding 16 rows (198 floats), said at `warps`.
+    auto doubled = generated(128, 128);
+    CHECK(doubled->block_threads == 256);
+    REQUIRE(doubled->slow_paths.size() == 1);
+    const gpu::SlowPath& warps = doubled->slow_paths[0];
+    CHECK(fmt::format("{}:{}: {}", warps.loc.line, warps.loc.col, warps.why) ==
+          "23:7: `warps 4` would leave a thread 268 floats of tiles in registers at once, more than the 224 that leave room for the rest "
+          "(ptxas would spill; 198 with twice the warps, each holding half the rows): its kernels run 8 warps");
+    CHECK(doubled->kernels.at(0).live_register_floats == 198);
+    CHECK(contains(doubled->compile_unit(), "constexpr int kWarps = 8;"));
+    // Without a `warps` line (8 warps) the same 268 floats at Br = 256 stay: said at the largest tile.
+    auto spills = gpu::generate_cuda(build_file("programs/attention/fa2.toy", {{"n", 4096}, {"d", 128}, {"Br", 256}, {"Bc", 128}}), gpu::DType::F16);
     REQUIRE(spills->slow_paths.size() == 2);
-    CHECK(q_notes(*spills) == std::vector<std::string>{fmt::format(fmt::runtime(note), 396, 268)});
     const gpu::SlowPath& left = spills->slow_paths[1];
     CHECK(fmt::format("{}:{}: {}", left.loc.line, left.loc.col, left.why) ==
-          "27:6: a thread holds 268 floats of tiles in registers at once, more than the 224 that leave room for the rest: ptxas spills registers "
+          "37:6: a thread holds 268 floats of tiles in registers at once, more than the 224 that leave room for the rest: ptxas spills registers "
           "to local memory, traffic that no array counts (the largest: tile o, 128 floats a thread; smaller tiles, or more warps, hold fewer)");
     // fp32 keeps every tile in shared memory as fp32: nothing to say.
     CHECK(q_notes(*gpu::generate_cuda(build_file(kV3, {{"n", 4096}, {"d", 128}, {"Br", 128}, {"Bc", 64}}), gpu::DType::F32)).empty());

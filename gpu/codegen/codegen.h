@@ -57,6 +57,7 @@ struct KernelLaunchFacts {
     // empty where the kernel keeps every tile in shared memory.
     std::vector<bool> tiles_in_registers;
     std::int64_t register_floats = 0;  // a thread's floats of those tiles, as the kernel declares them
+    std::int64_t live_register_floats = 0;  // the most of them a thread holds at once (past kLiveFragmentFloats, ptxas spills)
     // Per tile: kept in shared memory as the arrays' storage type (a product's b that only LOADs
     // fill: read 16 bytes at a time); empty where none is.
     std::vector<bool> tiles_stored;

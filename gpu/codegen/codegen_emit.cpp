@@ -480,6 +480,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     if (fragments) {
         out.tiles_in_registers = fragment_;
         out.register_floats = fragment_floats();
+        out.live_register_floats = live_fragment_floats(shape.first, shape.last);
         // Two blocks an SM leave a thread 128 registers; one leaves 255. fa2 at Br = 128 (its
         // fragments O, Q, S, P and 4 row statistics) on the H100, n = 4096, 16 heads, fp16, the
         // same run (gpu/tools/fragment_blocks.sh): up to 168 floats two blocks are faster even

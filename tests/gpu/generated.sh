@@ -64,6 +64,9 @@ if [[ -z $filter || $filter == fragments ]]; then
     # Q read from shared memory by ldmatrix at each product (too many floats in registers at once).
     run programs/attention/schedules/fa2_v3_mma.toy $dtype "--set n=384 --set d=128 --set Br=128 --set Bc=64"
     run programs/attention/fa2.toy $dtype "--set n=512 --set d=128 --set Br=256 --set Bc=64"
+    # Twice the schedule's warps where 4 would spill (O, S and P 128 wide at d = 128).
+    run programs/attention/schedules/fa2_v3_mma.toy $dtype "--set n=384 --set d=128 --set Br=128 --set Bc=128"
+    run programs/attention/schedules/fa2_causal_v3_mma.toy $dtype "--set n=384 --set d=128 --set B=128"
   done
 fi
 # What the simulator stops on stops the generated kernel, reported at the instruction's line.
