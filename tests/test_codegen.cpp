@@ -166,6 +166,12 @@ TEST_CASE("codegen: tiles shared memory cannot hold go to global memory", "[code
     }
     CHECK(spilled);
     CHECK(contains(g->source, "in global memory: shared memory is full"));
+    // Said at the largest tile's line, with the bytes that no array counts.
+    std::vector<std::string> said;
+    for (const gpu::SlowPath& s : g->slow_paths)
+        if (contains(s.why, "global memory")) said.push_back(fmt::format("{}:{}: {}", s.loc.line, s.loc.col, s.why));
+    CHECK(said == std::vector<std::string>{"54:6: the block's tiles need more shared memory than a block may have: 139264 bytes of them live in global "
+                                           "memory, traffic that no array counts (the largest tile: q[256][64])"});
 }
 
 TEST_CASE("codegen: a product whose result no block can hold in registers is a located error", "[codegen]") {
