@@ -273,14 +273,14 @@ void KernelEmitter::keep_fragments_in_registers(std::int32_t first, std::int32_t
             if (a.kind == TileOperand::Kind::Tile && !(k == 0 && (t_load || as_a || fill))) candidate[static_cast<size_t>(a.index)] = false;
         }
     }
-    const std::int64_t before = live_fragment_floats(first, last);
-    for (std::int64_t live = before; live > kLiveFragmentFloats;) {
+    for (std::int64_t live = live_fragment_floats(first, last); live > kLiveFragmentFloats;) {
         size_t largest = tiles;
         for (size_t i = 0; i < tiles; ++i)
             if (candidate[i] && !shared_a_[i] && (largest == tiles || fragment_floats_of(i) > fragment_floats_of(largest))) largest = i;
         if (largest == tiles) break;
         shared_a_[largest] = stored_[largest] = true;
         fragment_[largest] = false;
+        const std::int64_t before = live;
         live = live_fragment_floats(first, last);
         const Tile& tile = p_.tiles[largest];
         fragment_notes_.push_back({tile.loc, "", fmt::format("tile {} is read from shared memory at each product (ldmatrix), not kept in registers: "
