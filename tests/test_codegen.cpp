@@ -428,8 +428,21 @@ TEST_CASE("codegen: what kept each product off the fast path is said at its line
         const auto at = r.out.find("// why it is not faster");
         return at == std::string::npos ? std::string() : r.out.substr(at);
     };
-    // 128-row tiles in fp16: every product on mma.sync from registers, nothing to say.
-    CHECK(slow({"n=4096", "d=64", "Br=128", "Bc=64"}, "fp16").empty());
+    // 128-row tiles in fp16: every product on mma.sync from registers; what the program's schedule
+    // could add (it has no `stages` and no `warps` line; schedules/fa2_v3_mma.toy has both).
+    CHECK(slow({"n=4096", "d=64", "Br=128", "Bc=64"}, "fp16") ==
+          "// why it is not faster (what the code generator could not do here):\n"
+          "//   programs/attention/fa2.toy:38:6: tile k: its LOAD waits for DRAM at every iteration: `in shared stages 2` after its shape would "
+          "copy the next iteration's tile while this one computes (cp.async)\n"
+          "//   programs/attention/fa2.toy:39:6: tile v: its LOAD waits for DRAM at every iteration: `in shared stages 2` after its shape would "
+          "copy the next iteration's tile while this one computes (cp.async)\n"
+          "//   programs/attention/fa2.toy:79:10: 8 warps of 16 rows a tile (no `warps` line): `warps 4` would give each warp 32 rows, so that "
+          "each fragment of a product's right operand read from shared memory feeds two products\n");
+    // With the schedule's lines, nothing to say.
+    CliResult v3 = run_cli({"gpu", "cuda", "programs/attention/schedules/fa2_v3_mma.toy", "--dtype", "fp16", "--set", "n=4096", "--set", "d=64", "--set",
+                            "Br=128", "--set", "Bc=64"});
+    REQUIRE(v3.code == 0);
+    CHECK_FALSE(contains(v3.out, "// why it is not faster"));
     // 64 rows: the tensor cores, but from shared memory.
     CHECK(slow({"n=4096", "d=64", "Br=64", "Bc=64"}, "fp16") ==
           "// why it is not faster (what the code generator could not do here):\n"

@@ -241,11 +241,12 @@ TEST_CASE("codegen registers: a tile that only products read as their a leaves t
     CHECK(contains(doubled->compile_unit(), "constexpr int kWarps = 8;"));
     // Without a `warps` line (8 warps) the same 268 floats at Br = 256 stay: said at the largest tile.
     auto spills = gpu::generate_cuda(build_file("programs/attention/fa2.toy", {{"n", 4096}, {"d", 128}, {"Br", 256}, {"Bc", 128}}), gpu::DType::F16);
-    REQUIRE(spills->slow_paths.size() == 2);
-    const gpu::SlowPath& left = spills->slow_paths[1];
-    CHECK(fmt::format("{}:{}: {}", left.loc.line, left.loc.col, left.why) ==
+    std::vector<std::string> left;
+    for (const gpu::SlowPath& s : spills->slow_paths)
+        if (contains(s.why, "ptxas spills")) left.push_back(fmt::format("{}:{}: {}", s.loc.line, s.loc.col, s.why));
+    CHECK(left == std::vector<std::string>{
           "37:6: a thread holds 268 floats of tiles in registers at once, more than the 224 that leave room for the rest: ptxas spills registers "
-          "to local memory, traffic that no array counts (the largest: tile o, 128 floats a thread; smaller tiles, or more warps, hold fewer)");
+          "to local memory, traffic that no array counts (the largest: tile o, 128 floats a thread; smaller tiles, or more warps, hold fewer)"});
     // fp32 keeps every tile in shared memory as fp32: nothing to say.
     CHECK(q_notes(*gpu::generate_cuda(build_file(kV3, {{"n", 4096}, {"d", 128}, {"Br", 128}, {"Bc", 64}}), gpu::DType::F32)).empty());
     // The schedule's causal twin at d = 64: S is not live past the loop's exponent, so the

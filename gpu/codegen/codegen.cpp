@@ -256,6 +256,18 @@ std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& p, DType dt
                                    {p.tree->warps->loc, "", fmt::format("`warps {}` {}: its kernels run {} warps", p.warps, more_warps, threads / 32)});
         break;
     }
+    // Without a `warps` line a block has 8 warps of 16 rows: where its tiles in registers have
+    // 128 rows or more, `warps 4` would give a warp 32, so that each fragment of a product's b
+    // read from shared memory feeds two products (fa2_v3_mma's schedule): said at the grid.
+    if (!p.warps_declared && out->tensor_cores)
+        for (const GeneratedKernel& k : out->kernels) {
+            bool wide = false;
+            for (size_t t = 0; t < k.tiles_in_registers.size(); ++t) wide = wide || (k.tiles_in_registers[t] && p.tiles[t].rows >= 128 && p.tiles[t].rows % 64 == 0);
+            if (!wide || k.threads != kBlockThreads) continue;
+            out->slow_paths.push_back({k.loc, "", "8 warps of 16 rows a tile (no `warps` line): `warps 4` would give each warp 32 rows, so that each "
+                                                  "fragment of a product's right operand read from shared memory feeds two products"});
+            break;
+        }
     // Without the tensor cores every product runs on the CUDA cores: said once, at the first.
     if (!out->tensor_cores)
         for (size_t pc = 0; pc < p.code.size(); ++pc)

@@ -60,6 +60,14 @@ void KernelEmitter::plan_stages(std::int32_t first, std::int32_t last) {
     }
     for (size_t i = 0; i < tiles; ++i) {
         const Tile& tile = p_.tiles[i];
+        if (tile.stages < 2 && used[i] && is_stored(static_cast<int>(i)) && head_load[i] >= 0 &&
+            std::count_if(loads[i].begin(), loads[i].end(), [&](std::int32_t pc) {
+                const auto body = p_.loops[static_cast<size_t>(head_loop[i])].body;
+                return pc >= body.first && pc < body.second;
+            }) == 1)
+            stage_notes_.push_back({tile.loc, "", fmt::format("tile {}: its LOAD waits for DRAM at every iteration: `in shared stages 2` after its "
+                                                              "shape would copy the next iteration's tile while this one computes (cp.async)",
+                                                              tile.name)});
         if (tile.stages < 2 || !used[i]) continue;
         std::string why;
         if (!is_stored(static_cast<int>(i)))
