@@ -241,10 +241,10 @@ std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& p, DType dt
             doubled.block_threads = 2 * threads;
             try {
                 ModuleBuilder(p, doubled).build();
-                if (live_floats(doubled) <= kLiveFragmentFloats) {
+                if (const std::int64_t halved = live_floats(doubled); halved <= kLiveFragmentFloats) {
                     more_warps = fmt::format("would leave a thread {} floats of tiles in registers at once, more than the {} that leave room for "
                                              "the rest (ptxas would spill; {} with twice the warps, each holding half the rows)",
-                                             live, kLiveFragmentFloats, live_floats(doubled));
+                                             live, kLiveFragmentFloats, halved);
                     *out = std::move(doubled);
                     threads *= 2;
                 }
@@ -263,7 +263,7 @@ std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& p, DType dt
         for (const GeneratedKernel& k : out->kernels) {
             bool wide = false;
             for (size_t t = 0; t < k.tiles_in_registers.size(); ++t) wide = wide || (k.tiles_in_registers[t] && p.tiles[t].rows >= 128 && p.tiles[t].rows % 64 == 0);
-            if (!wide || k.threads != kBlockThreads) continue;
+            if (!wide) continue;
             out->slow_paths.push_back({k.loc, "", "8 warps of 16 rows a tile (no `warps` line): `warps 4` would give each warp 32 rows, so that each "
                                                   "fragment of a product's right operand read from shared memory feeds two products"});
             break;

@@ -346,6 +346,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     stored_.clear();
     shared_a_.clear();
     fragment_notes_.clear();
+    live_floats_ = 0;
     element_products_.clear();
     stages_.clear();
     staged_heads_.clear();
@@ -480,7 +481,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     if (fragments) {
         out.tiles_in_registers = fragment_;
         out.register_floats = fragment_floats();
-        out.live_register_floats = live_fragment_floats(shape.first, shape.last);
+        out.live_register_floats = live_floats_;
         // Two blocks an SM leave a thread 128 registers; one leaves 255. fa2 at Br = 128 (its
         // fragments O, Q, S, P and 4 row statistics) on the H100, n = 4096, 16 heads, fp16, the
         // same run (gpu/tools/fragment_blocks.sh): up to 168 floats two blocks are faster even

@@ -151,6 +151,7 @@ private:
     // a by ldmatrix (keep_fragments_in_registers), and why each is.
     std::vector<bool> shared_a_;
     std::vector<SlowPath> fragment_notes_;
+    std::int64_t live_floats_ = 0;  // what live_fragment_floats gives after those moves (KernelLaunchFacts::live_register_floats)
     bool is_shared_a(const struct TileOperand& a) const;
     void keep_fragments_in_registers(std::int32_t first, std::int32_t last);
     std::int64_t live_fragment_floats(std::int32_t first, std::int32_t last) const;

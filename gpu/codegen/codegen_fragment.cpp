@@ -273,7 +273,8 @@ void KernelEmitter::keep_fragments_in_registers(std::int32_t first, std::int32_t
             if (a.kind == TileOperand::Kind::Tile && !(k == 0 && (t_load || as_a || fill))) candidate[static_cast<size_t>(a.index)] = false;
         }
     }
-    for (std::int64_t live = live_fragment_floats(first, last); live > kLiveFragmentFloats;) {
+    std::int64_t& live = live_floats_;
+    for (live = live_fragment_floats(first, last); live > kLiveFragmentFloats;) {
         size_t largest = tiles;
         for (size_t i = 0; i < tiles; ++i)
             if (candidate[i] && !shared_a_[i] && (largest == tiles || fragment_floats_of(i) > fragment_floats_of(largest))) largest = i;
@@ -290,7 +291,7 @@ void KernelEmitter::keep_fragments_in_registers(std::int32_t first, std::int32_t
     }
     // What is left past the budget, ptxas spills: said at the largest tile in registers, which
     // smaller tiles (or more warps, each holding fewer rows) would shrink.
-    if (const std::int64_t live = live_fragment_floats(first, last); live > kLiveFragmentFloats) {
+    if (live > kLiveFragmentFloats) {
         size_t largest = tiles;
         for (size_t i = 0; i < tiles; ++i)
             if (fragment_[i] && (largest == tiles || fragment_floats_of(i) > fragment_floats_of(largest))) largest = i;

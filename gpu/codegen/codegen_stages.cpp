@@ -58,30 +58,31 @@ void KernelEmitter::plan_stages(std::int32_t first, std::int32_t last) {
             if (t.args[static_cast<size_t>(k)].kind == TileOperand::Kind::Tile) used[static_cast<size_t>(t.args[static_cast<size_t>(k)].index)] = true;
         if (t.op == Op::LOAD && t.args[0].kind == TileOperand::Kind::Tile) loads[static_cast<size_t>(t.args[0].index)].push_back(pc);
     }
+    // Whether the tile's only LOAD in the loop it opens is that one: its other LOADs (fa2_causal's
+    // diagonal tile, after the loop) are synchronous, into the buffer in hand, and none may run in
+    // the staged loop, whose top overwrites a buffer.
+    auto alone_in_loop = [&](size_t i) {
+        const auto body = p_.loops[static_cast<size_t>(head_loop[i])].body;
+        return std::count_if(loads[i].begin(), loads[i].end(), [&](std::int32_t pc) { return pc >= body.first && pc < body.second; }) == 1;
+    };
     for (size_t i = 0; i < tiles; ++i) {
         const Tile& tile = p_.tiles[i];
-        if (tile.stages < 2 && used[i] && is_stored(static_cast<int>(i)) && head_load[i] >= 0 &&
-            std::count_if(loads[i].begin(), loads[i].end(), [&](std::int32_t pc) {
-                const auto body = p_.loops[static_cast<size_t>(head_loop[i])].body;
-                return pc >= body.first && pc < body.second;
-            }) == 1)
-            stage_notes_.push_back({tile.loc, "", fmt::format("tile {}: its LOAD waits for DRAM at every iteration: `in shared stages 2` after its "
-                                                              "shape would copy the next iteration's tile while this one computes (cp.async)",
-                                                              tile.name)});
-        if (tile.stages < 2 || !used[i]) continue;
+        if (!used[i]) continue;
+        const bool stored = is_stored(static_cast<int>(i)), at_head = head_load[i] >= 0 && alone_in_loop(i);
+        if (tile.stages < 2) {
+            if (stored && at_head)
+                stage_notes_.push_back({tile.loc, "", fmt::format("tile {}: its LOAD waits for DRAM at every iteration: `in shared stages 2` after its "
+                                                                  "shape would copy the next iteration's tile while this one computes (cp.async)",
+                                                                  tile.name)});
+            continue;
+        }
         std::string why;
-        if (!is_stored(static_cast<int>(i)))
+        if (!stored)
             why = "only a tile kept as the arrays' 16-bit values (a tensor-core product's b that only LOADs fill) is copied asynchronously";
         else if (head_load[i] < 0)
             why = "its LOAD must open a loop's body (the copy for a later iteration runs while this one computes)";
-        else {
-            // Its other LOADs (fa2_causal's diagonal tile, after the loop) are synchronous, into
-            // the buffer in hand: none may run in the staged loop, whose top overwrites a buffer.
-            const auto body = p_.loops[static_cast<size_t>(head_loop[i])].body;
-            for (std::int32_t pc : loads[i])
-                if (pc != head_load[i] && pc >= body.first && pc < body.second)
-                    why = "a second LOAD into it in the loop its first LOAD opens (the copies ahead take one a loop)";
-        }
+        else if (!at_head)
+            why = "a second LOAD into it in the loop its first LOAD opens (the copies ahead take one a loop)";
         if (!why.empty()) {
             stage_notes_.push_back(stage_note(tile, why));
             continue;

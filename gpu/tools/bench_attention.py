@@ -120,7 +120,7 @@ def parse_args():
     p.add_argument("--Bc", type=int, default=64, help="toysim K/V tile rows (--set Bc=..., default 64)")
     p.add_argument("--tiles", default="", help="the versions' tiles, e.g. v2:64=128x64,v3:128=128x32 (default: VERSIONS)")
     p.add_argument("--toysim", default=os.path.join(REPO, "build", "toysim"), help="the toysim binary (default: build/toysim)")
-    p.add_argument("--causal", action="store_true", help="causal attention (the toysim columns fa2c, v3c, v4c)")
+    p.add_argument("--causal", action="store_true", help="causal attention (the toysim columns fa2c, v3c, v4c, genc)")
     p.add_argument("--backward", action="store_true", help="the backward pass (the toysim columns bwd_mma, bwd)")
     p.add_argument("--programs", default=None,
                    help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3, v4, gen, or with --causal fa2c, v3c, v4c, genc, or with "
