@@ -225,14 +225,21 @@ TEST_CASE("codegen: tiles of a proven shape live in registers as the tensor core
     for (const char* tile : {"float q[1][8][4];", "float o[1][8][4];", "float s[1][8][4];", "float p[1][8][4];", "float m[1][2];",
                              "float m_new[1][2];", "float l[1][2];", "float scale[1][2];"})
         CHECK(contains(g->source, tile));
-    CHECK(contains(g->source, "T* const k = reinterpret_cast<T*>(smem + 0);  // line 38: tile k[64][64] as T, its arrays' values (row stride 72)"));
-    CHECK(contains(g->source, "T* const v = reinterpret_cast<T*>(smem + 2304);"));
+    // K and V as fp16 in Hopper's 128-byte swizzle (64 columns: one swizzle atom a row), from
+    // a 1,024-byte boundary; their products are wgmma on Hopper (test_codegen_hopper.cpp).
+    CHECK(contains(g->source, "T* const k = reinterpret_cast<T*>(smem + 0);  // line 38: tile k[64][64] as T, its arrays' values (the 128-byte swizzle, which wgmma reads)"));
+    CHECK(contains(g->source, "T* const v = reinterpret_cast<T*>(smem + 2048);"));
     REQUIRE(g->kernels.size() == 1);
-    CHECK(g->kernels[0].shared_bytes == 2 * 64 * 72 * 2);  // K and V as fp16, nothing else
+    CHECK(g->kernels[0].shared_bytes == 2 * 64 * 64 * 2 + 1024);  // K and V as fp16, nothing else, and the alignment
     const std::string loop = between(g->source, "// line 84: for j in 0..Tc {", "// line 101: DIV o, l, o");
-    CHECK(contains(loop, "tile_load_stored(k, 72, K + (4096*j), 64, 1, rows, cols);"));
-    CHECK(contains(loop, "frag_product_stored<T, true>(acc, q, k, 72);  // on the tensor cores: 128×64 by 64×64"));
-    CHECK(contains(loop, "frag_product_stored<T, false>(acc, p, v, 72);"));
+    CHECK(contains(loop, "tile_load_stored(k, Swizzle128<64>{}, K + (4096*j), 64, 1, rows, cols);"));
+    CHECK(contains(loop, "frag_product_wgmma<T, true>(acc, q, k, Swizzle128<64>{});  // on the tensor cores: 128×64 by 64×64 (wgmma on Hopper)"));
+    CHECK(contains(loop, "frag_product_wgmma<T, false>(acc, p, v, Swizzle128<64>{});"));
+    // At d = 32 (half a swizzle atom a row) they keep padded rows, read by ldmatrix.
+    auto narrow = generated("programs/attention/fa2.toy", {{"n", 512}, {"d", 32}, {"Br", 128}, {"Bc", 64}}, gpu::DType::F16);
+    CHECK(contains(narrow->source, "T* const k = reinterpret_cast<T*>(smem + 0);  // line 38: tile k[64][32] as T, its arrays' values (row stride 40)"));
+    CHECK(contains(narrow->source, "frag_product_stored<T, true>(acc, q, k, 40);  // on the tensor cores: 128×32 by 32×64"));
+    CHECK(narrow->kernels[0].shared_bytes == 2 * 64 * 40 * 2);
     CHECK(contains(loop, "frag_rowreduce(m_new, s, [](float a, float b) { return D::max(a, b); });"));
     CHECK(contains(loop, "FRAG_FOR(1, 8) { const float a = s[mi][cb][e], b = m_new[mi][e >> 1]; s[mi][cb][e] = D::sub(a, b); }"));
     // Only K and V are shared: the block meets after loading them and before the next loads.
@@ -392,12 +399,12 @@ TEST_CASE("codegen: gpu cuda --compile says what ptxas gave each kernel and what
             CHECK(std::stoi(m[1]) <= 255);
         }
     // 256-row tiles at d = 128, Bc = 64 would hold 332 floats a thread at once: Q leaves the
-    // registers for shared memory (read by ldmatrix at each product), and nothing spills.
+    // registers for shared memory (read at each product: by wgmma on Hopper), and nothing spills.
     const std::string q_shared = compiled("128", "256", "64");
-    CHECK(contains(q_shared, "//   programs/attention/fa2.toy:36:6: tile q is read from shared memory at each product (ldmatrix), not kept in registers: a "
+    CHECK(contains(q_shared, "//   programs/attention/fa2.toy:36:6: tile q is read from shared memory at each product, not kept in registers: a "
                              "thread would hold 332 floats of tiles in registers at once, more than the 224 that leave room for the rest without "
                              "spilling (204 without it)\n"));
-    CHECK(contains(q_shared, "frag_product_stored_ab<T, true, 2, 8, 8>(acc, q, 136, k, 136);"));
+    CHECK(contains(q_shared, "frag_product_wgmma_ab<T, true, 2, 8, 8>(acc, q, Swizzle128<256>{}, k, Swizzle128<64>{});"));
     REQUIRE(std::regex_search(q_shared, m, clean));
     // At Bc = 128, O, S and P hold 272 floats at once even without Q: more than 255 registers, spilled.
     const std::string spilled = compiled("128", "256", "128");

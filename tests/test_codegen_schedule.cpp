@@ -3,11 +3,16 @@
 // cp.async fills S − 1 iterations ahead; where the generator cannot, it says why at the tile's
 // line (the timing pass's view of them: tests/test_tune.cpp). `warps W`: a block of W warps where products may run on the tensor cores.
 // Tiles in registers that would not fit beside each other: the largest that only products read as their a stays in shared memory.
+// On Hopper (gpu/codegen/codegen_hopper.cpp): tiles kept as the arrays' 16-bit values in the 128-byte swizzle, products of tiles in
+// registers by them as wgmma, the instructions a module issues defined once, the fence that makes threads' writes visible to
+// wgmma, and where none of it applies (whether the kernels compute the simulator's results on a GPU: tests/gpu/generated.sh).
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <regex>
 
 #include "gpu/codegen/codegen.h"
+#include "gpu/codegen/nvrtc.h"
 #include "tests/support.h"
 
 using namespace toysim;
@@ -42,6 +47,10 @@ std::vector<std::string> stage_notes(const gpu::GeneratedProgram& g) {
     return out;
 }
 
+std::shared_ptr<const gpu::GeneratedProgram> v3(std::int64_t d, std::int64_t bc, gpu::DType dtype = gpu::DType::F16) {
+    return gpu::generate_cuda(build_file(kV3, {{"n", 4096}, {"d", d}, {"Br", 128}, {"Bc", bc}}), dtype);
+}
+
 }  // namespace
 
 TEST_CASE("codegen stages: fa2_v3_mma's K and V are copied a tile ahead with cp.async", "[codegen]") {
@@ -49,30 +58,31 @@ TEST_CASE("codegen stages: fa2_v3_mma's K and V are copied a tile ahead with cp.
     auto g = gpu::generate_cuda(build_file(kV3, shape), gpu::DType::F16);
     REQUIRE(g->kernels.size() == 1);
     const gpu::GeneratedKernel& k = g->kernels[0];
-    // Two buffers each of K and V as fp16 (64 rows of 72): twice the shared memory of one.
-    CHECK(k.shared_bytes == 2 * 2 * 64 * 72 * 2);
+    // Two buffers each of K and V as fp16 (64 rows of 64, in the swizzle): twice the shared
+    // memory of one, and the 1,024 bytes that align it.
+    CHECK(k.shared_bytes == 2 * 2 * 64 * 64 * 2 + 1024);
     CHECK(k.tile_stages == std::vector<int>{0, 0, 2, 2, 0, 0, 0, 0, 0, 0});  // q o k v s p m m_new l scale
     CHECK(stage_notes(*g).empty());
     const std::string& s = g->source;
-    CHECK(contains(s, "float* const k_stages = smem + 0;  // line 28: tile k[64][64] as T, its arrays' values (row stride 72): 2 buffers of 2304 "
-                      "floats, copied asynchronously"));
+    CHECK(contains(s, "float* const k_stages = smem + 0;  // line 28: tile k[64][64] as T, its arrays' values (the 128-byte swizzle, which wgmma "
+                      "reads): 2 buffers of 2048 floats, copied asynchronously"));
     CHECK(contains(s, "T* v = reinterpret_cast<T*>(v_stages);"));
     // The prologue: iteration 0's copies, one commit group.
     CHECK(contains(s, "const long long j = 0 + 0;\n        if (j < 64) {"));
     // In the loop: iteration j + 1's copies, then the wait for iteration j's, then the tile is
     // that buffer where the LOAD stands (its shape and count as before), and the block meets.
-    CHECK(count_of(s, "tile_load_async(reinterpret_cast<T*>(k_stages + (j % 2) * 2304), 72, K + (4096*j), 64, 1, rows, cols);") == 2);
+    CHECK(count_of(s, "tile_load_async(reinterpret_cast<T*>(k_stages + (j % 2) * 2048), Swizzle128<64>{}, K + (4096*j), 64, 1, rows, cols);") == 2);
     CHECK(count_of(s, "cp_async_commit();") == 2);
     CHECK(contains(s, "const long long j_ahead_ = j + 1;"));
     CHECK(contains(s, "cp_async_wait<1>();\n        // line 75: LOAD K[j*Bc..j*Bc+Bc][0..d], k"));
-    CHECK(contains(s, "k = reinterpret_cast<T*>(k_stages + (j % 2) * 2304);  // copied ahead (stages 2)\n"
+    CHECK(contains(s, "k = reinterpret_cast<T*>(k_stages + (j % 2) * 2048);  // copied ahead (stages 2)\n"
                       "            k_rows = rows; k_cols = cols;\n            if constexpr (kCount) reads_K += rows * cols;"));
     CHECK_FALSE(contains(s, "tile_load_stored(k,"));
     // fa2.toy, the same instructions without the schedule: its loads wait, as before.
     auto plain = gpu::generate_cuda(build_file("programs/attention/fa2.toy", shape), gpu::DType::F16);
     CHECK(plain->kernels[0].tile_stages.empty());
     CHECK_FALSE(contains(plain->source, "cp_async"));
-    CHECK(contains(plain->source, "tile_load_stored(k, 72, K + (4096*j), 64, 1, rows, cols);"));
+    CHECK(contains(plain->source, "tile_load_stored(k, Swizzle128<64>{}, K + (4096*j), 64, 1, rows, cols);"));
 }
 
 TEST_CASE("codegen stages: stages 3 copies two iterations ahead into three buffers", "[codegen]") {
@@ -85,7 +95,7 @@ TEST_CASE("codegen stages: stages 3 copies two iterations ahead into three buffe
     CHECK(contains(s, "const long long j = 0 + 1;"));
     CHECK(contains(s, "const long long j_ahead_ = j + 2;"));
     CHECK(contains(s, "cp_async_wait<2>();"));
-    CHECK(contains(s, "k = reinterpret_cast<T*>(k_stages + (j % 3) * 2304);  // copied ahead (stages 3)"));
+    CHECK(contains(s, "k = reinterpret_cast<T*>(k_stages + (j % 3) * 2048);  // copied ahead (stages 3)"));
     CHECK(count_of(s, "cp_async_commit();") == 3);
 }
 
@@ -98,10 +108,10 @@ TEST_CASE("codegen stages: a loop's staged tiles are copied the same iterations 
     REQUIRE(g->kernels.size() == 1);
     CHECK(g->kernels[0].tile_stages.at(2) == 2);
     CHECK(g->kernels[0].tile_stages.at(3) == 2);
-    CHECK(g->kernels[0].shared_bytes == 2 * 2 * 64 * 72 * 2);
+    CHECK(g->kernels[0].shared_bytes == 2 * 2 * 64 * 64 * 2 + 1024);
     CHECK(contains(g->source, "const long long j_ahead_ = j + 1;"));
     CHECK(contains(g->source, "cp_async_wait<1>();"));
-    CHECK(contains(g->source, "v = reinterpret_cast<T*>(v_stages + (j % 2) * 2304);  // copied ahead (stages 2)"));
+    CHECK(contains(g->source, "v = reinterpret_cast<T*>(v_stages + (j % 2) * 2048);  // copied ahead (stages 2)"));
     CHECK(stage_notes(*g) == std::vector<std::string>{"29: tile v: `stages 3` taken as 2, the fewest of the staged tiles its loop loads (a loop "
                                                       "copies them all the same iterations ahead)"});
 }
@@ -126,13 +136,16 @@ TEST_CASE("codegen stages: a stages line the generator cannot honour is said at 
     CHECK(notes(staged_program(2, "", "    STORE c, K[i*128..i*128+128][0..64]\n", "output"), gpu::DType::F16).at(0).find("only a tile kept as") !=
           std::string::npos);
     // Shared memory: d = 256 with 128-row K and V tiles, 2 stages each, and Q (which leaves the
-    // registers for shared memory: beside O, S and P it would pass 224 floats a thread) is 337,920 bytes
-    // (fa2_v3_mma with 8 warps).
+    // registers for shared memory: beside O, S and P it would pass 224 floats a thread) is
+    // 328,704 bytes with the 1,024 that align the swizzle (fa2_v3_mma with 8 warps). Without
+    // the stages, 197,632: every tile stays in shared memory.
     std::string eight = SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/" + kV3)->text;
     eight.replace(eight.find("\nwarps 4\n"), 9, "\nwarps 8\n");
     auto big = gpu::generate_cuda(build(eight, {{"n", 512}, {"d", 256}, {"Br", 128}, {"Bc", 128}}), gpu::DType::F16);
     CHECK(big->kernels.at(0).tile_stages.empty());
-    const std::string budget = "with its stages the block's tiles need 337920 bytes of shared memory, more than a block may have (232448)";
+    CHECK(big->kernels.at(0).spill_floats == 0);
+    CHECK(big->kernels.at(0).shared_bytes == 197632);
+    const std::string budget = "with its stages the block's tiles need 328704 bytes of shared memory, more than a block may have (232448)";
     CHECK(stage_notes(*big) == std::vector<std::string>{"28: tile k: `stages 2` not applied, its LOADs wait: " + budget,
                                                         "29: tile v: `stages 2` not applied, its LOADs wait: " + budget});
     // gpu cuda prints them with the program's other reasons, at the tile's file:line:col.
@@ -188,10 +201,10 @@ TEST_CASE("codegen stages: fa2_causal's diagonal tile after the staged loop load
     CHECK(stage_notes(*g).empty());
     const std::string& s = g->source;
     // In the loop over the tiles below the diagonal, copied ahead; the diagonal's, after it, waits.
-    CHECK(contains(s, "k = reinterpret_cast<T*>(k_stages + (j % 2) * 4608);  // copied ahead (stages 2)"));
+    CHECK(contains(s, "k = reinterpret_cast<T*>(k_stages + (j % 2) * 4096);  // copied ahead (stages 2)"));
     const size_t diagonal = s.find("// line 93: LOAD K[(T-1-t)*B..(T-1-t)*B+B][0..d], k");
     REQUIRE(diagonal != std::string::npos);
-    CHECK(s.find("tile_load_stored(k, 72, K + (-8192*t + 16384), 64, 1, rows, cols);", diagonal) != std::string::npos);
+    CHECK(s.find("tile_load_stored(k, Swizzle128<128>{}, K + (-8192*t + 16384), 64, 1, rows, cols);", diagonal) != std::string::npos);
 }
 
 TEST_CASE("codegen registers: a tile that only products read as their a leaves the registers where they would spill", "[codegen]") {
@@ -204,28 +217,30 @@ TEST_CASE("codegen registers: a tile that only products read as their a leaves t
             if (contains(s.why, "not kept in registers")) out.push_back(fmt::format("{}:{}: {}", s.loc.line, s.loc.col, s.why));
         return out;
     };
-    const std::string note = "26:6: tile q is read from shared memory at each product (ldmatrix), not kept in registers: a thread would hold {} floats "
+    const std::string note = "26:6: tile q is read from shared memory at each product, not kept in registers: a thread would hold {} floats "
                              "of tiles in registers at once, more than the 224 that leave room for the rest without spilling ({} without it)";
     // d = 64, Bc = 64: Q (64 floats a thread), O (64), S or P (64, S's registers becoming P's) and
     // the row statistics (4 each) hold 204 at once: all in registers.
     auto fits = generated(64, 64);
     CHECK(q_notes(*fits).empty());
     CHECK(fits->kernels.at(0).tiles_in_registers.at(0));
-    CHECK(contains(fits->source, "frag_product_stored<T, true>(acc, q, k, 72);"));
+    CHECK(contains(fits->source, "frag_product_wgmma<T, true>(acc, q, k, Swizzle128<64>{});"));
     // d = 128: Q and O are 128 floats each, 332 at once; Q leaves (204 without it), kept as fp16 in
-    // shared memory (128 rows of 136) and read by ldmatrix at each 16-column step.
+    // shared memory (in the swizzle, as K and V) and read at each 16-column step: by wgmma from
+    // there on Hopper (ldmatrix elsewhere).
     auto wide = generated(128, 64);
     CHECK(q_notes(*wide) == std::vector<std::string>{fmt::format(fmt::runtime(note), 332, 204)});
     const gpu::GeneratedKernel& k = wide->kernels.at(0);
     CHECK_FALSE(k.tiles_in_registers.at(0));
     CHECK(k.tiles_stored.at(0));
     CHECK(k.register_floats == 128 + 64 + 64 + 4 * 4);  // O, S, P and m, m_new, ℓ, scale
-    CHECK(k.shared_bytes == 128 * 136 * 2 + 2 * 2 * 64 * 136 * 2);
-    CHECK(contains(wide->source, "T* const q = reinterpret_cast<T*>(smem + 0);  // line 26: tile q[128][128] as T, its arrays' values (row stride 136)"));
-    CHECK(contains(wide->source, "frag_product_stored_ab<T, true, 2, 8, 8>(acc, q, 136, k, 136);  // on the tensor cores: 128×128 by 128×64, both "
-                                 "from shared memory"));
+    CHECK(k.shared_bytes == 128 * 128 * 2 + 2 * 2 * 64 * 128 * 2 + 1024);
+    CHECK(contains(wide->source, "T* const q = reinterpret_cast<T*>(smem + 0);  // line 26: tile q[128][128] as T, its arrays' values (the 128-byte "
+                                 "swizzle, which wgmma reads)"));
+    CHECK(contains(wide->source, "frag_product_wgmma_ab<T, true, 2, 8, 8>(acc, q, Swizzle128<128>{}, k, Swizzle128<64>{});  // on the tensor cores: "
+                                 "128×128 by 128×64, both from shared memory (wgmma on Hopper)"));
     // P·V keeps P in registers: only a tile that LOADs fill leaves them.
-    CHECK(contains(wide->source, "frag_product_stored<T, false>(acc, p, v, 136);"));
+    CHECK(contains(wide->source, "frag_product_wgmma<T, false>(acc, p, v, Swizzle128<64>{});"));
     // d = 64, Bc = 128: S and P are 128 wide, 268 at once with Q.
     CHECK(q_notes(*generated(64, 128)) == std::vector<std::string>{fmt::format(fmt::runtime(note), 268, 204)});
     // d = 128, Bc = 128: O, S and P hold 268 floats at once even without Q, which ptxas would
@@ -255,4 +270,87 @@ TEST_CASE("codegen registers: a tile that only products read as their a leaves t
                                      gpu::DType::F16);
     REQUIRE(q_notes(*causal).size() == 1);
     CHECK(contains(q_notes(*causal)[0], "would hold 268 floats of tiles in registers at once"));
+}
+
+TEST_CASE("codegen hopper: K and V in the swizzle make both products of fa2 wgmma", "[codegen]") {
+    auto g = v3(64, 64);
+    const std::string& s = g->source;
+    // S = Q·Kᵀ: a (Q) from registers, b K-major (K transposed); O += P·V: b N-major (V as it is).
+    CHECK(contains(s, "frag_product_wgmma<T, true>(acc, q, k, Swizzle128<64>{});  // on the tensor cores: 128×64 by 64×64 (wgmma on Hopper)"));
+    CHECK(contains(s, "frag_product_wgmma<T, false>(acc, p, v, Swizzle128<64>{});  // on the tensor cores: 128×64 by 64×64 (wgmma on Hopper)"));
+    // Each instruction defined once, before the kernels: m64n64k16, 32 accumulators a thread.
+    CHECK(count_of(s, "template <> struct WgmmaRS<") == 2);
+    CHECK(contains(s, "template <> struct WgmmaRS<64, false> {  // m64n64k16, a from registers, b K-major\n"
+                      "    static __device__ __forceinline__ void mma(float (&d)[8][4], const unsigned (&a)[4], unsigned long long b) {\n"
+                      "#ifdef TOYSIM_WGMMA\n"
+                      "        asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %37, 0;\\n\"\n"
+                      "                     \"wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+                      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, "
+                      "0;\\n}\\n\"\n"
+                      "                     : \"+f\"(d[0][0]), \"+f\"(d[0][1]), \"+f\"(d[0][2]), \"+f\"(d[0][3]), \"+f\"(d[1][0])"));
+    CHECK(contains(s, "\"+f\"(d[7][3])\n                     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b), \"r\"(1));\n#endif\n"));
+    CHECK(contains(s, "template <> struct WgmmaRS<64, true> {  // m64n64k16, a from registers, b N-major"));
+    CHECK(s.find("template <> struct WgmmaRS<") < s.find("// ---- k0_parallel_for_i"));
+    // bf16 runs issue the bf16 form.
+    CHECK(contains(v3(64, 64, gpu::DType::BF16)->source, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"));
+    // The tiles in the swizzle first, from a 1,024-byte boundary: 1,024 bytes more than they take.
+    CHECK(contains(s, "    extern __shared__ __align__(1024) float smem_raw[];\n"));
+    CHECK(contains(s, "float* const smem = smem_raw + ((1024u - ((unsigned)__cvta_generic_to_shared(smem_raw) & 1023u)) & 1023u) / 4;"));
+    CHECK(g->kernels.at(0).shared_bytes == 2 * 2 * 64 * 64 * 2 + 1024);
+    // What the copies wrote becomes visible to wgmma's reads (the async proxy) before the block
+    // meets for the products; the loop's other barrier (after the products) needs no fence.
+    const std::string loop = s.substr(s.find("// line 74: for j in 0..Tc {"));
+    CHECK(contains(loop, "async_proxy_fence();  // what was written to tiles in the swizzle, for wgmma's reads\n        __syncthreads();\n"));
+    CHECK(count_of(loop, "async_proxy_fence();") == 1);
+    CHECK(count_of(loop, "__syncthreads();") == 2);
+}
+
+TEST_CASE("codegen hopper: an a that left the registers is read by wgmma from shared memory too", "[codegen]") {
+    // d = 128: Q leaves the registers (O, S, P and Q would pass 224 floats a thread) for the
+    // swizzle, and S = Q·Kᵀ reads both operands through descriptors.
+    auto g = v3(128, 64);
+    const std::string& s = g->source;
+    CHECK(contains(s, "frag_product_wgmma_ab<T, true, 2, 8, 8>(acc, q, Swizzle128<128>{}, k, Swizzle128<64>{});"));
+    CHECK(contains(s, "template <> struct WgmmaSS<64, false> {  // m64n64k16, a from shared memory, b K-major\n"
+                      "    static __device__ __forceinline__ void mma(float (&d)[8][4], unsigned long long a, unsigned long long b) {"));
+    CHECK(contains(s, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, "
+                      "%27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;"));
+    CHECK(contains(s, "template <> struct WgmmaRS<128, true> {  // m64n128k16, a from registers, b N-major"));
+    CHECK(g->kernels.at(0).shared_bytes == 128 * 128 * 2 + 2 * 2 * 64 * 128 * 2 + 1024);
+}
+
+TEST_CASE("codegen hopper: tiles keep padded rows and mma.sync where wgmma cannot serve", "[codegen]") {
+    // Columns that are not whole 64-value swizzle rows (d = 32), a block of 2 warps (not a
+    // warpgroup), fp32 (no tile kept as 16-bit values).
+    auto narrow = gpu::generate_cuda(build_file(kV3, {{"n", 4096}, {"d", 32}, {"Br", 128}, {"Bc", 64}}), gpu::DType::F16);
+    CHECK(contains(narrow->source, "frag_product_stored<T, true>(acc, q, k, 40);"));
+    CHECK(contains(narrow->source, "    extern __shared__ __align__(128) float smem[];\n"));
+    std::string two = SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/" + kV3)->text;
+    two.replace(two.find("\nwarps 4\n"), 9, "\nwarps 2\n");
+    auto pair = gpu::generate_cuda(build(two, {{"n", 4096}, {"d", 64}, {"Br", 64}, {"Bc", 64}}), gpu::DType::F16);
+    CHECK(pair->block_threads == 64);
+    CHECK(contains(pair->source, "frag_product_stored<T, true>(acc, q, k, 72);"));
+    for (const auto& g : {narrow, pair, v3(64, 64, gpu::DType::F32)}) {
+        CHECK_FALSE(contains(g->source, "wgmma"));
+        CHECK_FALSE(contains(g->source, "Swizzle128"));
+        CHECK_FALSE(contains(g->source, "async_proxy_fence"));
+    }
+}
+
+TEST_CASE("codegen hopper: the schedule's wgmma kernels compile for sm_90a without spilling", "[codegen][nvrtc]") {
+    std::string why;
+    if (!gpu::nvrtc_available(&why)) SKIP("no NVRTC: " << why);
+    // ptxas's registers and local memory (gpu cuda --compile), at the schedule's shapes the
+    // benchmark runs: d = 64 and 128 at Bc = 64.
+    for (const char* d : {"64", "128"}) {
+        INFO("d = " << d);
+        CliResult r = run_cli({"gpu", "cuda", kV3, "--dtype", "fp16", "--set", "n=4096", "--set", std::string("d=") + d, "--set", "Br=128", "--set",
+                               "Bc=64", "--compile"});
+        INFO(r.err);
+        REQUIRE(r.code == 0);
+        CHECK(contains(r.out, "for sm_90a (Hopper: wgmma where the module has it)"));
+        std::smatch m;
+        REQUIRE(std::regex_search(r.out, m, std::regex(R"(// k0_parallel_for_i \(line 69\): (\d+) registers a thread, nothing in local memory\n)")));
+        CHECK(std::stoi(m[1]) <= 255);
+    }
 }

@@ -64,6 +64,7 @@ public:
         for (const Item& item : items) collect_serial_writes(item);
         for (const Item& item : items) collect_reads(item);
         header();
+        const size_t kernels_at = out_.source.size();
         for (const Item& item : items) {
             GeneratedStage stage;
             stage.name = stage_name(item);
@@ -71,6 +72,11 @@ public:
             stage.steps = steps(item, {});
             out_.stages.push_back(std::move(stage));
         }
+        // The wgmma instructions the kernels issue, before them (the prelude declares the templates).
+        std::string instructions;
+        for (const WgmmaShape& w : wgmma_) instructions += wgmma_instruction(w, out_.dtype);
+        if (!instructions.empty())
+            out_.source.insert(kernels_at, "\n// The wgmma instructions of this module's products (Hopper: compiled for sm_90a).\n" + instructions);
         out_.regfile_floats = layout_.regfile_floats();
     }
 
@@ -81,6 +87,7 @@ private:
     std::vector<bool> fp32_;
     Footprint serial_writes_;          // every serial kernel's
     Footprint serial_writes_so_far_;   // the serial kernels' before the one being generated
+    std::set<WgmmaShape> wgmma_;       // every kernel's
 
     // Every piece of code's footprint, in program order.
     std::vector<std::pair<std::int32_t, Footprint>> reads_;
@@ -181,6 +188,7 @@ private:
         static_cast<KernelLaunchFacts&>(k) = emitted;
         out_.slow_paths.insert(out_.slow_paths.end(), emitted.slow_paths.begin(), emitted.slow_paths.end());
         out_.source += emitted.source;
+        wgmma_.insert(emitted.wgmma.begin(), emitted.wgmma.end());
         out_.kernels.push_back(std::move(k));
         return index;
     }
@@ -188,7 +196,11 @@ private:
 
 }  // namespace
 
-NvrtcCompiled compile_generated(const GeneratedProgram& g, int arch) { return nvrtc_compile(g.compile_unit(), g.program_path + ".cu", arch, {"-std=c++17", "-lineinfo"}); }
+// On compute capability 9.0, for sm_90a: the target whose code may use wgmma (the prelude's
+// TOYSIM_WGMMA), and which runs only there, as the module is compiled for the device in hand.
+NvrtcCompiled compile_generated(const GeneratedProgram& g, int arch) {
+    return nvrtc_compile(g.compile_unit(), g.program_path + ".cu", arch, {"-std=c++17", "-lineinfo"}, arch == kHopperArch);
+}
 
 std::string GeneratedProgram::compile_unit() const { return device_prelude(block_threads / 32) + "\n" + source; }
 

@@ -162,7 +162,9 @@ std::int64_t KernelEmitter::shared_floats_of(int tile) const {
 std::string KernelEmitter::stride(int tile) const {
     const std::int64_t cols = p_.tiles[static_cast<size_t>(tile)].cols;
     // A tile kept as T (16 bits): rows of 16-byte pieces, padded by one piece, so that the 8
-    // rows an ldmatrix reads are 8 different groups of 4 banks.
+    // rows an ldmatrix reads are 8 different groups of 4 banks; in the swizzle, not padded
+    // (layout() names the swizzle; the pieces of 8 rows are in 8 different groups already).
+    if (is_swizzled(tile)) return std::to_string(cols);
     if (is_stored(tile)) return std::to_string((cols + 7) / 8 * 8 + 8);
     // Rows of a multiple of 4 columns are padded by 4 floats: 16-byte reads along a row stay
     // aligned, and 8 threads reading 16 bytes of 8 consecutive rows (a transposed operand of a
@@ -216,7 +218,13 @@ KernelEmitter::Sync KernelEmitter::needed(const std::vector<Access>& next) const
 void KernelEmitter::sync(Sync s) {
     auto any = [](const std::vector<unsigned char>& v) { return std::find_if(v.begin(), v.end(), [](unsigned char f) { return f != 0; }) != v.end(); };
     if (s == Sync::Block) {
-        if (any(block_) && !per_thread_) line("__syncthreads();");
+        // What was written to a tile in the swizzle, wgmma reads through the async proxy.
+        bool swizzled_written = false;
+        for (size_t t = 0; t < swizzled_.size(); ++t) swizzled_written = swizzled_written || (swizzled_[t] && (block_[t] & (kWriteRows | kWriteAny)));
+        if (any(block_) && !per_thread_) {
+            if (swizzled_written) line("async_proxy_fence();  // what was written to tiles in the swizzle, for wgmma's reads");
+            line("__syncthreads();");
+        }
         std::fill(block_.begin(), block_.end(), 0);
         std::fill(warp_.begin(), warp_.end(), 0);
     } else if (s == Sync::Warp) {
@@ -351,9 +359,12 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     stages_.clear();
     staged_heads_.clear();
     stage_notes_.clear();
+    swizzled_.clear();
+    wgmma_.clear();
     if (!shape.serial && !shape.grid.empty()) {
         plan_fragments(shape.first, shape.last);
         plan_stages(shape.first, shape.last);
+        plan_swizzle();
     }
     const bool fragments = std::find(fragment_.begin(), fragment_.end(), true) != fragment_.end();
     // Shared memory: the tiles this kernel touches (a staged tile a buffer a stage), then the
@@ -364,11 +375,35 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     const bool uses_registers = mine.registers_read || mine.registers_written;
     auto tile_floats = [&](size_t t) { return shared_floats_of(static_cast<int>(t)); };
     auto copies_of = [&](size_t t) -> std::int64_t { return is_staged(static_cast<int>(t)) ? stages_[t] : 1; };
-    std::int64_t shared_floats = uses_registers && !per_thread_ ? layout_.registers() : 0;
-    for (size_t t = 0; t < p_.tiles.size(); ++t) shared_floats += used[t] ? tile_floats(t) * copies_of(t) : 0;
-    if (!staged_heads_.empty() && shared_floats * 4 > kSharedMemoryBudget)
+    // The swizzle repeats every 1,024 bytes: its tiles start on such a boundary, the first at
+    // the block's shared memory aligned up (up to 1,024 bytes more), the others after it (each
+    // takes whole 1,024 bytes: rows of 8, columns of 64).
+    const bool swizzle = std::find(swizzled_.begin(), swizzled_.end(), true) != swizzled_.end();
+    auto total_floats = [&] {
+        std::int64_t sum = (uses_registers && !per_thread_ ? layout_.registers() : 0) + (swizzle ? 256 : 0);
+        for (size_t t = 0; t < p_.tiles.size(); ++t) sum += used[t] ? tile_floats(t) * copies_of(t) : 0;
+        return sum;
+    };
+    std::int64_t shared_floats = total_floats();
+    if (!staged_heads_.empty() && shared_floats * 4 > kSharedMemoryBudget) {
         drop_stages(fmt::format("with its stages the block's tiles need {} bytes of shared memory, more than a block may have ({})", shared_floats * 4,
                                 kSharedMemoryBudget));
+        shared_floats = total_floats();
+    }
+    // Where the tiles do not all fit the largest shared memory a block can have (an H100's),
+    // the largest go to global memory instead (a slice per block, cached in L1 and L2) until
+    // the rest fits (staged tiles never do: their stages were dropped above). wgmma reads only
+    // shared memory: a tile that goes leaves the swizzle.
+    std::vector<bool> spill(p_.tiles.size(), false);
+    while (!per_thread_ && shared_floats * 4 > kSharedMemoryBudget) {
+        size_t largest = p_.tiles.size();
+        for (size_t t = 0; t < p_.tiles.size(); ++t)
+            if (used[t] && !spill[t] && (largest == p_.tiles.size() || tile_floats(t) > tile_floats(largest))) largest = t;
+        if (largest == p_.tiles.size()) break;
+        spill[largest] = true;
+        shared_floats -= tile_floats(largest);
+        if (is_swizzled(static_cast<int>(largest))) swizzled_[largest] = false;
+    }
     const std::string grid_and_host = [&] {
         std::string text;
         for (int l : shape.host_loops) {
@@ -421,22 +456,21 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         }
     }
 
-    // Where the tiles do not all fit the largest shared memory a block can have (an H100's),
-    // the largest go to global memory instead (a slice per block, cached in L1 and L2) until
-    // the rest fits (staged tiles never do: their stages were dropped above).
     std::string head;
     std::int64_t floats = 0, spilled = 0;
-    std::vector<bool> spill(p_.tiles.size(), false);
-    while (!per_thread_ && shared_floats * 4 > kSharedMemoryBudget) {
-        size_t largest = p_.tiles.size();
-        for (size_t t = 0; t < p_.tiles.size(); ++t)
-            if (used[t] && !spill[t] && (largest == p_.tiles.size() || tile_floats(t) > tile_floats(largest))) largest = t;
-        if (largest == p_.tiles.size()) break;
-        spill[largest] = true;
-        shared_floats -= tile_floats(largest);
-    }
-    if (!per_thread_) head += "    extern __shared__ __align__(128) float smem[];\n";
-    for (size_t t = 0; t < p_.tiles.size(); ++t) {
+    const bool aligned = std::find(swizzled_.begin(), swizzled_.end(), true) != swizzled_.end();
+    if (!per_thread_ && aligned)
+        head += "    extern __shared__ __align__(1024) float smem_raw[];\n"
+                "    // The tiles in the swizzle first, from a 1,024-byte boundary (the swizzle's period).\n"
+                "    float* const smem = smem_raw + ((1024u - ((unsigned)__cvta_generic_to_shared(smem_raw) & 1023u)) & 1023u) / 4;\n";
+    else if (!per_thread_)
+        head += "    extern __shared__ __align__(128) float smem[];\n";
+    std::vector<size_t> order;  // the tiles in the swizzle, then the others
+    for (size_t t = 0; t < p_.tiles.size(); ++t)
+        if (is_swizzled(static_cast<int>(t))) order.push_back(t);
+    for (size_t t = 0; t < p_.tiles.size(); ++t)
+        if (!is_swizzled(static_cast<int>(t))) order.push_back(t);
+    for (size_t t : order) {
         if (!used[t]) continue;
         const Tile& tile = p_.tiles[t];
         const std::int64_t bytes = tile_floats(t) * 4;
@@ -446,14 +480,14 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
                                 tile_name_[t], kSpillPerBlockMarker, spilled, tile.loc.line, tile.name, tile.rows, tile.cols, stride(static_cast<int>(t)));
             spilled += bytes / 4;
         } else if (is_staged(static_cast<int>(t))) {
-            head += fmt::format("    float* const {}_stages = smem + {};  // line {}: tile {}[{}][{}] as T, its arrays' values (row stride {}): {} buffers of {} "
+            head += fmt::format("    float* const {}_stages = smem + {};  // line {}: tile {}[{}][{}] as T, its arrays' values ({}): {} buffers of {} "
                                 "floats, copied asynchronously\n",
-                                tile_name_[t], floats, tile.loc.line, tile.name, tile.rows, tile.cols, stride(static_cast<int>(t)), stages_[t], bytes / 4);
+                                tile_name_[t], floats, tile.loc.line, tile.name, tile.rows, tile.cols, layout_note(static_cast<int>(t)), stages_[t], bytes / 4);
             head += fmt::format("    T* {0} = reinterpret_cast<T*>({0}_stages);  // the buffer of the iteration in hand\n", tile_name_[t]);
             floats += bytes / 4 * stages_[t];
         } else if (is_stored(static_cast<int>(t))) {
-            head += fmt::format("    T* const {} = reinterpret_cast<T*>(smem + {});  // line {}: tile {}[{}][{}] as T, its arrays' values (row stride {})\n",
-                                tile_name_[t], floats, tile.loc.line, tile.name, tile.rows, tile.cols, stride(static_cast<int>(t)));
+            head += fmt::format("    T* const {} = reinterpret_cast<T*>(smem + {});  // line {}: tile {}[{}][{}] as T, its arrays' values ({})\n",
+                                tile_name_[t], floats, tile.loc.line, tile.name, tile.rows, tile.cols, layout_note(static_cast<int>(t)));
             floats += bytes / 4;
         } else {
             head += fmt::format("    float* const {} = smem + {};  // line {}: tile {}[{}][{}] (row stride {})\n", tile_name_[t], floats,
@@ -508,7 +542,8 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         else head += fmt::format("    float* const R = smem + {};  // the scalar registers\n", floats);
         if (!per_thread_) floats += layout_.registers();
     }
-    out.shared_bytes = floats * 4;
+    out.shared_bytes = floats * 4 + (aligned ? 1024 : 0);
+    out.wgmma.assign(wgmma_.begin(), wgmma_.end());
     head += "    const long long head = blockIdx.y;  // each head's arrays follow the previous head's\n";
     for (size_t a = 0; a < p_.arrays.size(); ++a)
         if (counted_reads_[a] || counted_writes_[a]) head += fmt::format("    {} += head * {};\n", array_name_[a], p_.arrays[a].size);

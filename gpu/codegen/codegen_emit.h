@@ -3,6 +3,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,8 +91,20 @@ struct SliceDimension {
 };
 SliceDimension slice_dimension(const MemRef& m, const ArrayInfo& a, size_t d, const integer::Interval* ranges);
 
+// A wgmma instruction a kernel issues (m64nNk16): the module defines one specialization each
+// (codegen_hopper.cpp).
+struct WgmmaShape {
+    int n = 0;
+    bool trans_b = false;   // b N-major: a tile read as it is (its rows are k)
+    bool a_shared = false;  // a from shared memory (a descriptor), else from registers
+    auto operator<=>(const WgmmaShape&) const = default;
+};
+std::string hopper_prelude();
+std::string wgmma_instruction(const WgmmaShape& shape, DType dtype);
+
 struct EmittedKernel : KernelLaunchFacts {
     std::string source;
+    std::vector<WgmmaShape> wgmma;  // the wgmma instructions its products issue on Hopper
 };
 
 class KernelEmitter {
@@ -147,6 +160,18 @@ private:
     std::string stage_buffer(int tile) const;  // its buffer for the iteration in scope
     void open_staged_loop(const LoopInfo& loop, const std::vector<std::int32_t>& loads);
     bool is_stored(int tile) const { return !stored_.empty() && stored_[static_cast<size_t>(tile)]; }
+    // Tiles kept as T in Hopper's 128-byte swizzle, which wgmma reads (codegen_hopper.cpp), and
+    // the wgmma instructions the kernel's products issue.
+    std::vector<bool> swizzled_;
+    std::set<WgmmaShape> wgmma_;
+    bool is_swizzled(int tile) const { return !swizzled_.empty() && swizzled_[static_cast<size_t>(tile)]; }
+    void plan_swizzle();
+    // The instruction a product of tiles in registers (fragment_instruction) is, as CUDA, with
+    // the wgmma it issues recorded: wgmma where its b is in the swizzle, else mma.sync.
+    std::string fragment_product(const struct TileInst& t, std::int64_t mt, std::int64_t nb, std::int64_t inner);
+    // A tile's layout as the prelude's functions take it: its row stride, or Swizzle128<rows>{}.
+    std::string layout(int tile) const;
+    std::string layout_note(int tile) const;  // as the tile's declaration says it: "row stride 72", "the 128-byte swizzle ..."
     // Tiles of the fragment layout's shapes kept as T in shared memory instead, read as products'
     // a by ldmatrix (keep_fragments_in_registers), and why each is.
     std::vector<bool> shared_a_;

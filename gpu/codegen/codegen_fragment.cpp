@@ -284,7 +284,7 @@ void KernelEmitter::keep_fragments_in_registers(std::int32_t first, std::int32_t
         const std::int64_t before = live;
         live = live_fragment_floats(first, last);
         const Tile& tile = p_.tiles[largest];
-        fragment_notes_.push_back({tile.loc, "", fmt::format("tile {} is read from shared memory at each product (ldmatrix), not kept in registers: "
+        fragment_notes_.push_back({tile.loc, "", fmt::format("tile {} is read from shared memory at each product, not kept in registers: "
                                                               "a thread would hold {} floats of tiles in registers at once, more than the {} that "
                                                               "leave room for the rest without spilling ({} without it)",
                                                               tile.name, before, kLiveFragmentFloats, live)});
@@ -387,18 +387,11 @@ void KernelEmitter::fragment_tile(const TileInst& t) {
     auto name = [&](int k) -> const std::string& { return tile_name_[static_cast<size_t>(t.args[static_cast<size_t>(k)].index)]; };
     auto cols_of = [&](int k) { return static_shape_[static_cast<size_t>(t.args[static_cast<size_t>(k)].index)].second; };
     if (op.shape == OpShape::Product) {
-        const TileOperand& b = t.args[1];
         const std::int64_t inner = cols_of(0), nb = ds.second / 8;
         line(fmt::format("float acc[{}][{}][4];", mt, nb));
         if (op.register_sources() == 3) line(fmt::format("FRAG_FOR({}, {}) acc[mi][cb][e] = {}[mi][cb][e];", mt, nb, name(2)));
         else line(fmt::format("FRAG_FOR({}, {}) acc[mi][cb][e] = 0.f;", mt, nb));
-        if (is_shared_a(t.args[0]))
-            line(fmt::format("frag_product_stored_ab<T, {}, {}, {}, {}>(acc, {}, {}, {}, {});  // on the tensor cores: {}×{} by {}×{}, both from shared memory",
-                             b.transposed ? "true" : "false", mt, nb, inner / 16, name(0), stride(t.args[0].index), name(1), stride(b.index), ds.first,
-                             inner, inner, ds.second));
-        else
-            line(fmt::format("{}<T, {}>(acc, {}, {}, {});  // on the tensor cores: {}×{} by {}×{}", is_stored(b.index) ? "frag_product_stored" : "frag_product",
-                             b.transposed ? "true" : "false", name(0), name(1), stride(b.index), ds.first, inner, inner, ds.second));
+        line(fragment_product(t, mt, nb, inner));
         line(fmt::format("FRAG_FOR({}, {}) {}[mi][cb][e] = acc[mi][cb][e];", mt, nb, out));
         return;
     }

@@ -154,6 +154,17 @@ __device__ __forceinline__ void load_pieces(const T* src, long long rs, int rows
         }
     }
 }
+// Where a tile kept as T holds element (i, j): rows at a stride of s elements (padded), or in
+// Hopper's 128-byte swizzle (Swizzle128<R>: the tile's 64-column parts one after another, each
+// R rows of 128 bytes, the 16-byte piece p of row i at piece p ^ (i mod 8)), the layout wgmma
+// reads through its descriptors (gpu/codegen/codegen_hopper.cpp). Both keep a 16-byte piece
+// (8 values from a column that is a multiple of 8) whole: cp.async and ldmatrix read either.
+template <int kRows> struct Swizzle128 {};
+__device__ __forceinline__ int tile_at(int s, int i, int j) { return i * s + j; }
+template <int kRows>
+__device__ __forceinline__ int tile_at(Swizzle128<kRows>, int i, int j) { return (j >> 6) * (kRows * 64) + i * 64 + ((((j >> 3) & 7) ^ (i & 7)) << 3) + (j & 7); }
+__device__ __forceinline__ bool whole_pieces(int s, int vec) { return s % vec == 0; }
+template <int kRows> __device__ __forceinline__ bool whole_pieces(Swizzle128<kRows>, int) { return true; }
 // LOAD slice, tile: element (i, j) of the slice at src[i·rs + j·cs]. Rows of whole pieces of 4
 // elements (the common case: a tile of a row-major array) go a piece a read, a warp's pieces
 // side by side in shared memory.
@@ -167,14 +178,14 @@ __device__ __forceinline__ void tile_load(float* dst, int ds, const T* src, long
     for_each_element(rows, cols, [&](int i, int j) { dst[i * ds + j] = to_float(src[i * rs + j * cs]); });
 }
 // The same for a tile kept as T (the arrays' storage type, no conversion): 16 bytes a piece.
-template <typename T>
-__device__ __forceinline__ void tile_load_stored(T* dst, int ds, const T* src, long long rs, long long cs, int rows, int cols) {
+template <typename T, typename L>
+__device__ __forceinline__ void tile_load_stored(T* dst, L ds, const T* src, long long rs, long long cs, int rows, int cols) {
     constexpr int kVec = 16 / sizeof(T);
-    if (cs == 1 && cols % kVec == 0 && rs % kVec == 0 && ds % kVec == 0 && reinterpret_cast<unsigned long long>(src) % 16 == 0) {
-        load_pieces<kVec, uint4>(src, rs, rows, cols, [&](int i, int j, const uint4& v) { *reinterpret_cast<uint4*>(dst + i * ds + j) = v; });
+    if (cs == 1 && cols % kVec == 0 && rs % kVec == 0 && whole_pieces(ds, kVec) && reinterpret_cast<unsigned long long>(src) % 16 == 0) {
+        load_pieces<kVec, uint4>(src, rs, rows, cols, [&](int i, int j, const uint4& v) { *reinterpret_cast<uint4*>(dst + tile_at(ds, i, j)) = v; });
         return;
     }
-    for_each_element(rows, cols, [&](int i, int j) { dst[i * ds + j] = src[i * rs + j * cs]; });
+    for_each_element(rows, cols, [&](int i, int j) { dst[tile_at(ds, i, j)] = src[i * rs + j * cs]; });
 }
 // A tile with `stages S` (asynchronous copies): tile_load_stored's pieces as cp.async copies of
 // 16 bytes that write shared memory while the block computes. A thread's copies since the last
@@ -200,15 +211,15 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(kNewest));
 #endif
 }
-template <typename T>
-__device__ __forceinline__ void tile_load_async(T* dst, int ds, const T* src, long long rs, long long cs, int rows, int cols) {
+template <typename T, typename L>
+__device__ __forceinline__ void tile_load_async(T* dst, L ds, const T* src, long long rs, long long cs, int rows, int cols) {
     constexpr int kVec = 16 / sizeof(T);
-    if (cs == 1 && cols % kVec == 0 && rs % kVec == 0 && ds % kVec == 0 && reinterpret_cast<unsigned long long>(src) % 16 == 0) {
+    if (cs == 1 && cols % kVec == 0 && rs % kVec == 0 && whole_pieces(ds, kVec) && reinterpret_cast<unsigned long long>(src) % 16 == 0) {
         const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = kWarps;
         const int pieces = cols / kVec, mine = rows > warp ? (rows - warp + warps - 1) / warps : 0, total = mine * pieces;
         for (int e = lane; e < total; e += 32) {
             const int t = e / pieces, i = warp + t * warps, j = (e - t * pieces) * kVec;
-            cp_async16(dst + i * ds + j, src + i * rs + j);
+            cp_async16(dst + tile_at(ds, i, j), src + i * rs + j);
         }
         return;
     }
@@ -635,12 +646,12 @@ __device__ __forceinline__ void frag_product(float (&acc)[MT][NB][4], const floa
     frag_product_cuda_cores<E>(acc, a, [&](int k, int n) { return to_float(from_float<E>(kBT ? b[n * bs + k] : b[k * bs + n])); });
 #endif
 }
-// acc += a·b with b kept as E (tile_load_stored; row stride bs elements, a multiple of 8) and
+// acc += a·b with b kept as E (tile_load_stored; layout bs: a row stride that is a multiple of 8, or the swizzle) and
 // a's m16n8k16 operands for k block kb from a_of(af, kb): each b fragment pair comes from
 // ldmatrix, 8×8 blocks of b's rows as they are (b transposed: its rows are n, and k runs along
 // them) or transposed (k runs down them).
-template <typename E, bool kBT, int MT, int NB, int KB, typename A>
-__device__ __forceinline__ void frag_product_ldmatrix(float (&acc)[MT][NB][4], A a_of, const E* b, int bs) {
+template <typename E, bool kBT, int MT, int NB, int KB, typename A, typename L>
+__device__ __forceinline__ void frag_product_ldmatrix(float (&acc)[MT][NB][4], A a_of, const E* b, L bs) {
 #if __CUDA_ARCH__ >= 800
     // Lane l names a row of 8×8 block l / 8: blocks (k, n) = (0, 0), (8, 0), (0, 8), (8, 8).
     const int lane = threadIdx.x % 32, quad = lane / 8;
@@ -652,7 +663,7 @@ __device__ __forceinline__ void frag_product_ldmatrix(float (&acc)[MT][NB][4], A
 #pragma unroll
         for (int nb = 0; nb < NB; nb += 2) {
             const int k = 16 * kb + k_off, n = 8 * nb + (nb + 1 < NB ? n_off : n_off % 8);
-            const unsigned at = (unsigned)__cvta_generic_to_shared(kBT ? b + n * bs + k : b + k * bs + n);
+            const unsigned at = (unsigned)__cvta_generic_to_shared(b + (kBT ? tile_at(bs, n, k) : tile_at(bs, k, n)));
             unsigned r0, r1, r2 = 0, r3 = 0;
             if (nb + 1 < NB) {
                 if (kBT) asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(at));
@@ -671,20 +682,20 @@ __device__ __forceinline__ void frag_product_ldmatrix(float (&acc)[MT][NB][4], A
 #endif
 }
 // acc += a·b, a in registers and b kept as E (frag_product_ldmatrix).
-template <typename E, bool kBT, int MT, int NB, int KA>
-__device__ __forceinline__ void frag_product_stored(float (&acc)[MT][NB][4], const float (&a)[MT][KA][4], const E* b, int bs) {
+template <typename E, bool kBT, int MT, int NB, int KA, typename L>
+__device__ __forceinline__ void frag_product_stored(float (&acc)[MT][NB][4], const float (&a)[MT][KA][4], const E* b, L bs) {
     static_assert(KA % 2 == 0, "k is a multiple of 16");
 #if __CUDA_ARCH__ >= 800
     frag_product_ldmatrix<E, kBT, MT, NB, KA / 2>(acc, [&](unsigned (&af)[MT][4], int kb) { frag_a<E>(af, a, kb); }, b, bs);
 #else
-    frag_product_cuda_cores<E>(acc, a, [&](int k, int n) { return to_float(kBT ? b[n * bs + k] : b[k * bs + n]); });
+    frag_product_cuda_cores<E>(acc, a, [&](int k, int n) { return to_float(b[kBT ? tile_at(bs, n, k) : tile_at(bs, k, n)]); });
 #endif
 }
-// acc += a·b with a kept as E too (row stride as, a multiple of 8; inner = 16·KB columns), read
+// acc += a·b with a kept as E too (layout as, as b's; inner = 16·KB columns), read
 // at each k block by ldmatrix for the warp's 16-row blocks rather than held in registers: where
 // a tile such as FlashAttention's Q at d = 128 would not fit beside the others (v3 does the same).
-template <typename E, bool kBT, int MT, int NB, int KB>
-__device__ __forceinline__ void frag_product_stored_ab(float (&acc)[MT][NB][4], const E* a, int as, const E* b, int bs) {
+template <typename E, bool kBT, int MT, int NB, int KB, typename LA, typename LB>
+__device__ __forceinline__ void frag_product_stored_ab(float (&acc)[MT][NB][4], const E* a, LA as, const E* b, LB bs) {
 #if __CUDA_ARCH__ >= 800
     // Lane l names row l % 16 of the block at column 8·(l / 16): 8×8 blocks (rows, k) = (0, 0),
     // (8, 0), (0, 8), (8, 8), m16n8k16's a0..a3.
@@ -692,14 +703,14 @@ __device__ __forceinline__ void frag_product_stored_ab(float (&acc)[MT][NB][4], 
     frag_product_ldmatrix<E, kBT, MT, NB, KB>(acc, [&](unsigned (&af)[MT][4], int kb) {
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi) {
-            const unsigned at = (unsigned)__cvta_generic_to_shared(a + ((mi * kWarps + warp) * 16 + lane % 16) * as + 16 * kb + 8 * (lane / 16));
+            const unsigned at = (unsigned)__cvta_generic_to_shared(a + tile_at(as, (mi * kWarps + warp) * 16 + lane % 16, 16 * kb + 8 * (lane / 16)));
             asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(af[mi][0]), "=r"(af[mi][1]), "=r"(af[mi][2]), "=r"(af[mi][3]) : "r"(at));
         }
     }, b, bs);
 #else
     FRAG_FOR(MT, NB) {
         const int r = frag_row(mi, e >> 1), c = frag_col(cb, e);
-        for (int k = 0; k < 16 * KB; ++k) acc[mi][cb][e] += to_float(a[r * as + k]) * to_float(kBT ? b[c * bs + k] : b[k * bs + c]);
+        for (int k = 0; k < 16 * KB; ++k) acc[mi][cb][e] += to_float(a[tile_at(as, r, k)]) * to_float(b[kBT ? tile_at(bs, c, k) : tile_at(bs, k, c)]);
     }
 #endif
 }
@@ -732,7 +743,7 @@ std::string device_prelude(int warps_per_block) {
     const std::string warps = fmt::format("\n// The warps of a block kernel (every tile loop runs in one).\nconstexpr int kWarps = {};\n", warps_per_block);
     const std::string text = kPrelude;
     const size_t at = text.find("// ---- block-cooperative tile loops");
-    return text.substr(0, at) + warps + text.substr(at) + primitives();
+    return text.substr(0, at) + warps + text.substr(at) + hopper_prelude() + primitives();
 }
 
 }  // namespace toysim::gpu

@@ -183,7 +183,7 @@ void KernelEmitter::slice(std::int32_t pc, const TileInst& t, SliceMode mode) {
     const TileOperand& reg_or_tile = t.args[0];
     const bool is_tile = reg_or_tile.kind == TileOperand::Kind::Tile;
     const std::string ptr = is_tile ? tile_name_[static_cast<size_t>(reg_or_tile.index)] : "&" + reg(pc, reg_or_tile.index, "ra");
-    const std::string stride_text = is_tile ? stride(reg_or_tile.index) : "0";
+    const std::string stride_text = is_tile ? layout(reg_or_tile.index) : "0";  // a row stride, or the swizzle
     if (is_fragment(reg_or_tile)) {
         // A tile in registers: each thread moves its own elements (the shape is proven).
         const bool column = static_shape_[static_cast<size_t>(reg_or_tile.index)].second == 1;

@@ -238,13 +238,13 @@ std::string nvrtc_version() {
 }
 
 NvrtcCompiled nvrtc_compile(const std::string& source, const std::string& name, int arch,
-                            const std::vector<std::string>& options) {
+                            const std::vector<std::string>& options, bool arch_specific) {
     const Api& api = api_or_throw();
     if (arch <= 0) throw GpuError{fmt::format("NVRTC: no GPU architecture sm_{} (give 90 for sm_90)", arch)};
 
     // The architecture first, the caller's options next, the toolkit's headers last (so a
     // caller's -I is searched before them).
-    std::vector<std::string> all = {fmt::format("--gpu-architecture=sm_{}", arch)};
+    std::vector<std::string> all = {fmt::format("--gpu-architecture=sm_{}{}", arch, arch_specific ? "a" : "")};
     all.insert(all.end(), options.begin(), options.end());
     if (const std::string include = cuda_include_dir(); !include.empty()) all.push_back("-I" + include);
 

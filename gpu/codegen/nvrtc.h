@@ -37,12 +37,13 @@ bool nvrtc_available(std::string* why = nullptr);
 std::string nvrtc_version();
 
 // Compiles CUDA C++ `source` (called `name` in the log: "fa2.cu") to a cubin for sm_<arch>
-// (arch = 90 for sm_90), with the caller's extra options ("-std=c++17", "-lineinfo").
+// (arch = 90 for sm_90; arch_specific: sm_90a, whose features such as wgmma run only on that
+// compute capability), with the caller's extra options ("-std=c++17", "-lineinfo").
 // Throws GpuError when NVRTC is missing or fails outside compilation, NvrtcCompileError when
 // the source does not compile. Reads the image from the disk cache when it is there; a cache
 // that cannot be read or written is ignored.
 NvrtcCompiled nvrtc_compile(const std::string& source, const std::string& name, int arch,
-                            const std::vector<std::string>& options);
+                            const std::vector<std::string>& options, bool arch_specific = false);
 
 // What ptxas gave kernel `function`, read from the cubin's .nv.info section (what cuobjdump
 // --dump-resource-usage prints): a thread's registers (EIATTR_REGCOUNT) and its stack frame in

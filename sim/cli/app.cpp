@@ -319,7 +319,7 @@ Commands define_commands(CLI::App& app, Args& a) {
     c.gpu_cuda->add_option("--exercise", a.gpu_cuda.exercise, "FILE is a solution of this exercise (a folder or a name, as 'toysim grade' takes it)");
     c.gpu_cuda->add_flag("--no-tensor-cores", a.gpu_cuda.no_tensor_cores, "generated CUDA: every product on the CUDA cores (in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores, in tf32)");
     c.gpu_cuda->add_flag("--prelude", a.gpu_cuda.prelude, "also print the device prelude the module starts with (the tile loops)");
-    c.gpu_cuda->add_flag("--compile", a.gpu_cuda.compile, "also compile it with NVRTC for sm_90 (no GPU needed) and say what ptxas gave each kernel (registers, spills), or print the compiler's errors");
+    c.gpu_cuda->add_flag("--compile", a.gpu_cuda.compile, "also compile it with NVRTC for sm_90a, the H100 and H200 (no GPU needed) and say what ptxas gave each kernel (registers, spills), or print the compiler's errors");
     add_race_force(c.gpu_cuda, a.gpu_cuda.force);
     c.gpu_cuda->footer("\nexamples:\n"
                        "  toysim gpu cuda programs/attention/fa2.toy\n"

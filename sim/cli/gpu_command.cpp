@@ -71,7 +71,7 @@ int gpu_cuda_command(const GpuCudaArgs& o, Context& ctx) {
     if (!o.compile) return kOk;
     try {
         gpu::NvrtcCompiled compiled = gpu::compile_generated(*generated, gpu::kHopperArch);
-        ctx.out << fmt::format("\n// compiled with NVRTC {} for sm_90: {} bytes of machine code{}\n", gpu::nvrtc_version(), compiled.image.size(),
+        ctx.out << fmt::format("\n// compiled with NVRTC {} for sm_90a (Hopper: wgmma where the module has it): {} bytes of machine code{}\n", gpu::nvrtc_version(), compiled.image.size(),
                                compiled.from_cache ? " (from the cache)" : "");
         // What ptxas gave each kernel: a stack frame is local memory, traffic no array counts.
         for (const gpu::GeneratedKernel& k : generated->kernels)

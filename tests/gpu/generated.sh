@@ -67,6 +67,10 @@ if [[ -z $filter || $filter == fragments ]]; then
     # Twice the schedule's warps where 4 would spill (O, S and P 128 wide at d = 128).
     run programs/attention/schedules/fa2_v3_mma.toy $dtype "--set n=384 --set d=128 --set Br=128 --set Bc=128"
     run programs/attention/schedules/fa2_causal_v3_mma.toy $dtype "--set n=384 --set d=128 --set B=128"
+    # wgmma on Hopper (tiles in the 128-byte swizzle): N = 128 from 4 warps, and at d = 256 Q, K
+    # and V of 4 swizzle parts a row (both operands through descriptors for S = Q·Kᵀ).
+    run programs/attention/schedules/fa2_v3_mma.toy $dtype "--set n=384 --set d=64 --set Br=128 --set Bc=128"
+    run programs/attention/fa2.toy $dtype "--set n=256 --set d=256 --set Br=128 --set Bc=64"
   done
 fi
 # What the simulator stops on stops the generated kernel, reported at the instruction's line.
