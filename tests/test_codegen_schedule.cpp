@@ -330,6 +330,21 @@ TEST_CASE("codegen hopper: tiles keep padded rows and mma.sync where wgmma canno
     auto pair = gpu::generate_cuda(build(two, {{"n", 4096}, {"d", 64}, {"Br", 64}, {"Bc", 64}}), gpu::DType::F16);
     CHECK(pair->block_threads == 64);
     CHECK(contains(pair->source, "frag_product_stored<T, true>(acc, q, k, 72);"));
+    // Said at the tiles' lines, for the student on a Hopper GPU.
+    auto hopper_notes = [](const gpu::GeneratedProgram& g) {
+        std::vector<std::string> out;
+        for (const gpu::SlowPath& s : g.slow_paths)
+            if (contains(s.why, "on Hopper")) out.push_back(fmt::format("{}:{}: {}", s.loc.line, s.loc.col, s.why));
+        return out;
+    };
+    CHECK(hopper_notes(*narrow) ==
+          std::vector<std::string>{"28:6: tile k: on Hopper its products run on mma.sync from padded rows, not on wgmma: its 64 × 32 is not whole rows "
+                                   "of the 128-byte swizzle (columns a multiple of 64, rows of 8)",
+                                   "29:6: tile v: on Hopper its products run on mma.sync from padded rows, not on wgmma: its 64 × 32 is not whole rows "
+                                   "of the 128-byte swizzle (columns a multiple of 64, rows of 8)"});
+    CHECK(hopper_notes(*pair).at(0) == "28:6: tile k: on Hopper its products run on mma.sync from padded rows, not on wgmma: the block's 2 warps are not "
+                                       "whole warpgroups of 4");
+    CHECK(hopper_notes(*v3(64, 64)).empty());
     for (const auto& g : {narrow, pair, v3(64, 64, gpu::DType::F32)}) {
         CHECK_FALSE(contains(g->source, "wgmma"));
         CHECK_FALSE(contains(g->source, "Swizzle128"));

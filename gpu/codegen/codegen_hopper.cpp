@@ -122,12 +122,23 @@ std::string hopper_prelude() { return kHopperPrelude; }
 
 // A tile kept as T goes in the swizzle where its shape, as every instruction has it, is whole
 // atoms of the 128-byte swizzle (8 rows of 64 values) and the block is whole warpgroups.
+// Where a tile kept as T is not, its products stay on mma.sync even on Hopper: said at its line.
 void KernelEmitter::plan_swizzle() {
     swizzled_.assign(p_.tiles.size(), false);
-    if (block_threads_ % 128 != 0) return;
     for (size_t i = 0; i < p_.tiles.size(); ++i) {
+        if (!is_stored(static_cast<int>(i))) continue;
         const Tile& tile = p_.tiles[i];
-        swizzled_[i] = is_stored(static_cast<int>(i)) && static_shape_[i] == std::pair{tile.rows, tile.cols} && tile.cols % 64 == 0 && tile.rows % 8 == 0;
+        const auto [rows, cols] = static_shape_[i];
+        std::string why;
+        if (block_threads_ % 128 != 0)
+            why = fmt::format("the block's {} warps are not whole warpgroups of 4", block_threads_ / 32);
+        else if (rows != tile.rows || cols != tile.cols)
+            why = fmt::format("its slices ({} × {}) do not fill it ({} × {})", rows, cols, tile.rows, tile.cols);
+        else if (cols % 64 != 0 || rows % 8 != 0)
+            why = fmt::format("its {} × {} is not whole rows of the 128-byte swizzle (columns a multiple of 64, rows of 8)", rows, cols);
+        swizzled_[i] = why.empty();
+        if (!why.empty())
+            fragment_notes_.push_back({tile.loc, "", fmt::format("tile {}: on Hopper its products run on mma.sync from padded rows, not on wgmma: {}", tile.name, why)});
     }
 }
 
