@@ -368,4 +368,7 @@ TEST_CASE("codegen hopper: the schedule's wgmma kernels compile for sm_90a witho
         REQUIRE(std::regex_search(r.out, m, std::regex(R"(// k0_parallel_for_i \(line 69\): (\d+) registers a thread, nothing in local memory\n)")));
         CHECK(std::stoi(m[1]) <= 255);
     }
+    // Before Hopper the same module (tiles in the swizzle) compiles to ldmatrix + mma.sync.
+    auto g = v3(128, 64);
+    CHECK_FALSE(gpu::compile_generated(*g, 80).image.empty());
 }

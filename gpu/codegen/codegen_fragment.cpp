@@ -2,7 +2,8 @@
 // one shape the generator can prove (every slice that fills them whole, never clipped) and are
 // used only in ways the layout serves, they leave shared memory for the registers of the warps
 // that own their rows, as FlashAttention-2 keeps S, P and O (and Triton chooses a layout per
-// value). A product of such a tile by a tile in shared memory runs on mma.sync.
+// value). A product of such a tile by a tile in shared memory runs on mma.sync (wgmma on
+// Hopper, where the tile in shared memory is in the 128-byte swizzle: codegen_hopper.cpp).
 //
 // The layout (m16n8k16's accumulator): a tile of R rows and C columns is R/128 blocks of 16
 // rows per warp (warp w owns blocks w, w + 8, ...) by C/8 blocks of 8 columns; lane 4g + t
