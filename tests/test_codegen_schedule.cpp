@@ -372,3 +372,19 @@ TEST_CASE("codegen hopper: the schedule's wgmma kernels compile for sm_90a witho
     auto g = v3(128, 64);
     CHECK_FALSE(gpu::compile_generated(*g, 80).image.empty());
 }
+
+TEST_CASE("codegen: tiles kept as 16-bit values that shared memory cannot hold are refused at the largest one's line", "[codegen][cli]") {
+    // fa2 at d = 256 with 256-row Q, K and V tiles in fp16: 394,240 bytes of them. ldmatrix and
+    // wgmma read only shared memory, so they cannot go to global memory as fp32 tiles do.
+    CliResult r = run_cli({"gpu", "cuda", "programs/attention/fa2.toy", "--set", "n=1024", "--set", "d=256", "--set", "Br=256", "--set", "Bc=256",
+                           "--dtype", "fp16"});
+    CHECK(r.code == 2);
+    CHECK(contains(r.err, "programs/attention/fa2.toy:36:6: error: cannot generate CUDA for this kernel: its tiles kept in shared memory as the "
+                          "arrays' 16-bit values (the tensor cores' operands, which ldmatrix and wgmma read only there) need 394240 bytes of it, more "
+                          "than a block may have (232448); the largest is tile q[256][256]"));
+    // In fp32 such tiles go to global memory (at d = 128, Br = Bc = 128: d = 256 products would not
+    // fit the threads on the CUDA cores), said as a slow path.
+    CliResult fp32 = run_cli({"gpu", "cuda", "programs/attention/fa2.toy", "--set", "n=1024", "--set", "d=128", "--set", "Br=128", "--set", "Bc=128"});
+    CHECK(fp32.code == 0);
+    CHECK(contains(fp32.out, "in global memory: shared memory is full"));
+}

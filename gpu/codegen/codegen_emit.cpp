@@ -392,17 +392,29 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     }
     // Where the tiles do not all fit the largest shared memory a block can have (an H100's),
     // the largest go to global memory instead (a slice per block, cached in L1 and L2) until
-    // the rest fits (staged tiles never do: their stages were dropped above). wgmma reads only
-    // shared memory: a tile that goes leaves the swizzle.
+    // the rest fits (staged tiles never do: their stages were dropped above). A tile kept as T
+    // stays: ldmatrix and wgmma read only shared memory.
     std::vector<bool> spill(p_.tiles.size(), false);
     while (!per_thread_ && shared_floats * 4 > kSharedMemoryBudget) {
-        size_t largest = p_.tiles.size();
-        for (size_t t = 0; t < p_.tiles.size(); ++t)
-            if (used[t] && !spill[t] && (largest == p_.tiles.size() || tile_floats(t) > tile_floats(largest))) largest = t;
-        if (largest == p_.tiles.size()) break;
+        size_t largest = p_.tiles.size(), stored = p_.tiles.size();
+        for (size_t t = 0; t < p_.tiles.size(); ++t) {
+            if (!used[t] || spill[t]) continue;
+            if (is_stored(static_cast<int>(t))) {
+                if (stored == p_.tiles.size() || tile_floats(t) > tile_floats(stored)) stored = t;
+            } else if (largest == p_.tiles.size() || tile_floats(t) > tile_floats(largest)) {
+                largest = t;
+            }
+        }
+        if (largest == p_.tiles.size()) {
+            if (stored == p_.tiles.size()) break;
+            const Tile& tile = p_.tiles[stored];
+            throw ToyError(tile.loc, fmt::format("cannot generate CUDA for this kernel: its tiles kept in shared memory as the arrays' 16-bit values "
+                                                 "(the tensor cores' operands, which ldmatrix and wgmma read only there) need {} bytes of it, more "
+                                                 "than a block may have ({}); the largest is tile {}[{}][{}]",
+                                                 shared_floats * 4, kSharedMemoryBudget, tile.name, tile.rows, tile.cols));
+        }
         spill[largest] = true;
         shared_floats -= tile_floats(largest);
-        if (is_swizzled(static_cast<int>(largest))) swizzled_[largest] = false;
     }
     const std::string grid_and_host = [&] {
         std::string text;
