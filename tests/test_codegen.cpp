@@ -293,10 +293,21 @@ TEST_CASE("codegen: toysim diff reads a saved run of generated CUDA back against
     r.launch.total.ms = {1.0f};
     for (size_t a = 0; a < 5; ++a)
         r.traffic.push_back({std::string(r.kernel->arrays[a].name), 2, stage.reads[a], stage.writes[a], stage.reads[a], stage.writes[a]});
+    // How its module was compiled, as gpu run records it (target, NVRTC's seconds, the cache).
+    r.compile = gpu::GpuRunResult::ModuleCompile{"sm_90a", 0.84, false};
+    CHECK(contains(format_gpu_run("fa2.toy", r, Format::Table), "the module for sm_90a: compiled by NVRTC in 0.84 s\n"));
+    const std::string saved = format_gpu_run("fa2.toy", r, Format::Json);
+    CHECK(contains(saved, "\"compile\": {"));
+    CHECK(contains(saved, "\"target\": \"sm_90a\""));
+    const gpu::GpuRunResult back = parse_gpu_run(saved, "saved.json", [&](const auto&, gpu::DType) { return r.generated; });
+    REQUIRE(back.compile);
+    CHECK(back.compile->target == "sm_90a");
+    CHECK(back.compile->seconds == 0.84);
+    CHECK_FALSE(back.compile->from_cache);
     const fs::path file = fs::temp_directory_path() / "toysim-test-generated-run.json";
     {
         std::ofstream out(file);
-        out << format_gpu_run("fa2.toy", r, Format::Json);
+        out << saved;
     }
     auto d = run_cli({"diff", fa2, "--gpu", file.string(), "--format", "csv"});
     INFO(d.err);

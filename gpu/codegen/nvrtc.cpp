@@ -249,6 +249,7 @@ NvrtcCompiled nvrtc_compile(const std::string& source, const std::string& name, 
     if (const std::string include = cuda_include_dir(); !include.empty()) all.push_back("-I" + include);
 
     NvrtcCompiled out;
+    out.target = fmt::format("sm_{}{}", arch, arch_specific ? "a" : "");
     fs::path file;
     if (!cache_disabled()) {
         if (const fs::path dir = cache_dir(); !dir.empty()) {

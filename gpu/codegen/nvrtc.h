@@ -19,6 +19,7 @@ struct NvrtcCompiled {
     std::string log;          // NVRTC's program log (may be empty)
     bool from_cache = false;  // the image came from the disk cache
     std::string cache_file;   // where it is (or would be) cached; empty when caching is off
+    std::string target;       // what it was compiled for: "sm_90a"
 };
 
 // Compilation failed: what() is "NVRTC could not compile <name>:" and, on the next lines, the

@@ -4,6 +4,7 @@
 #include "gpu/codegen/nvrtc.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <unistd.h>
@@ -440,7 +441,11 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     std::string image;
     if (result.generated) {
         const int arch = result.device.compute_major * 10 + result.device.compute_minor;
-        image = compile_generated(*result.generated, arch).image;
+        const auto started = std::chrono::steady_clock::now();
+        NvrtcCompiled compiled = compile_generated(*result.generated, arch);
+        result.compile = GpuRunResult::ModuleCompile{compiled.target, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                                                     compiled.from_cache};
+        image = std::move(compiled.image);
         result.slow_paths = result.generated->slow_paths;
         for (const GeneratedKernel& k : result.generated->kernels)
             if (const auto used = cubin_resources(image, k.function); used && used->frame_bytes > 0)

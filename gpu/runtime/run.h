@@ -97,6 +97,14 @@ struct GpuRunResult {
     // What kept generated CUDA off the generator's fastest path: its own reasons, and the
     // registers ptxas spilled to local memory when it compiled the module for this device.
     std::vector<SlowPath> slow_paths;
+    // How the generated module was compiled for this device: its target, NVRTC's seconds (the
+    // disk cache's read where it had the module), and whether it did.
+    struct ModuleCompile {
+        std::string target;
+        double seconds = 0;
+        bool from_cache = false;
+    };
+    std::optional<ModuleCompile> compile;
     std::vector<std::pair<std::string, std::int64_t>> params;  // the kernel's, in its order
     std::int64_t heads = 1;
     DType dtype = DType::F32;

@@ -125,6 +125,7 @@ json run_json(const std::string& path, const gpu::GpuRunResult& r) {
             slow.push_back(json{{"line", s.loc.line}, {"column", s.loc.col}, {"instruction", s.instruction}, {"why", s.why}});
         out["slow_paths"] = slow;
     }
+    if (r.compile) out["compile"] = json{{"target", r.compile->target}, {"seconds", r.compile->seconds}, {"from_cache", r.compile->from_cache}};
     return out;
 }
 
@@ -210,6 +211,9 @@ std::string format_gpu_run(const std::string& path, const gpu::GpuRunResult& r, 
     out += render_table(times, format);
     auto tf = r.tflops();
     out += fmt::format("{}{:.1f} GB/s of counted traffic\n", tf ? fmt::format("{:.2f} TFLOP/s, ", *tf) : std::string(), r.gigabytes_per_second());
+    if (r.compile)
+        out += r.compile->from_cache ? fmt::format("the module for {}: from the cache ({:.2f} s)\n", r.compile->target, r.compile->seconds)
+                                     : fmt::format("the module for {}: compiled by NVRTC in {:.2f} s\n", r.compile->target, r.compile->seconds);
     if (!r.slow_paths.empty()) out += "\n" + format_slow_paths(path, r.slow_paths, "");
     return out;
 }
@@ -274,6 +278,8 @@ gpu::GpuRunResult parse_gpu_run(const std::string& text, const std::string& path
                 r.params.emplace_back(std::string(param.name), j.at("params").at(std::string(param.name)).get<std::int64_t>());
         }
         r.warmups = j.value("warmups", 0);
+        if (const auto c = j.find("compile"); c != j.end())
+            r.compile = gpu::GpuRunResult::ModuleCompile{c->at("target").get<std::string>(), c->at("seconds").get<double>(), c->at("from_cache").get<bool>()};
         const json& d = j.at("device");
         r.device.name = d.at("name").get<std::string>();
         r.device.sm_count = d.value("sm_count", 0);
