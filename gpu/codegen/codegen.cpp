@@ -3,7 +3,6 @@
 #include "gpu/codegen/codegen.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 
 #include <fmt/format.h>
@@ -202,9 +201,7 @@ private:
 // TOYSIM_NO_WGMMA=1 compiles for plain sm_90 instead: the same tiles in the same swizzle, read
 // by ldmatrix + mma.sync, as on GPUs before Hopper (to compare the two, and to test that path).
 NvrtcCompiled compile_generated(const GeneratedProgram& g, int arch) {
-    const char* no_wgmma = std::getenv("TOYSIM_NO_WGMMA");
-    const bool wgmma = arch == kHopperArch && !(no_wgmma && *no_wgmma && std::string(no_wgmma) != "0");
-    return nvrtc_compile(g.compile_unit(), g.program_path + ".cu", arch, {"-std=c++17", "-lineinfo"}, wgmma);
+    return nvrtc_compile(g.compile_unit(), g.program_path + ".cu", arch, {"-std=c++17", "-lineinfo"}, arch == kHopperArch && !env_flag("TOYSIM_NO_WGMMA"));
 }
 
 std::string GeneratedProgram::compile_unit() const { return device_prelude(block_threads / 32) + "\n" + source; }

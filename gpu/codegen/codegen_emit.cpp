@@ -470,8 +470,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
 
     std::string head;
     std::int64_t floats = 0, spilled = 0;
-    const bool aligned = std::find(swizzled_.begin(), swizzled_.end(), true) != swizzled_.end();
-    if (!per_thread_ && aligned)
+    if (!per_thread_ && swizzle)
         head += "    extern __shared__ __align__(1024) float smem_raw[];\n"
                 "    // The tiles in the swizzle first, from a 1,024-byte boundary (the swizzle's period).\n"
                 "    float* const smem = smem_raw + ((1024u - ((unsigned)__cvta_generic_to_shared(smem_raw) & 1023u)) & 1023u) / 4;\n";
@@ -554,7 +553,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         else head += fmt::format("    float* const R = smem + {};  // the scalar registers\n", floats);
         if (!per_thread_) floats += layout_.registers();
     }
-    out.shared_bytes = floats * 4 + (aligned ? 1024 : 0);
+    out.shared_bytes = floats * 4 + (swizzle ? 1024 : 0);
     out.wgmma.assign(wgmma_.begin(), wgmma_.end());
     head += "    const long long head = blockIdx.y;  // each head's arrays follow the previous head's\n";
     for (size_t a = 0; a < p_.arrays.size(); ++a)

@@ -165,7 +165,7 @@ std::string KernelEmitter::fragment_product(const TileInst& t, std::int64_t mt, 
                            wgmma ? "frag_product_wgmma_ab" : "frag_product_stored_ab", bt, mt, nb, inner / 16, a_name, layout(a.index), b_name,
                            layout(b.index), shapes, wgmma ? " (wgmma on Hopper)" : "");
     const char* function = wgmma ? "frag_product_wgmma" : is_stored(b.index) ? "frag_product_stored" : "frag_product";
-    return fmt::format("{}<T, {}>(acc, {}, {}, {});  // on the tensor cores: {}{}", function, bt, a_name, b_name, is_stored(b.index) ? layout(b.index) : stride(b.index),
+    return fmt::format("{}<T, {}>(acc, {}, {}, {});  // on the tensor cores: {}{}", function, bt, a_name, b_name, layout(b.index),
                        shapes, wgmma ? " (wgmma on Hopper)" : "");
 }
 

@@ -141,10 +141,7 @@ std::string cuda_include_dir() {
 
 // ---- the disk cache ----
 
-bool cache_disabled() {
-    const char* v = std::getenv("TOYSIM_NO_CACHE");
-    return v && *v && std::string_view(v) != "0";
-}
+bool cache_disabled() { return env_flag("TOYSIM_NO_CACHE"); }
 
 // $XDG_CACHE_HOME/toysim, else $HOME/.cache/toysim; empty when neither is set (a relative
 // XDG_CACHE_HOME is ignored, as the XDG spec says).
@@ -221,6 +218,11 @@ std::string program_log(const Api& api, Program prog) {
 }
 
 }  // namespace
+
+bool env_flag(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v && std::string_view(v) != "0";
+}
 
 NvrtcCompileError::NvrtcCompileError(const std::string& name, std::string log_, const std::string& reason)
     : GpuError("NVRTC could not compile " + name + ":" + (log_.empty() ? (reason.empty() ? "" : " " + reason) : "\n" + log_)),

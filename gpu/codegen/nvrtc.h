@@ -30,6 +30,10 @@ struct NvrtcCompileError : GpuError {
     NvrtcCompileError(const std::string& name, std::string log, const std::string& reason = {});
 };
 
+// Whether the environment variable `name` is set, to anything but "" and "0" (TOYSIM_NO_CACHE,
+// TOYSIM_NO_WGMMA).
+bool env_flag(const char* name);
+
 // Whether libnvrtc can be opened (and has every function used here); when not, *why says why
 // in one line, naming the paths tried.
 bool nvrtc_available(std::string* why = nullptr);
