@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/codegen/codegen.h"
 #include "gpu/runtime/run.h"
 #include "sim/reference/reference.h"
 #include "support.h"
@@ -162,4 +163,55 @@ TEST_CASE("check sampling: gpu run samples causal attention's rows wherever it s
     CHECK(big.rows.size() < 1000);
     CHECK(big.rows.front() == 0);
     CHECK(big.rows.back() == 16383);
+}
+
+TEST_CASE("check sampling: grouped-query attention samples rows within each K/V head", "[check_sampling][gqa]") {
+    // fa2_gqa.toy's Q, O and L are K/V heads × packed rows (× d): the rows are dimension 2, and
+    // each K/V head's rows are cut to the same sample. Before, gqa checked whole heads (at n =
+    // 16384, G = 4, 2.7·10¹¹ multiply-adds on the CPU for one).
+    const std::int64_t n = 24, d = 4, g = 3, hkv = 2, rows = n * g;
+    const Program p = attention("fa2_gqa.toy", {{"n", n}, {"d", d}, {"Br", 4}, {"Bc", 8}, {"G", g}, {"Hkv", hkv}});
+    // Each packed row costs the two checks 3·n·d multiply-adds in each K/V head: 5 rows' worth.
+    gpu::GpuRunOptions options;  // fa2_gqa has no hand-written twin: the generated module's arrays
+    options.check_budget = 5.0 * 3 * double(n * d * hkv);
+    const auto generated = gpu::generate_cuda(p, gpu::DType::F16);
+    const gpu::CheckSampling s = gpu::plan_checks(p, generated->spec, options);
+    REQUIRE(sampled(s));
+    CHECK(s.row_dim == 1);
+    CHECK(s.rows == std::vector<std::int64_t>{0, 17, 35, 53, 71});
+    std::mt19937 rng(11);
+    auto heads_of = [&](std::int64_t r) {  // hkv × r × d, each head a random matrix
+        Tensor t{{hkv, r, d}, {}};
+        for (std::int64_t h = 0; h < hkv; ++h) {
+            const Tensor m = random_matrix(r, d, rng);
+            t.data.insert(t.data.end(), m.data.begin(), m.data.end());
+        }
+        return t;
+    };
+    const Tensor q = heads_of(rows), k = heads_of(n), v = heads_of(n);
+    Tensor q_cut{{hkv, static_cast<std::int64_t>(s.rows.size()), d}, {}};
+    for (std::int64_t h = 0; h < hkv; ++h)
+        for (auto r : s.rows) {
+            const auto at = q.data.begin() + static_cast<std::ptrdiff_t>((h * rows + r) * d);
+            q_cut.data.insert(q_cut.data.end(), at, at + d);
+        }
+    for (const auto& check : s.checks) {
+        INFO(check.spec->text);
+        const std::string& function = check.spec->function;
+        const bool with_v = check.args.size() == 3;
+        const Tensor full = reference(function, with_v ? std::vector<Tensor>{q, k, v} : std::vector<Tensor>{q, k});
+        const Tensor cut_rows = reference(function, with_v ? std::vector<Tensor>{q_cut, k, v} : std::vector<Tensor>{q_cut, k},
+                                          RowSample{check.row_args, s.rows, rows, 1});
+        const std::int64_t width = with_v ? d : 1;
+        REQUIRE(cut_rows.shape[1] == static_cast<std::int64_t>(s.rows.size()));
+        for (std::int64_t h = 0; h < hkv; ++h)
+            for (size_t i = 0; i < s.rows.size(); ++i)
+                for (std::int64_t c = 0; c < width; ++c)
+                    CHECK(cut_rows.data[static_cast<size_t>((h * static_cast<std::int64_t>(s.rows.size()) + static_cast<std::int64_t>(i)) * width + c)] ==
+                          full.data[static_cast<size_t>((h * rows + s.rows[i]) * width + c)]);
+        // Rows of dimension 1 are not rows of dimension 0: the cut is refused there.
+        CHECK_THROWS_AS(reference(function, with_v ? std::vector<Tensor>{q_cut, k, v} : std::vector<Tensor>{q_cut, k},
+                                  RowSample{check.row_args, s.rows, rows, 0}),
+                        ToyError);
+    }
 }

@@ -68,8 +68,8 @@ std::vector<size_t> row_arguments(std::string_view function, const Shapes& s) {
     if (function == "softmax") return s[0].size() == 2 ? std::vector<size_t>{0} : std::vector<size_t>{};
     if (function == "matmul" || function == "scores" || function == "attention" || function == "attention_rowmax" ||
         function == "attention_rowsum" || function == "attention_lse" || function == "causal_attention" ||
-        function == "causal_attention_lse")
-        return {0};
+        function == "causal_attention_lse" || function == "gqa_attention" || function == "gqa_attention_lse")
+        return {0};  // gqa_: q's rows within each K/V head (row_dimension 1)
     // D_i and dQ_i need row i of Q and of dO (and all of K and V); dK and dV need every row.
     if (function == "attention_delta" || function == "attention_dq") return {0, 3};
     return {};
@@ -105,6 +105,20 @@ Shapes shapes_of(const std::vector<const ArrayInfo*>& info, const std::vector<in
     return s;
 }
 
+// An array as blocks of rows: the dimensions before `dim` are the blocks (K/V heads, for the
+// gqa_ functions), dimension `dim` the rows, the rest a row.
+struct RowBlocks {
+    std::size_t blocks = 1, rows = 1, row = 1;
+};
+RowBlocks row_blocks(const ArrayInfo& a, std::size_t dim) {
+    RowBlocks b;
+    for (std::size_t k = 0; k < a.dims.size(); ++k) {
+        const auto v = static_cast<std::size_t>(a.dims[k]);
+        (k < dim ? b.blocks : k == dim ? b.rows : b.row) *= v;
+    }
+    return b;
+}
+
 }  // namespace
 
 CheckSampling plan_checks(const Program& p, const KernelSpec& kernel, const GpuRunOptions& options) {
@@ -121,6 +135,7 @@ CheckSampling plan_checks(const Program& p, const KernelSpec& kernel, const GpuR
         const Shapes s = shapes_of(info, plan.args);
         plan.row_args = row_arguments(c.function, s);
         plan.by_rows = !plan.row_args.empty();
+        plan.row_dim = row_dimension(c.function);
         for (size_t i = 0; i < plan.args.size(); ++i)
             if (!is_input(plan.args[i]) && std::find(plan.row_args.begin(), plan.row_args.end(), i) == plan.row_args.end())
                 plan.by_rows = false;  // a whole device result as an argument: whole heads
@@ -149,14 +164,19 @@ CheckSampling plan_checks(const Program& p, const KernelSpec& kernel, const GpuR
     out.heads_checked = heads;
     const bool fits = work_all <= options.check_budget && download * double(heads) <= double(kMaxReferenceElements);
     if (!fits) {
-        if (!mark(true))
+        // One sample for every check: where checks would cut rows from different dimensions,
+        // all run on whole heads.
+        for (const auto& plan : plans)
+            if (plan.by_rows) out.row_dim = plan.row_dim;
+        const bool one_dim = std::all_of(plans.begin(), plans.end(), [&](const CheckPlan& c) { return !c.by_rows || c.row_dim == out.row_dim; });
+        if (!one_dim || !mark(true))
             for (auto& plan : plans) plan.by_rows = false;
         mark(true);
         double work_per_row = 0, work_per_head = 0;
         std::int64_t rows = INT64_MAX;  // the fewest rows of any sampled array: the indices fit them all
         for (const auto& plan : plans) {
             if (plan.by_rows) {
-                const std::int64_t n = info[static_cast<size_t>(plan.target)]->dims[0];
+                const std::int64_t n = info[static_cast<size_t>(plan.target)]->dims[out.row_dim];
                 rows = std::min(rows, n);
                 work_per_row += plan.work_per_head / double(n);
             } else {
@@ -428,9 +448,10 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
         h.download = true;
         const std::size_t size = static_cast<std::size_t>(info[k]->size);
         if (array_mode[k] == 1) {
-            const std::size_t row = size / static_cast<std::size_t>(info[k]->dims[0]);
+            const RowBlocks b = row_blocks(*info[k], sampling.row_dim);
             for (std::size_t hd = 0; hd < heads; ++hd)
-                for (auto r : sample_rows) h.sample.push_back({hd * size + static_cast<std::size_t>(r) * row, row});
+                for (std::size_t block = 0; block < b.blocks; ++block)
+                    for (auto r : sample_rows) h.sample.push_back({hd * size + (block * b.rows + static_cast<std::size_t>(r)) * b.row, b.row});
         } else if (heads_checked < heads) {
             h.sample.push_back({0, heads_checked * size});
         }
@@ -498,13 +519,16 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
         out.array = std::string(kernel.arrays[target].name);
         out.expression = c.text.substr(c.text.find('=') + 2);
         out.heads = options.heads;
-        out.rows = info[target]->dims.empty() ? 1 : info[target]->dims[0];
-        out.tolerance = std::max(c.tolerance, tolerance_floor);
         const bool rows_sampled = plan.by_rows;
+        const std::size_t row_dim = rows_sampled ? sampling.row_dim : 0;
+        const RowBlocks tb = row_blocks(*info[target], row_dim);
+        out.rows = static_cast<std::int64_t>(tb.rows);
+        out.tolerance = std::max(c.tolerance, tolerance_floor);
         out.heads_checked = rows_sampled ? options.heads : static_cast<std::int64_t>(heads_checked);
         out.rows_checked = rows_sampled ? static_cast<std::int64_t>(sample_rows.size()) : out.rows;
         const std::size_t target_size = static_cast<std::size_t>(info[target]->size);
-        const std::size_t target_row = out.rows ? target_size / static_cast<std::size_t>(out.rows) : target_size;
+        const std::size_t target_row = tb.row;
+        const std::size_t kept_rows = rows_sampled ? sample_rows.size() : tb.rows;  // rows a block of the target that came back
         // Each head's reference on its own thread, then compared in order (the first mismatch
         // reported is the first head's).
         std::vector<std::vector<double>> expected_of(static_cast<std::size_t>(out.heads_checked));
@@ -516,25 +540,27 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
                     args.push_back(head_tensor(a, hd));  // whole heads: the first ones, where only those came back
                     continue;
                 }
-                // The sampled rows: from the host copy (an input) or the download.
+                // The sampled rows of each block: from the host copy (an input) or the download.
                 const std::size_t size = static_cast<std::size_t>(info[a]->size);
-                const std::size_t row = size / static_cast<std::size_t>(info[a]->dims[0]);
+                const RowBlocks b = row_blocks(*info[a], row_dim);
                 Tensor t{info[a]->dims, {}};
-                t.shape[0] = static_cast<std::int64_t>(sample_rows.size());
-                for (std::size_t r = 0; r < sample_rows.size(); ++r) {
-                    const double* src = is_input(static_cast<int>(a)) ? host[a].values.data() + hd * size + static_cast<std::size_t>(sample_rows[r]) * row
-                                                                      : host[a].values.data() + (hd * sample_rows.size() + r) * row;
-                    t.data.insert(t.data.end(), src, src + row);
-                }
+                t.shape[row_dim] = static_cast<std::int64_t>(sample_rows.size());
+                for (std::size_t block = 0; block < b.blocks; ++block)
+                    for (std::size_t r = 0; r < sample_rows.size(); ++r) {
+                        const double* src = is_input(static_cast<int>(a))
+                                                 ? host[a].values.data() + hd * size + (block * b.rows + static_cast<std::size_t>(sample_rows[r])) * b.row
+                                                 : host[a].values.data() + ((hd * b.blocks + block) * sample_rows.size() + r) * b.row;
+                        t.data.insert(t.data.end(), src, src + b.row);
+                    }
                 args.push_back(std::move(t));
             }
             // Each sampled row's index goes along: a causal row's mask needs it.
-            const RowSample sample = rows_sampled ? RowSample{plan.row_args, sample_rows, out.rows} : RowSample{};
+            const RowSample sample = rows_sampled ? RowSample{plan.row_args, sample_rows, out.rows, row_dim} : RowSample{};
             expected_of[hd] = reference(c.function, args, sample).data;
         });
         for (std::size_t hd = 0; hd < expected_of.size(); ++hd) {
             const std::vector<double>& expected = expected_of[hd];
-            const double* got = rows_sampled ? host[target].values.data() + hd * sample_rows.size() * target_row
+            const double* got = rows_sampled ? host[target].values.data() + hd * tb.blocks * sample_rows.size() * target_row
                                              : host[target].values.data() + hd * target_size;
             for (std::size_t i = 0; i < expected.size(); ++i) {
                 const double want = expected[i], have = got[i];
@@ -549,9 +575,11 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
                 }
                 if (ok) continue;
                 if (out.mismatches++ == 0) {
-                    std::int64_t row_index = rows_sampled ? sample_rows[i / target_row] : static_cast<std::int64_t>(i / target_row);
-                    out.first_mismatch = fmt::format("{} of head {}, row {}, element {}: {} but the reference is {}", out.array, hd, row_index,
-                                                     i % target_row, value_text(have), value_text(want));
+                    const std::size_t kept = i / target_row;  // the row among those that came back, block by block
+                    const std::int64_t row_index = rows_sampled ? sample_rows[kept % kept_rows] : static_cast<std::int64_t>(kept % kept_rows);
+                    const std::string block = tb.blocks > 1 ? fmt::format(", K/V head {}", kept / kept_rows) : "";
+                    out.first_mismatch = fmt::format("{} of head {}{}, row {}, element {}: {} but the reference is {}", out.array, hd, block,
+                                                     row_index, i % target_row, value_text(have), value_text(want));
                 }
             }
         }

@@ -57,12 +57,14 @@ struct CheckPlan {
     std::vector<int> args;              // kernel arrays
     std::vector<std::size_t> row_args;  // args[i] for i here are cut to the sampled rows
     bool by_rows = false;               // on the sampled rows of every head; else on whole heads
+    std::size_t row_dim = 0;            // the dimension its rows are (row_dimension: 1 for the gqa_ functions)
     double work_per_head = 0;           // the reference's multiply-adds on one head
 };
 struct CheckSampling {
     std::vector<CheckPlan> checks;    // the program's checks of whole arrays, in its order
     std::vector<int> download;        // per kernel array: 0 not read back, 1 its sampled rows, 2 whole heads
     std::vector<std::int64_t> rows;   // the sampled rows, ascending; empty: every row
+    std::size_t row_dim = 0;          // the dimension they are of each sampled array (1: within each K/V head)
     std::size_t heads_checked = 0;    // the checks on whole heads: the first this many
 };
 CheckSampling plan_checks(const Program& program, const KernelSpec& kernel, const GpuRunOptions& options);

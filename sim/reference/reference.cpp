@@ -397,6 +397,8 @@ std::int64_t reference_footprint(std::string_view name, const Shapes& shapes) {
     return f ? f->footprint(shapes) : 0;
 }
 
+std::size_t row_dimension(std::string_view name) { return name.starts_with("gqa_") ? 1 : 0; }
+
 Tensor reference(std::string_view name, const std::vector<Tensor>& args, const RowSample& sample) {
     Shapes shapes;
     for (const auto& a : args) shapes.push_back(a.shape);
@@ -404,16 +406,18 @@ Tensor reference(std::string_view name, const std::vector<Tensor>& args, const R
     const auto sampled = static_cast<std::int64_t>(sample.rows.size());
     if (sample.args.empty() != sample.rows.empty())
         bad(Loc{}, fmt::format("{}: a sample of rows needs both the rows and the arguments cut to them", name));
+    if (!sample.rows.empty() && sample.dim != row_dimension(name))
+        bad(Loc{}, fmt::format("{}: its rows are dimension {}, not {}", name, row_dimension(name) + 1, sample.dim + 1));
     for (std::size_t i : sample.args) {
-        if (i >= shapes.size() || shapes[i].empty() || shapes[i][0] != sampled)
+        if (i >= shapes.size() || shapes[i].size() <= sample.dim || shapes[i][sample.dim] != sampled)
             bad(Loc{}, fmt::format("{}: argument {} should hold the {} sampled rows", name, i + 1, sampled));
-        shapes[i][0] = sample.of;
+        shapes[i][sample.dim] = sample.of;
     }
     for (std::int64_t r : sample.rows)
         if (r < 0 || r >= sample.of) bad(Loc{}, fmt::format("{}: sampled row {} is not one of the {} rows", name, r, sample.of));
     Tensor out;
     out.shape = reference_shape(name, shapes, Loc{});
-    if (!sample.rows.empty() && !out.shape.empty()) out.shape[0] = sampled;
+    if (!sample.rows.empty() && out.shape.size() > sample.dim) out.shape[sample.dim] = sampled;
     const ReferenceFunction* f = find_reference(name);
     out.data = f->evaluate(*f, args, sample.rows);
     return out;

@@ -50,7 +50,12 @@ struct RowSample {
     std::span<const std::size_t> args;
     std::span<const std::int64_t> rows;  // indices in the full arguments, each below `of`
     std::int64_t of = 0;
+    // The dimension that holds the rows: 0, or 1 for the gqa_ functions, whose arguments are
+    // K/V heads × rows × columns (each K/V head's rows cut to the same sample).
+    std::size_t dim = 0;
 };
+// The dimension of `name`'s arguments and result that holds their rows (RowSample::dim).
+std::size_t row_dimension(std::string_view name);
 
 // The reference's result on `args`; with a sample, those rows of it (empty: every row).
 Tensor reference(std::string_view name, const std::vector<Tensor>& args, const RowSample& sample = {});

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generated CUDA under compute-sanitizer: racecheck (shared-memory hazards between the block's
 # threads) and memcheck (out-of-bounds and misaligned accesses) must both report 0 errors for
-# every shipped attention program at n = 1, 7, 333 and 1000: tiny shapes, and ragged ones whose
+# every shipped attention program (and schedule) at n = 1, 7, 333 and 1000: tiny shapes, and ragged ones whose
 # last tile is partial, where the generator's barriers and edge loops are tested. Each at d = 64
 # with 64-row tiles, and 128-row tiles as well where a program has them (the tensor cores'
 # fragments in registers), in fp32, fp16 and bf16, the half types with and without tensor cores.
@@ -14,6 +14,7 @@
 # Runs JOBS (default: the cores) sanitizer processes at a time on the one GPU; racecheck of the
 # backward programs at n = 1000 takes the longest (minutes each).
 # Usage: generated_sanitized.sh path/to/toysim [REGEX]   (REGEX: the program paths to run)
+# VARIANTS="fp16,bf16 --no-tensor-cores" runs those dtype variants only (default: the five above).
 # DONE=FILE resumes a sweep cut short: FILE holds the ok lines of an earlier run's output, and
 # the runs they name are not run again (the whole sweep takes over half an hour on one GPU).
 # Exits 77 (ctest: skipped) without a GPU, NVRTC or compute-sanitizer.
@@ -46,7 +47,7 @@ settings() {  # FILE N R
 
 jobs_file=$work/jobs
 skipped=0
-for file in programs/attention/*.toy; do
+for file in programs/attention/*.toy programs/attention/schedules/*.toy; do
   [[ -n $filter && ! $file =~ $filter ]] && continue
   grep -qE '^param n\b' "$file" || continue
   row_choices=(64)
@@ -60,11 +61,11 @@ for file in programs/attention/*.toy; do
         skipped=$((skipped + 1))
         continue
       fi
-      for variant in "fp32" "fp16" "bf16" "fp16 --no-tensor-cores" "bf16 --no-tensor-cores"; do
+      while read -r variant; do
         for tool in racecheck memcheck; do
           echo "$tool $file --dtype $variant $sets" >>"$jobs_file"
         done
-      done
+      done < <(if [ -n "${VARIANTS:-}" ]; then tr ',' '\n' <<<"$VARIANTS"; else printf '%s\n' fp32 fp16 bf16 "fp16 --no-tensor-cores" "bf16 --no-tensor-cores"; fi)
     done
   done
 done
