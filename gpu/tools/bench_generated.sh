@@ -5,6 +5,7 @@
 # passed. Writes OUT/bench_generated_<gpu>.json and .md (OUT: gpu/results by default).
 #
 #   bash gpu/tools/bench_generated.sh [path/to/toysim] [OUT]
+#   ONLY='matmul|softmax' bash gpu/tools/bench_generated.sh ...   (the rows whose name matches)
 set -euo pipefail
 toysim=${1:-build/toysim}
 out=${2:-gpu/results}
@@ -18,6 +19,7 @@ bench() {  # NAME GENERATED_FLAGS PROGRAM ARGS...   (the hand-written kernel: th
            # GENERATED_FLAGS: what the generated run adds, "-" for nothing)
     local name=$1 flags=$2 program=$3
     shift 3
+    [[ -n ${ONLY:-} && ! $name =~ $ONLY ]] && return 0
     [[ $flags == - ]] && flags=""
     local hand generated
     hand=$("$toysim" gpu run "$program" "$@" $timing --format json) || true
