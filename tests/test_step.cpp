@@ -141,7 +141,7 @@ TEST_CASE("breakpoint mistakes are explained", "[step]") {
         }
         return std::string("no error");
     };
-    CHECK(message("999", false) == "no instruction on line 999 (the nearest is on line 53)");
+    CHECK(message("999", false) == "no instruction on line 999 (the nearest is on line 55)");
     CHECK(message("33", false) == "no instruction on line 33 (the nearest are on lines 32 and 36)");
     CHECK(message("xs", false).rfind("'xs' is not a line, a cycle, an opcode, an array or a counter; did you mean 'x'?", 0) == 0);
     CHECK(message("x[4][1]", false) == "x has 1 dimension; 'x[4][1]' gives 2");

@@ -185,7 +185,9 @@ std::string KernelEmitter::reg(std::int32_t pc, std::int32_t index, const char* 
 
 void KernelEmitter::count(int array, bool write, const std::string& elements) {
     (write ? counted_writes_ : counted_reads_)[static_cast<size_t>(array)] = true;
-    line(fmt::format("if constexpr (kCount) {}_{} += {};", write ? "writes" : "reads", array_name_[static_cast<size_t>(array)], elements));
+    // Serial code that every thread runs alike is counted once, by thread 0.
+    line(fmt::format("if constexpr (kCount) {}{}_{} += {};", redundant_ && !in_split_ ? "if (threadIdx.x == 0) " : "", write ? "writes" : "reads",
+                     array_name_[static_cast<size_t>(array)], elements));
 }
 
 void KernelEmitter::enter_loop(const LoopInfo& l, bool emit_for) {
@@ -300,7 +302,10 @@ void KernelEmitter::scalar(std::int32_t pc) {
         for (int k = 0; k < nsources; ++k) sources += fmt::format("{}{} = {}", k ? ", " : "const float ", char('a' + k), regs[static_cast<size_t>(k)]);
         effect = (sources.empty() ? "" : sources + "; ") + regs.back() + " = " + value + ";";
     }
-    line(per_thread_ ? effect : "if (threadIdx.x == 0) { " + effect + " }");
+    // A block's scalar code is thread 0's; serial code that every thread runs alike (a kernel
+    // with split loops) writes DRAM from thread 0 alone, outside the split loops.
+    const bool thread0 = !per_thread_ || (redundant_ && !in_split_ && writes_dram(op));
+    line(thread0 ? "if (threadIdx.x == 0) { " + effect + " }" : effect);
     --indent_;
     line("}");
     if (!per_thread_) line("__syncthreads();");
@@ -312,7 +317,12 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     per_thread_ = true;
     for (std::int32_t pc = shape.first; pc < shape.last; ++pc)
         if (p_.code[static_cast<size_t>(pc)].code == Code::Tile) per_thread_ = false;
-    threads_ = per_thread_ ? (shape.grid.empty() ? 1 : kThreadsPerBlock) : block_threads_;
+    // Serial scalar code runs on one thread, or on a block where loops reduce (codegen_reduce.cpp).
+    split_loops_.clear();
+    split_notes_.clear();
+    if (per_thread_ && shape.grid.empty()) plan_split_loops(shape.first, shape.last);
+    redundant_ = !split_loops_.empty();
+    threads_ = per_thread_ ? (shape.grid.empty() ? (redundant_ ? kBlockThreads : 1) : kThreadsPerBlock) : block_threads_;
     out.per_thread = per_thread_;
     out.threads = threads_;
     slot_name_.assign(kMaxLoopDepth, "?");
@@ -442,7 +452,10 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     }();
     for (std::int32_t pc = shape.first; pc < shape.last; ++pc) {
         const Inst& in = p_.code[static_cast<size_t>(pc)];
-        if (in.code == Code::LoopBegin) {
+        if (in.code == Code::LoopBegin && split_loops_.count(pc)) {
+            split_loop(pc);
+            pc = in.jump;  // on past its LoopEnd
+        } else if (in.code == Code::LoopBegin) {
             std::int32_t end = pc + 1;
             for (int depth = 1; end < shape.last; ++end) {
                 const Code c = p_.code[static_cast<size_t>(end)].code;
@@ -543,6 +556,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     if (!shape.serial && !shape.grid.empty() && !per_thread_) out.slow_paths = slow_products(shape.first, shape.last);
     out.slow_paths.insert(out.slow_paths.end(), fragment_notes_.begin(), fragment_notes_.end());
     out.slow_paths.insert(out.slow_paths.end(), stage_notes_.begin(), stage_notes_.end());
+    out.slow_paths.insert(out.slow_paths.end(), split_notes_.begin(), split_notes_.end());
     if (spilled > 0)
         out.slow_paths.push_back({out.largest_tile_loc, "", fmt::format("the block's tiles need more shared memory than a block may have: {} bytes of "
                                                                     "them live in global memory, traffic that no array counts (the largest "
@@ -588,7 +602,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     if (mine.registers_read && serial_writes.registers_written)
         load += fmt::format("    {} R[r] = regfile[{} + r];\n", all_registers, layout_.register_offset());
     if (shape.serial && mine.registers_written && read_later.registers_read)
-        save += fmt::format("    {} regfile[{} + r] = R[r];\n", all_registers, layout_.register_offset());
+        save += fmt::format("    {}{} regfile[{} + r] = R[r];\n", redundant_ ? "if (threadIdx.x == 0) " : "", all_registers, layout_.register_offset());
     if (!load.empty() || !save.empty()) head.insert(regfile_at, fmt::format("    regfile += head * {};\n", layout_.regfile_floats()));
     if (!load.empty()) {
         head += "    // Worker 0's registers, as the serial code before this launch left them.\n" + load;
@@ -605,7 +619,8 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     std::string& s = out.source;
     const Loc where = shape.grid.empty() ? code_loc(p_, shape.first) : shape.grid.front().loc;
     s += fmt::format("\n// ---- {}: {} ----\n", shape.function,
-                     shape.grid.empty() ? fmt::format("serial code from line {}, one {} per head", where.line, per_thread_ ? "thread" : "block")
+                     shape.grid.empty() ? fmt::format("serial code from line {}, one {} per head", where.line,
+                                                      redundant_ ? "block (its reductions split over the threads)" : per_thread_ ? "thread" : "block")
                                         : fmt::format("the grid at line {}, one {} per iteration", where.line, per_thread_ ? "thread" : "block"));
     s += fmt::format("template <bool kCount>\n__device__ __forceinline__ void {}_body({}) {{\n", shape.function, params);
     s += head + body_;

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "gpu/codegen/codegen.h"
@@ -192,6 +193,22 @@ private:
     std::int64_t fragment_floats() const;  // a thread's floats of every tile in registers
     void fragment_tile(const struct TileInst& t);
     std::vector<SlowPath> slow_products(std::int32_t first, std::int32_t last) const;
+
+    // Serial scalar code (a kernel of one thread per head) whose loops reduce into registers
+    // (codegen_reduce.cpp): such a kernel runs on a block, every thread running the serial code
+    // alike (thread 0 alone stores and counts), and each reduction loop's iterations are split
+    // over the threads, their partial results combined.
+    struct SplitLoop {
+        std::vector<std::pair<std::int32_t, Op>> accumulators;  // a register and the op that folds into it
+        std::vector<std::int32_t> privates;  // registers the body writes before reading: the last iteration's values live on
+    };
+    std::map<std::int32_t, SplitLoop> split_loops_;  // by LoopBegin pc
+    bool redundant_ = false;  // every thread runs the serial code (a kernel with split loops)
+    bool in_split_ = false;   // emitting a split loop's body: each thread its own iterations
+    std::vector<SlowPath> split_notes_;  // the serial loops that stay on one thread, and why
+    std::variant<SplitLoop, std::string> split_plan(std::int32_t loop_begin) const;
+    void plan_split_loops(std::int32_t first, std::int32_t last);
+    void split_loop(std::int32_t loop_begin);
 
     // Barriers: how tile instructions touched each slot since the last __syncthreads()
     // (block_) and, row by row, since the last __syncwarp() (warp_); an instruction that would

@@ -76,6 +76,21 @@ __device__ __forceinline__ void fault_at(int* fault, int pc, int code) {
     if (atomicCAS(fault, 0, pc + 1) == 0) fault[1] = code;
 }
 
+// Every thread's v folded by op (associative and commutative): each thread gets the total.
+// For serial code's reduction loops split over a block (whole warps); it ends on a barrier,
+// so its shared parts can be used again.
+template <class Op>
+__device__ float block_allreduce(float v, Op op) {
+    __shared__ float parts[32];
+    for (int lane = 16; lane > 0; lane >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, lane));
+    if ((threadIdx.x & 31) == 0) parts[threadIdx.x >> 5] = v;
+    __syncthreads();
+    v = parts[0];
+    for (int w = 1; w < (int)(blockDim.x >> 5); ++w) v = op(v, parts[w]);
+    __syncthreads();
+    return v;
+}
+
 // A tile (or a register) as a rows×cols view: element (i, j) is p[i·rs + j·cs]. A transposed
 // tile swaps the strides; a broadcast dimension has stride 0.
 struct View {

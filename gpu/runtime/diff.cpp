@@ -179,6 +179,14 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
                 for (StageDiff& before : out.stages) before.predicted_time.reset();
                 continue;
             }
+            if (work.serial_loops > 0) {  // a grid, and serial loops beside it that the model cannot time
+                pr.why_no_time = fmt::format("launch {} of the program runs serial loops beside its parallel loop: their time on the GPU "
+                                             "depends on threads it does not describe",
+                                             stage.stage);
+                machine = nullptr;
+                for (StageDiff& before : out.stages) before.predicted_time.reset();
+                continue;
+            }
             LaunchShape shape;
             shape.blocks = work.blocks;
             shape.resident_per_sm = std::max(gpu.launch.stages[k].resident_blocks_per_sm, 1);

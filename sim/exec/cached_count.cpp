@@ -77,6 +77,12 @@ public:
         if (o.cold_launches)
             for (std::int32_t pc : o.launch_pcs)
                 if (pc >= 0 && static_cast<size_t>(pc) < p.code.size()) launch_at_[static_cast<size_t>(pc)] = true;
+        // A serial loop that holds a grid is the host's loop around launches, not serial work.
+        holds_grid_.assign(p.loops.size(), false);
+        for (const LoopInfo& l : p.loops)
+            for (std::int32_t pc = l.body.first; pc < l.body.second; ++pc)
+                if (p.code[static_cast<size_t>(pc)].code == Code::LoopBegin && p.loops[static_cast<size_t>(p.code[static_cast<size_t>(pc)].loop)].parallel)
+                    holds_grid_[static_cast<size_t>(&l - p.loops.data())] = true;
         plans_.resize(p.loops.size());
         if (!o.element_walk)  // inner loops first: a plan reads its inner loops'
             for (size_t l = p.loops.size(); l-- > 0;) plans_[l] = plan_loop(p.loops[l]);
@@ -134,6 +140,7 @@ private:
     std::vector<bool> launch_at_;     // per pc: a launch begins at this loop
     std::int64_t workers_;
     std::vector<LoopPlan> plans_;  // per loop; none in an element walk
+    std::vector<bool> holds_grid_;  // per loop: a parallel loop inside it
     std::size_t launch_ = 0;  // with cold_launches: which launch the walk is in
     LaunchWork launch_work_;  // the launch the walk is in
     double lane_factor_ = 1;  // the last product's: its lanes' issue ÷ its multiply-adds (lane_work)
@@ -272,6 +279,7 @@ private:
                         fail_loop_bound(p_, w.pc, w.vars.data());
                     const bool enters = w.vars[static_cast<size_t>(l.slot)] < w.limit[static_cast<size_t>(l.slot)];
                     if (l.grid_outer && enters) return Moved::AtGrid;
+                    if (enters && !w.in_grid && !l.parallel && !holds_grid_[static_cast<size_t>(in.loop)]) ++launch_work_.serial_loops;
                     const LoopPlan& plan = plans_[static_cast<size_t>(in.loop)];
                     if (enters && plan.runs && plan.accesses.empty())  // no access: only its time and instructions count
                         if (const auto cost = iteration_cost(w, plan)) {

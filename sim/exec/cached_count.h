@@ -125,6 +125,9 @@ struct LaunchWork {
     // The grids' makespan on the workers and the workers' busy cycles, in the toy's cycles:
     // makespan ÷ (busy ÷ blocks) is how many average blocks the busiest worker runs in turn.
     std::uint64_t makespan_cycles = 0, busy_cycles = 0;
+    // Loops the launch's serial code ran outside its grids (none holding a grid), all heads: what
+    // such a loop costs on a GPU depends on threads the program does not describe.
+    std::uint64_t serial_loops = 0;
     std::vector<InstructionWork> by_pc;  // per Program::code entry; empty where none ran
 };
 

@@ -1,0 +1,76 @@
+// gpu/codegen/codegen_reduce.cpp: serial scalar loops that fold loaded values into registers
+// run split over a block's threads, and what keeps a loop on one thread. Running the kernels
+// needs a GPU (tests/gpu/generated.sh checks every program's outputs and counts).
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "gpu/codegen/codegen.h"
+#include "tests/support.h"
+
+using namespace toysim;
+using toysim::testing::build;
+using toysim::testing::build_file;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::shared_ptr<const gpu::GeneratedProgram> generated_text(const std::string& body) {
+    return gpu::generate_cuda(build("param n = 100\nregisters 4\ninput x[n]\noutput y[1]\n" + body, {}), gpu::DType::F32);
+}
+
+}  // namespace
+
+TEST_CASE("codegen reduce: the 3-pass softmax's max and sum are split over a block per head", "[codegen][reduce]") {
+    auto g = gpu::generate_cuda(build_file("programs/p4_softmax_3pass.toy", {{"n", 100000}}), gpu::DType::F32);
+    REQUIRE(g->kernels.size() == 2);  // passes 1 and 2, then pass 3's parallel loop
+    const gpu::GeneratedKernel& serial = g->kernels[0];
+    CHECK(serial.grid.empty());
+    CHECK(serial.per_thread);
+    CHECK(serial.threads == 256);
+    CHECK(contains(g->source, "serial code from line 27, one block (its reductions split over the threads) per head"));
+    CHECK(contains(g->source, "{  // its iterations split over the block's threads: a reduction into R1 by MAX\n"));
+    CHECK(contains(g->source, "{  // its iterations split over the block's threads: a reduction into R2 by ADD\n"));
+    CHECK(contains(g->source, "for (long long i = i_lo + threadIdx.x; i < i_hi; i += blockDim.x) {"));
+    CHECK(contains(g->source, "R[2] = D::add(R2_before, block_allreduce(R[2], [](float a, float b) { return D::add(a, b); }));"));
+    // The loaded element (R0) lives on after the loop as the last iteration left it.
+    CHECK(contains(g->source, "if (i_ran && (i_hi - 1 - i_lo) % blockDim.x == threadIdx.x) { split1_last[0] = R[0]; }"));
+    // Code outside the split loops runs on every thread alike; thread 0 alone counts it and
+    // keeps worker 0's registers.
+    CHECK(contains(g->source, "if constexpr (kCount) if (threadIdx.x == 0) reads_x += 1;\n        R[1] = to_float(x[0]);"));
+    CHECK(contains(g->source, "if (threadIdx.x == 0) for (int r = 0; r < 3; r += 1) regfile[0 + r] = R[r];"));
+    // Pass 3 is a parallel loop: a thread per element, as before.
+    CHECK(g->kernels[1].threads == 128);
+}
+
+TEST_CASE("codegen reduce: a running state that is not one fold stays on one thread", "[codegen][reduce]") {
+    // The online softmax's max is read by the rescale (MOV r1, r3), and its sum is written by a
+    // MUL and an ADD: neither is a fold of one op, so the pass stays serial.
+    auto online = gpu::generate_cuda(build_file("programs/p5_online_softmax.toy", {{"n", 1000}}), gpu::DType::F32);
+    CHECK(online->kernels[0].threads == 1);
+    CHECK(!contains(online->source, "split over the block's threads"));
+    REQUIRE(online->slow_paths.size() == 1);
+    CHECK(online->slow_paths[0].loc.line == 35);
+    CHECK(online->slow_paths[0].why ==
+          "this serial loop runs on one GPU thread a head: R1 is carried from one iteration to the next (MOV at line 37 reads it before the "
+          "iteration writes it), not folded by one ADD, MUL or MAX of itself and nothing else, so its iterations must run in order");
+    // A register carried from one iteration to the next other than by the fold: the previous
+    // element (R1) is read before the iteration writes it.
+    auto carried = generated_text("LOAD x[0], R1\nSET 0, R2, R2\nfor i in 1..n {\n    LOAD x[i], R0\n    SUB R0, R1, R3\n    ADD R3, R2, R2\n"
+                                  "    MOV R0, R1\n}\nSTORE R2, y[0]\n");
+    CHECK(carried->kernels[0].threads == 1);
+    // A store in the body, or an inner loop: the same.
+    auto stores = generated_text("SET 0, R2, R2\nfor i in 0..n {\n    LOAD x[i], R0\n    ADD R0, R2, R2\n    STORE R2, y[0]\n}\n");
+    CHECK(stores->kernels[0].threads == 1);
+    REQUIRE(stores->slow_paths.size() == 1);
+    CHECK(stores->slow_paths[0].why == "this serial loop runs on one GPU thread a head: it writes DRAM (STORE at line 9)");
+    // The same sum without them is split, and the fold may sit anywhere in the body.
+    auto sum = generated_text("SET 0, R2, R2\nfor i in 0..n {\n    LOAD x[i], R0\n    ADD R0, R2, R2\n    MUL R0, R0, R3\n}\nSTORE R2, y[0]\n"
+                              "STORE R3, y[0]\n");
+    CHECK(sum->kernels[0].threads == 256);
+    CHECK(contains(sum->source, "a reduction into R2 by ADD"));
+    // R3 is the body's own (written, never read there): the last iteration's value lives on.
+    CHECK(contains(sum->source, "split1_last[0] = R[0]; split1_last[1] = R[3];"));
+    CHECK(contains(sum->source, "if (threadIdx.x == 0) { store_to(&y[0], R[2]); }"));
+}
