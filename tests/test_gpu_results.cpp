@@ -212,3 +212,18 @@ TEST_CASE("the modeled L2 predicts the DRAM writes of every committed cold run t
     CHECK(runs == 24);  // matmul_outer at n = 1536 among them (1.1 and 1.4 MB written, not judged), and the 7 of the time model
     CHECK(judged == 4);  // softmax_3pass, softmax_online, standard_tiled at fp16 and fp32
 }
+
+TEST_CASE("toysim diff shows generated code's tiles in global memory, traffic that no array counts", "[gpu][diff]") {
+    // tests/gpu/matvec_wide_tile.toy: a 32 × 4,096 tile of A a block, 524,800 bytes with its
+    // padding, more than shared memory holds; the H200 run (16 heads, 512 blocks) moved 804.7 MB
+    // to and from DRAM where the arrays count 276.9: the slices (268.7 MB, 60 MiB of L2) were
+    // written back and read again, 2 × 268.7 beside the arrays' 276.9 (814.3 MB, 1.2% above).
+    const CliResult r = run_cli({"diff", "tests/gpu/matvec_wide_tile.toy", "--gpu", "traces/gpu/matvec_wide_tile_generated.cold.h200.json"});
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("  - parallel for i (line 22): its tiles that shared memory cannot hold (the largest: a[32][4096]) are in global memory, "
+                     "traffic that no array counts: 0.5 MB a block, 268.7 MB over its 512 blocks; slices that outgrow the 60 MiB L2 are "
+                     "written to DRAM and read back, up to 537.4 MB beside the arrays' 276.9 MB counted: DRAM moved 804.7 MB\n") !=
+          std::string::npos);
+    // Not read as the arrays' own sectors and evictions.
+    CHECK(r.out.find("whole 32-byte sectors") == std::string::npos);
+}

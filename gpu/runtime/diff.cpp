@@ -50,6 +50,18 @@ const GeneratedKernel* first_kernel(const GeneratedProgram& g, std::size_t stage
     return stage < g.stages.size() ? first(g.stages[stage].steps) : nullptr;
 }
 
+// A generated grid kernel's blocks over `heads` where its loops' bounds are numbers (0 where
+// they depend on an outer loop: the count varies).
+std::int64_t grid_blocks(const GeneratedKernel& k, std::int64_t heads) {
+    if (k.grid.empty() || k.per_thread) return 0;
+    std::int64_t blocks = heads;
+    for (const LoopInfo& l : k.grid) {
+        if (l.lo.terms != 0 || l.hi.terms != 0) return 0;
+        blocks *= std::max<std::int64_t>(0, l.hi.constant - l.lo.constant);
+    }
+    return blocks;
+}
+
 // The program as generated CUDA keeps its tiles, whatever its schedule says: in registers the
 // tiles some kernel keeps in the tensor cores' fragment layout, every other tile in shared
 // memory, loaded synchronously but where a kernel copies it asynchronously (its stages). A tile in registers in one kernel counts as in
@@ -363,10 +375,29 @@ GpuDiff diff(const Program& p, const GpuRunResult& gpu, const PredictOptions& pr
 
     // ---- where they part, from the numbers ----
     const double l2_size = double(gpu.device.l2_bytes);
-    for (const auto& s : out.stages) {
+    for (std::size_t k = 0; k < out.stages.size(); ++k) {
+        const StageDiff& s = out.stages[k];
         const double counted = s.counted_read_bytes + s.counted_write_bytes;
         const double dram = s.measured.dram_read_bytes + s.measured.dram_write_bytes;
         if (counted <= 0) continue;
+        // Generated code's tiles in global memory: traffic that no array counts.
+        const GeneratedKernel* scratch = gpu.generated ? first_kernel(*gpu.generated, k) : nullptr;
+        if (scratch && scratch->spill_floats > 0) {
+            const double per_block = double(scratch->spill_floats) * 4;
+            const std::int64_t blocks = grid_blocks(*scratch, gpu.heads);
+            const double slices = per_block * double(blocks);
+            if (blocks > 0)
+                out.notes.push_back(fmt::format(
+                    "{}: its tiles that shared memory cannot hold (the largest: {}) are in global memory, traffic that no array counts: {} "
+                    "a block, {} over its {} blocks; slices that outgrow the {:.0f} MiB L2 are written to DRAM and read back, up to {} "
+                    "beside the arrays' {} counted: DRAM moved {}",
+                    s.stage, scratch->largest_tile, mb(per_block), mb(slices), blocks, l2_size / (1 << 20), mb(2 * slices), mb(counted), mb(dram)));
+            else
+                out.notes.push_back(fmt::format("{}: its tiles that shared memory cannot hold (the largest: {}) are in global memory, traffic "
+                                                "that no array counts: {} a block",
+                                                s.stage, scratch->largest_tile, mb(per_block)));
+            continue;  // what follows reads the difference as the arrays' own
+        }
         // Arrays this launch reads several times over: the L2 can serve the re-reads.
         std::vector<std::string> reread;
         double reread_footprint = 0, reread_counted = 0;
