@@ -415,6 +415,10 @@ TEST_CASE("sweep --machine: each run's predicted time after the table, and --plo
     REQUIRE(serial.code == 0);
     CHECK(serial.out.find("  n=8: none (no launch has a parallel loop: its time depends on threads the program does not describe)\n") !=
           std::string::npos);
+    // One whose serial loop runs beside its grid: the time is the grid's, and says so.
+    const CliResult mixed = run_cli({"sweep", "programs/p5_online_softmax.toy", "--set", "n=10,100", "--machine", "h100"});
+    REQUIRE(mixed.code == 0);
+    CHECK(mixed.out.find("  n=10: 0.004 ms (1 of 2 launches: the serial ones have no predicted time)\n") != std::string::npos);
     const CliResult bad = run_cli({"sweep", "programs/p1_c00.toy", "--set", "n=2,4", "--plot", svg, "--plot-y", "time"});
     CHECK(bad.code == 2);
     CHECK(bad.err == "toysim: error: --plot-y time draws the predicted time: give --machine NAME too\n");

@@ -64,6 +64,12 @@ Runs run_all(const std::vector<std::string>& labels, const std::vector<const Pro
 
 // A prediction with something to say: some launch has a grid (a serial launch has no time).
 bool timed(const ProgramTime& t) { return std::find(t.has_grid.begin(), t.has_grid.end(), true) != t.has_grid.end(); }
+// Where some launches are serial (no time) beside timed ones: " (2 of 3 launches: …)", else "".
+std::string untimed_launches(const ProgramTime& t) {
+    const auto with_grid = std::count(t.has_grid.begin(), t.has_grid.end(), true);
+    if (with_grid == static_cast<std::ptrdiff_t>(t.has_grid.size())) return "";
+    return fmt::format(" ({} of {} launches: the serial ones have no predicted time)", with_grid, t.has_grid.size());
+}
 
 void write_plot(const SideBySideArgs& o, PlotFormat format, const std::vector<SweepPoint>& points, const std::string& machine = "") {
     const PlotMeasure measure = o.plot_y == "cycles" ? PlotMeasure::Cycles : o.plot_y == "time" ? PlotMeasure::Time : PlotMeasure::Traffic;
@@ -146,7 +152,7 @@ int sweep_command(const SweepArgs& o, Context& ctx) {
         ctx.out << table << fmt::format("\npredicted time on machine {} (1 head; every launch with a grid, summed):\n", machine->name);
         for (size_t i = 0; i < names.size(); ++i)
             ctx.out << fmt::format("{}{}: {}\n", format == Format::Markdown ? "- " : "  ", names[i],
-                                   timed(predicted[i]) ? milliseconds_text(predicted[i].seconds)
+                                   timed(predicted[i]) ? milliseconds_text(predicted[i].seconds) + untimed_launches(predicted[i])
                                                        : "none (no launch has a parallel loop: its time depends on threads the program does not describe)");
     }
     if (plot) {
