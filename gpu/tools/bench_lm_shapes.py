@@ -13,7 +13,7 @@ Two workloads, each at the shapes of a published model (the models' configs: 128
            (1, 8, n, 128) with enable_gqa=True.
   decode   one query a head against a cache of n keys (MHA, Llama-2-7B: 32 heads), batch 4
            (128 heads), n = 4096 and 32768, programs/attention/flash_decoding_scheduled.toy
-           with S = 8 splits, B_c = 64. SDPA gets Q (4, 32, 1, 128), K, V (4, 32, n, 128).
+           with S = 16 splits, B_c = 32. SDPA gets Q (4, 32, 1, 128), K, V (4, 32, n, 128).
 
 Both in fp16, scale folded into Q (SDPA's scale = 1.0). toysim's runs go through the CLI
 (`toysim gpu run PROGRAM --kernel generated ... --format json`), which also checks the output
@@ -45,7 +45,11 @@ DECODE = [  # model, heads, batch
 D = 128
 ROWS = 128  # packed query rows a block: G·B_r
 BC = 64
-SPLITS = 8
+# Decode: the fastest of S in {4, 8, 16, 32} × B_c in {16, 32, 64} measured at n = 32768 on the
+# H200 (10 of the 12 points; gpu/results/bench_lm_shapes_h200.md): 0.88 ms at S = 16, B_c = 32,
+# 1.45 at the S = 8, B_c = 64 first tried.
+DECODE_BC = 32
+SPLITS = 16
 
 
 def parse_args():
@@ -133,7 +137,7 @@ def main():
             print(json.dumps({k: v for k, v in row.items() if k != "toysim"} | {"toysim_ms": row["toysim"].get("ms"), "wall_s": row["toysim"].get("wall_s")}), flush=True)
     for model, heads, batch in DECODE:
         for n in args.decode_sizes:
-            settings = [("n", n), ("d", D), ("S", SPLITS), ("Bc", BC)]
+            settings = [("n", n), ("d", D), ("S", SPLITS), ("Bc", DECODE_BC)]
             row = {"workload": "decode", "model": model, "n": n, "d": D, "query_heads": heads, "kv_heads": heads, "batch": batch,
                    "kv_bytes": 2.0 * n * D * 2 * heads * batch,
                    "toysim": run_toysim(args, "programs/attention/flash_decoding_scheduled.toy", settings, heads * batch)}
