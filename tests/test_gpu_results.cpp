@@ -220,10 +220,20 @@ TEST_CASE("toysim diff shows generated code's tiles in global memory, traffic th
     // written back and read again, 2 × 268.7 beside the arrays' 276.9 (814.3 MB, 1.2% above).
     const CliResult r = run_cli({"diff", "tests/gpu/matvec_wide_tile.toy", "--gpu", "traces/gpu/matvec_wide_tile_generated.cold.h200.json"});
     REQUIRE(r.code == 0);
-    CHECK(r.out.find("  - parallel for i (line 22): its tiles that shared memory cannot hold (the largest: a[32][4096]) are in global memory, "
-                     "traffic that no array counts: 0.5 MB a block, 268.7 MB over its 512 blocks; slices that outgrow the 60 MiB L2 are "
-                     "written to DRAM and read back, up to 537.4 MB beside the arrays' 276.9 MB counted: DRAM moved 804.7 MB\n") !=
+    // Its own row: the slices and their bound beside what DRAM moved beyond the arrays.
+    CHECK(r.out.find("scratch: tiles the generated kernel keeps in global memory (shared memory cannot hold them), traffic that no array "
+                     "counts; at most each slice written back and read again\n") != std::string::npos);
+    CHECK(r.out.find("parallel for i (line 22)  a[32][4096]   0.52 MB     512  268.70 MB      537.40 MB                          527.78 MB\n") !=
           std::string::npos);
+    CHECK(r.out.find("  - parallel for i (line 22): its tiles in global memory (268.7 MB over its 512 blocks) can add up to 537.4 MB to DRAM "
+                     "beside the arrays' 276.9 MB counted where they outgrow the 60 MiB L2: DRAM moved 804.7 MB\n") != std::string::npos);
+    const CliResult j = run_cli({"diff", "tests/gpu/matvec_wide_tile.toy", "--gpu", "traces/gpu/matvec_wide_tile_generated.cold.h200.json",
+                                 "--format", "json"});
+    REQUIRE(j.code == 0);
+    const auto row = nlohmann::json::parse(j.out).at("scratch").at(0);
+    CHECK(row.at("block_bytes").get<double>() == 524800);
+    CHECK(row.at("blocks").get<std::int64_t>() == 512);
+    CHECK(row.at("dram_bytes_at_most").get<double>() == 2.0 * 524800 * 512);
     // Not read as the arrays' own sectors and evictions.
     CHECK(r.out.find("whole 32-byte sectors") == std::string::npos);
 }

@@ -368,6 +368,9 @@ GpuDiff diff(const Program& p, const GpuRunResult& gpu, const PredictOptions& pr
         }
         out.stages.push_back(std::move(s));
     }
+    for (std::size_t k = 0; gpu.generated && k < out.stages.size(); ++k)
+        if (const GeneratedKernel* g = first_kernel(*gpu.generated, k); g && g->spill_floats > 0)
+            out.scratch.push_back({out.stages[k].stage, g->largest_tile, double(g->spill_floats) * 4, grid_blocks(*g, gpu.heads)});
     if (predict_options.predict) predict(p, gpu, kernel, predict_options, out);
     else out.why_no_prediction = predict_options.why_not;
     if (!out.measured) return out;
@@ -380,23 +383,16 @@ GpuDiff diff(const Program& p, const GpuRunResult& gpu, const PredictOptions& pr
         const double counted = s.counted_read_bytes + s.counted_write_bytes;
         const double dram = s.measured.dram_read_bytes + s.measured.dram_write_bytes;
         if (counted <= 0) continue;
-        // Generated code's tiles in global memory: traffic that no array counts.
-        const GeneratedKernel* scratch = gpu.generated ? first_kernel(*gpu.generated, k) : nullptr;
-        if (scratch && scratch->spill_floats > 0) {
-            const double per_block = double(scratch->spill_floats) * 4;
-            const std::int64_t blocks = grid_blocks(*scratch, gpu.heads);
-            const double slices = per_block * double(blocks);
-            if (blocks > 0)
-                out.notes.push_back(fmt::format(
-                    "{}: its tiles that shared memory cannot hold (the largest: {}) are in global memory, traffic that no array counts: {} "
-                    "a block, {} over its {} blocks; slices that outgrow the {:.0f} MiB L2 are written to DRAM and read back, up to {} "
-                    "beside the arrays' {} counted: DRAM moved {}",
-                    s.stage, scratch->largest_tile, mb(per_block), mb(slices), blocks, l2_size / (1 << 20), mb(2 * slices), mb(counted), mb(dram)));
-            else
-                out.notes.push_back(fmt::format("{}: its tiles that shared memory cannot hold (the largest: {}) are in global memory, traffic "
-                                                "that no array counts: {} a block",
-                                                s.stage, scratch->largest_tile, mb(per_block)));
-            continue;  // what follows reads the difference as the arrays' own
+        // Generated code's tiles in global memory: traffic that no array counts (its row in
+        // the scratch table; the generic readings below would take it for the arrays').
+        if (const auto sc = std::find_if(out.scratch.begin(), out.scratch.end(), [&](const ScratchDiff& x) { return x.stage == s.stage; });
+            sc != out.scratch.end()) {
+            if (sc->blocks > 0)
+                out.notes.push_back(fmt::format("{}: its tiles in global memory ({} over its {} blocks) can add up to {} to DRAM beside the "
+                                                "arrays' {} counted where they outgrow the {:.0f} MiB L2: DRAM moved {}",
+                                                s.stage, mb(sc->slice_bytes()), sc->blocks, mb(sc->bound_bytes()), mb(counted), l2_size / (1 << 20),
+                                                mb(dram)));
+            continue;
         }
         // Arrays this launch reads several times over: the L2 can serve the re-reads.
         std::vector<std::string> reread;
