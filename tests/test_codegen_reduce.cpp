@@ -32,10 +32,10 @@ TEST_CASE("codegen reduce: the 3-pass softmax's max and sum are split over a blo
     CHECK(contains(g->source, "serial code from line 27, one block (its reductions split over the threads) per head"));
     CHECK(contains(g->source, "{  // its iterations split over the block's threads: a reduction into R1 by MAX\n"));
     CHECK(contains(g->source, "{  // its iterations split over the block's threads: a reduction into R2 by ADD\n"));
-    CHECK(contains(g->source, "for (long long i = i_lo + threadIdx.x; i < i_hi; i += blockDim.x) {"));
+    CHECK(contains(g->source, "for (long long i = split1_lo + threadIdx.x; i < split1_hi; i += blockDim.x) {"));
     CHECK(contains(g->source, "R[2] = D::add(R2_before, block_allreduce(R[2], [](float a, float b) { return D::add(a, b); }));"));
     // The loaded element (R0) lives on after the loop as the last iteration left it.
-    CHECK(contains(g->source, "if (i_ran && (i_hi - 1 - i_lo) % blockDim.x == threadIdx.x) { split1_last[0] = R[0]; }"));
+    CHECK(contains(g->source, "if (split1_ran && (split1_hi - 1 - split1_lo) % blockDim.x == threadIdx.x) { split1_last[0] = R[0]; }"));
     // Code outside the split loops runs on every thread alike; thread 0 alone counts it and
     // keeps worker 0's registers.
     CHECK(contains(g->source, "if constexpr (kCount) if (threadIdx.x == 0) reads_x += 1;\n        R[1] = to_float(x[0]);"));

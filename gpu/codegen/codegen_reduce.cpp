@@ -117,10 +117,12 @@ void KernelEmitter::split_loop(std::int32_t loop_begin) {
     ++indent_;
     enter_loop(l, false);
     const std::string& v = slot_name_[static_cast<size_t>(l.slot)];
-    line(fmt::format("const long long {0}_lo = {1}, {0}_hi = {2};", v, affine(l.lo), affine(l.hi)));
+    // The bounds' names carry the loop's pc: no name of the program's can be one of them.
+    const std::string lo = fmt::format("split{}_lo", loop_begin), hi = fmt::format("split{}_hi", loop_begin);
+    line(fmt::format("const long long {} = {}, {} = {};", lo, affine(l.lo), hi, affine(l.hi)));
     for (const auto& [r, op] : plan.accumulators)
         line(fmt::format("const float R{0}_before = R[{0}];  R[{0}] = {1};  // this thread's part, from {2}'s identity", r, identity_of(op), info(op).mnemonic));
-    line(fmt::format("for (long long {0} = {0}_lo + threadIdx.x; {0} < {0}_hi; {0} += blockDim.x) {{", v));
+    line(fmt::format("for (long long {0} = {1} + threadIdx.x; {0} < {2}; {0} += blockDim.x) {{", v, lo, hi));
     ++indent_;
     in_split_ = true;
     for (std::int32_t pc = loop_begin + 1; pc < head.jump; ++pc) instruction(pc);
@@ -136,12 +138,12 @@ void KernelEmitter::split_loop(std::int32_t loop_begin) {
             take += fmt::format(" R[{}] = {}[{}];", plan.privates[k], last, k);
         }
         line(fmt::format("__shared__ float {}[{}];  // the last iteration's registers", last, plan.privates.size()));
-        line(fmt::format("const bool {0}_ran = {0}_hi > {0}_lo;", v));
-        line(fmt::format("if ({0}_ran && ({0}_hi - 1 - {0}_lo) % blockDim.x == threadIdx.x) {{{1} }}", v, keep));
+        line(fmt::format("const bool split{0}_ran = {1} > {2};", loop_begin, hi, lo));
+        line(fmt::format("if (split{0}_ran && ({1} - 1 - {2}) % blockDim.x == threadIdx.x) {{{3} }}", loop_begin, hi, lo, keep));
         // block_allreduce's barriers (there is an accumulator) order these writes and reads.
         for (const auto& [r, op] : plan.accumulators)
             line(fmt::format("R[{0}] = D::{1}(R{0}_before, block_allreduce(R[{0}], [](float a, float b) {{ return D::{1}(a, b); }}));", r, method_of(op)));
-        line(fmt::format("if ({}_ran) {{{} }}", v, take));
+        line(fmt::format("if (split{}_ran) {{{} }}", loop_begin, take));
     } else {
         for (const auto& [r, op] : plan.accumulators)
             line(fmt::format("R[{0}] = D::{1}(R{0}_before, block_allreduce(R[{0}], [](float a, float b) {{ return D::{1}(a, b); }}));", r, method_of(op)));
