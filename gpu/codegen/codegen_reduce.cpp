@@ -129,25 +129,22 @@ void KernelEmitter::split_loop(std::int32_t loop_begin) {
     in_split_ = false;
     --indent_;
     line("}");
+    // What the body wrote lives on as the last iteration left it: its thread hands it over.
+    // block_allreduce's barriers (there is an accumulator) order these writes and reads.
     const std::string last = fmt::format("split{}_last", loop_begin);
+    std::string keep, take;
+    for (std::size_t k = 0; k < plan.privates.size(); ++k) {
+        keep += fmt::format(" {}[{}] = R[{}];", last, k, plan.privates[k]);
+        take += fmt::format(" R[{}] = {}[{}];", plan.privates[k], last, k);
+    }
     if (!plan.privates.empty()) {
-        // What the body wrote lives on as the last iteration left it: its thread hands it over.
-        std::string keep, take;
-        for (std::size_t k = 0; k < plan.privates.size(); ++k) {
-            keep += fmt::format(" {}[{}] = R[{}];", last, k, plan.privates[k]);
-            take += fmt::format(" R[{}] = {}[{}];", plan.privates[k], last, k);
-        }
         line(fmt::format("__shared__ float {}[{}];  // the last iteration's registers", last, plan.privates.size()));
         line(fmt::format("const bool split{0}_ran = {1} > {2};", loop_begin, hi, lo));
         line(fmt::format("if (split{0}_ran && ({1} - 1 - {2}) % blockDim.x == threadIdx.x) {{{3} }}", loop_begin, hi, lo, keep));
-        // block_allreduce's barriers (there is an accumulator) order these writes and reads.
-        for (const auto& [r, op] : plan.accumulators)
-            line(fmt::format("R[{0}] = D::{1}(R{0}_before, block_allreduce(R[{0}], [](float a, float b) {{ return D::{1}(a, b); }}));", r, method_of(op)));
-        line(fmt::format("if (split{}_ran) {{{} }}", loop_begin, take));
-    } else {
-        for (const auto& [r, op] : plan.accumulators)
-            line(fmt::format("R[{0}] = D::{1}(R{0}_before, block_allreduce(R[{0}], [](float a, float b) {{ return D::{1}(a, b); }}));", r, method_of(op)));
     }
+    for (const auto& [r, op] : plan.accumulators)
+        line(fmt::format("R[{0}] = D::{1}(R{0}_before, block_allreduce(R[{0}], [](float a, float b) {{ return D::{1}(a, b); }}));", r, method_of(op)));
+    if (!plan.privates.empty()) line(fmt::format("if (split{}_ran) {{{} }}", loop_begin, take));
     --indent_;
     line("}");
 }

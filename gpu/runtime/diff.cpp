@@ -183,18 +183,15 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
             stage.predicted_workers = k < pr.launch_workers.size() ? pr.launch_workers[k] : pr.workers;
             const LaunchWork& work = walk.cold_launches ? counted.launch_work.at(k) : counted.launch_work.front();
             if (!machine) continue;
-            if (work.blocks == 0) {  // a serial launch: its loops say nothing of the kernel's threads
-                pr.why_no_time = fmt::format("launch {} of the program has no parallel loop: its time on the GPU depends on threads it does "
-                                             "not describe",
-                                             stage.stage);
-                machine = nullptr;
-                for (StageDiff& before : out.stages) before.predicted_time.reset();
-                continue;
-            }
-            if (work.serial_loops > 0) {  // a grid, and serial loops beside it that the model cannot time
-                pr.why_no_time = fmt::format("launch {} of the program runs serial loops beside its parallel loop: their time on the GPU "
-                                             "depends on threads it does not describe",
-                                             stage.stage);
+            // Serial work (a launch without a grid, or loops beside its grid) says nothing of the
+            // kernel's threads: no launch gets a time.
+            if (work.blocks == 0 || work.serial_loops > 0) {
+                pr.why_no_time = work.blocks == 0 ? fmt::format("launch {} of the program has no parallel loop: its time on the GPU depends on "
+                                                                "threads it does not describe",
+                                                                stage.stage)
+                                                  : fmt::format("launch {} of the program runs serial loops beside its parallel loop: their "
+                                                                "time on the GPU depends on threads it does not describe",
+                                                                stage.stage);
                 machine = nullptr;
                 for (StageDiff& before : out.stages) before.predicted_time.reset();
                 continue;
@@ -370,7 +367,7 @@ GpuDiff diff(const Program& p, const GpuRunResult& gpu, const PredictOptions& pr
     }
     for (std::size_t k = 0; gpu.generated && k < out.stages.size(); ++k)
         if (const GeneratedKernel* g = first_kernel(*gpu.generated, k); g && g->spill_floats > 0)
-            out.scratch.push_back({out.stages[k].stage, g->largest_tile, double(g->spill_floats) * 4, grid_blocks(*g, gpu.heads)});
+            out.stages[k].scratch = ScratchDiff{g->largest_tile, double(g->spill_floats) * 4, grid_blocks(*g, gpu.heads)};
     if (predict_options.predict) predict(p, gpu, kernel, predict_options, out);
     else out.why_no_prediction = predict_options.why_not;
     if (!out.measured) return out;
@@ -378,15 +375,13 @@ GpuDiff diff(const Program& p, const GpuRunResult& gpu, const PredictOptions& pr
 
     // ---- where they part, from the numbers ----
     const double l2_size = double(gpu.device.l2_bytes);
-    for (std::size_t k = 0; k < out.stages.size(); ++k) {
-        const StageDiff& s = out.stages[k];
+    for (const auto& s : out.stages) {
         const double counted = s.counted_read_bytes + s.counted_write_bytes;
         const double dram = s.measured.dram_read_bytes + s.measured.dram_write_bytes;
         if (counted <= 0) continue;
         // Generated code's tiles in global memory: traffic that no array counts (its row in
         // the scratch table; the generic readings below would take it for the arrays').
-        if (const auto sc = std::find_if(out.scratch.begin(), out.scratch.end(), [&](const ScratchDiff& x) { return x.stage == s.stage; });
-            sc != out.scratch.end()) {
+        if (const auto& sc = s.scratch) {
             if (sc->blocks > 0)
                 out.notes.push_back(fmt::format("{}: its tiles in global memory ({} over its {} blocks) can add up to {} to DRAM beside the "
                                                 "arrays' {} counted where they outgrow the {:.0f} MiB L2: DRAM moved {}",

@@ -29,6 +29,17 @@ struct ArrayDiff {
     std::optional<double> predicted_read_bytes, predicted_write_bytes;
 };
 
+// A generated launch's tiles in global memory (shared memory could not hold them): traffic
+// that no array counts.
+struct ScratchDiff {
+    std::string largest_tile;       // "a[32][4096]"
+    double block_bytes = 0;         // a block's slice
+    std::int64_t blocks = 0;        // the launch's blocks, all heads (0: its grid's bounds vary)
+    double slice_bytes() const { return block_bytes * double(blocks); }
+    // What the slices can add to DRAM where they outgrow the L2: each written back and read again.
+    double bound_bytes() const { return 2 * slice_bytes(); }
+};
+
 struct StageDiff {
     std::string stage;
     double counted_read_bytes = 0, counted_write_bytes = 0;
@@ -40,6 +51,7 @@ struct StageDiff {
     // is; the measured time is the stage's median (GpuRunResult).
     std::optional<LaunchTime> predicted_time;
     double measured_seconds = 0;
+    std::optional<ScratchDiff> scratch;  // generated code that keeps tiles in global memory
 };
 
 // The modeled L2's prediction (sim/exec/cached_count.h): the program walked through the
@@ -65,22 +77,9 @@ struct PredictOptions {
     std::int64_t workers = 0;  // 0: resident blocks per SM × SMs, as recorded
 };
 
-// A generated launch's tiles in global memory (shared memory could not hold them): traffic
-// that no array counts.
-struct ScratchDiff {
-    std::string stage;
-    std::string largest_tile;       // "a[32][4096]"
-    double block_bytes = 0;         // a block's slice
-    std::int64_t blocks = 0;        // the launch's blocks, all heads (0: its grid's bounds vary)
-    double slice_bytes() const { return block_bytes * double(blocks); }
-    // What the slices can add to DRAM where they outgrow the L2: each written back and read again.
-    double bound_bytes() const { return 2 * slice_bytes(); }
-};
-
 struct GpuDiff {
     std::vector<ArrayDiff> arrays;  // kernel order
     std::vector<StageDiff> stages;
-    std::vector<ScratchDiff> scratch;  // generated runs: the launches with tiles in global memory
     double simulated_bytes = 0, counted_bytes = 0;
     bool measured = false;          // every stage has hardware figures
     std::string why_not_measured;   // otherwise, why

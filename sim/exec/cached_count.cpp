@@ -79,10 +79,10 @@ public:
                 if (pc >= 0 && static_cast<size_t>(pc) < p.code.size()) launch_at_[static_cast<size_t>(pc)] = true;
         // A serial loop that holds a grid is the host's loop around launches, not serial work.
         holds_grid_.assign(p.loops.size(), false);
-        for (const LoopInfo& l : p.loops)
-            for (std::int32_t pc = l.body.first; pc < l.body.second; ++pc)
+        for (size_t l = 0; l < p.loops.size(); ++l)
+            for (std::int32_t pc = p.loops[l].body.first; pc < p.loops[l].body.second; ++pc)
                 if (p.code[static_cast<size_t>(pc)].code == Code::LoopBegin && p.loops[static_cast<size_t>(p.code[static_cast<size_t>(pc)].loop)].parallel)
-                    holds_grid_[static_cast<size_t>(&l - p.loops.data())] = true;
+                    holds_grid_[l] = true;
         plans_.resize(p.loops.size());
         if (!o.element_walk)  // inner loops first: a plan reads its inner loops'
             for (size_t l = p.loops.size(); l-- > 0;) plans_[l] = plan_loop(p.loops[l]);

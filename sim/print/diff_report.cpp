@@ -114,13 +114,12 @@ json diff_json(const std::string& path, const gpu::GpuRunResult& g, const gpu::G
         out["aggregate_error"] = d.aggregate_error;
         out["notes"] = d.notes;
     }
-    if (!d.scratch.empty()) {
-        json rows = json::array();
-        for (const auto& sc : d.scratch)
-            rows.push_back(json{{"launch", sc.stage}, {"largest_tile", sc.largest_tile}, {"block_bytes", sc.block_bytes}, {"blocks", sc.blocks},
-                                {"slice_bytes", sc.slice_bytes()}, {"dram_bytes_at_most", sc.bound_bytes()}});
-        out["scratch"] = rows;
-    }
+    json scratch = json::array();
+    for (const auto& s : d.stages)
+        if (const auto& sc = s.scratch)
+            scratch.push_back(json{{"launch", s.stage}, {"largest_tile", sc->largest_tile}, {"block_bytes", sc->block_bytes}, {"blocks", sc->blocks},
+                                   {"slice_bytes", sc->slice_bytes()}, {"dram_bytes_at_most", sc->bound_bytes()}});
+    if (!scratch.empty()) out["scratch"] = scratch;
     if (!d.measured) out["why_not_measured"] = d.why_not_measured;
     return out;
 }
@@ -169,19 +168,19 @@ std::string format_diff(const std::string& path, const gpu::GpuRunResult& g, con
     out += render_table(arrays, format);
     out += "\nper launch, in bytes\n";
     out += render_table(stages, format);
-    if (!d.scratch.empty()) {
-        // Generated code's tiles in global memory, beside the arrays: what they can cost.
-        Table scratch{{"launch", "largest tile", "a block", "blocks", "slices", "DRAM, at most", "DRAM beyond the arrays (measured)"},
-                      {false, false, true, true, true, true, true},
-                      {}};
-        for (const auto& sc : d.scratch) {
-            const auto s = std::find_if(d.stages.begin(), d.stages.end(), [&](const gpu::StageDiff& x) { return x.stage == sc.stage; });
-            const bool has = s != d.stages.end() && s->measured.available;
-            const double beyond = has ? s->measured.dram_read_bytes + s->measured.dram_write_bytes - s->counted_read_bytes - s->counted_write_bytes : 0;
-            scratch.rows.push_back({sc.stage, sc.largest_tile, megabytes(sc.block_bytes), sc.blocks ? std::to_string(sc.blocks) : "varies",
-                                    sc.blocks ? megabytes(sc.slice_bytes()) : "-", sc.blocks ? megabytes(sc.bound_bytes()) : "-",
-                                    has ? megabytes(beyond) : "-"});
-        }
+    // Generated code's tiles in global memory, beside the arrays: what they can cost.
+    Table scratch{{"launch", "largest tile", "a block", "blocks", "slices", "DRAM, at most", "DRAM beyond the arrays (measured)"},
+                  {false, false, true, true, true, true, true},
+                  {}};
+    for (const auto& s : d.stages) {
+        const auto& sc = s.scratch;
+        if (!sc) continue;
+        const double beyond = s.measured.dram_read_bytes + s.measured.dram_write_bytes - s.counted_read_bytes - s.counted_write_bytes;
+        scratch.rows.push_back({s.stage, sc->largest_tile, megabytes(sc->block_bytes), sc->blocks ? std::to_string(sc->blocks) : "varies",
+                                sc->blocks ? megabytes(sc->slice_bytes()) : "-", sc->blocks ? megabytes(sc->bound_bytes()) : "-",
+                                s.measured.available ? megabytes(beyond) : "-"});
+    }
+    if (!scratch.rows.empty()) {
         out += "\nscratch: tiles the generated kernel keeps in global memory (shared memory cannot hold them), traffic that no array counts; "
                "at most each slice written back and read again\n";
         out += render_table(scratch, format);
