@@ -44,17 +44,53 @@ TEST_CASE("codegen reduce: the 3-pass softmax's max and sum are split over a blo
     CHECK(g->kernels[1].threads == 128);
 }
 
-TEST_CASE("codegen reduce: a running state that is not one fold stays on one thread", "[codegen][reduce]") {
-    // The online softmax's max is read by the rescale (MOV r1, r3), and its sum is written by a
-    // MUL and an ADD: neither is a fold of one op, so the pass stays serial.
+TEST_CASE("codegen reduce: the online softmax's running max and rescaled sum are split and merged", "[codegen][reduce]") {
+    // p5's first pass: the max is read by the rescale (MOV r1, r3), and the sum is written by a
+    // MUL and an ADD, so neither is one fold; together they are the online softmax's state.
     auto online = gpu::generate_cuda(build_file("programs/p5_online_softmax.toy", {{"n", 1000}}), gpu::DType::F32);
-    CHECK(online->kernels[0].threads == 1);
-    CHECK(!contains(online->source, "split over the block's threads"));
-    REQUIRE(online->slow_paths.size() == 1);
-    CHECK(online->slow_paths[0].loc.line == 35);
-    CHECK(online->slow_paths[0].why ==
-          "this serial loop runs on one GPU thread a head: R1 is carried from one iteration to the next (MOV at line 37 reads it before the "
-          "iteration writes it), not folded by one ADD, MUL or MAX of itself and nothing else, so its iterations must run in order");
+    CHECK(online->kernels[0].threads == 256);
+    CHECK(online->slow_paths.empty());
+    CHECK(contains(online->source, "{  // its iterations split over the block's threads: an online softmax's running max R1 and rescaled sum "
+                                   "R2, merged as Flash-Decoding merges its splits\n"));
+    CHECK(contains(online->source, "const float R1_before = R[1], R2_before = R[2];  R[1] = -INFINITY;  R[2] = 0.0f;"));
+    CHECK(contains(online->source, "block_allreduce_online(R[1], R[2]);\n"));
+    CHECK(contains(online->source, "{ float m = R1_before, s = R2_before;  online_merge(m, s, R[1], R[2]);  R[1] = m;  R[2] = s; }"));
+    // R0 and R3 end the iteration as values of the running state: a thread's own, not handed on
+    // (nothing reads them after the loop before writing them).
+    CHECK(!contains(online->source, "_last["));
+    CHECK(contains(online->compile_unit(), "__device__ __forceinline__ void online_merge(float& m, float& s, float m2, float s2) {"));
+
+    // The same pass with other registers, in another order, operands swapped: what the body
+    // computes is recognized, not how it is written.
+    const std::string head = "param n = 100\nregisters 7\ninput x[n]\ninput w[n]\noutput y[2]\nLOAD x[0], R4\nSET 1, R4, R5\n";
+    const std::string pass = "for i in 1..n {\n    LOAD x[i], R0\n    MAX R0, R4, R1\n    SUB R0, R1, R2\n    EXP R2, R2\n    SUB R4, R1, R3\n"
+                             "    EXP R3, R3\n    MUL R3, R5, R5\n    ADD R2, R5, R5\n    MOV R1, R4\n}\n";
+    const std::string stores = "STORE R4, y[0]\nSTORE R5, y[1]\n";
+    auto generate = [](const std::string& text) { return gpu::generate_cuda(build(text, {}), gpu::DType::F32); };
+    auto reordered = generate(head + pass + stores);
+    CHECK(reordered->kernels[0].threads == 256);
+    CHECK(contains(reordered->source, "an online softmax's running max R4 and rescaled sum R5"));
+    CHECK(contains(reordered->source, "split2_last[0] = R[0];"));  // the loaded element lives on, as in any split loop
+    // Each new term weighted (s' = s·e^(m − m') + w·e^(x − m')): the same merge.
+    auto weighted = generate(head + std::string(pass).replace(pass.find("    ADD"), 0, "    LOAD w[i], R6\n    MUL R6, R2, R2\n") + stores);
+    CHECK(contains(weighted->source, "an online softmax's running max R4 and rescaled sum R5"));
+    // Rescaled the wrong way (e^(m' − m)): no merge holds, the pass stays in order.
+    auto wrong = generate(head + std::string(pass).replace(pass.find("SUB R4, R1, R3"), 14, "SUB R1, R4, R3") + stores);
+    CHECK(wrong->kernels[0].threads == 1);
+    REQUIRE(wrong->slow_paths.size() == 1);
+    CHECK(contains(wrong->slow_paths[0].why, "R4 is carried from one iteration to the next (MAX at line 10 reads it"));
+    // A value of the running state read after the loop would be one thread's: refused, said.
+    auto stale = generate(head + pass + stores + "STORE R3, y[0]\n");
+    CHECK(stale->kernels[0].threads == 1);
+    REQUIRE(stale->slow_paths.size() == 1);
+    CHECK(stale->slow_paths[0].why ==
+          "this serial loop runs on one GPU thread a head: R3 follows the running max R4 and sum R5 of an online softmax, and STORE at line 21 "
+          "reads it after the loop: split over threads, it would hold one thread's value");
+    // Written again first, it may be: the split holds.
+    CHECK(generate(head + pass + stores + "SET 0, R3, R3\nSTORE R3, y[0]\n")->kernels[0].threads == 256);
+}
+
+TEST_CASE("codegen reduce: a running state that is not one fold stays on one thread", "[codegen][reduce]") {
     // A register carried from one iteration to the next other than by the fold: the previous
     // element (R1) is read before the iteration writes it.
     auto carried = generated_text("LOAD x[0], R1\nSET 0, R2, R2\nfor i in 1..n {\n    LOAD x[i], R0\n    SUB R0, R1, R3\n    ADD R3, R2, R2\n"

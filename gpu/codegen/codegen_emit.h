@@ -101,6 +101,7 @@ struct WgmmaShape {
     auto operator<=>(const WgmmaShape&) const = default;
 };
 std::string hopper_prelude();
+std::string online_merge_prelude();  // online_merge, block_allreduce_online (codegen_reduce.cpp): after D
 std::string wgmma_instruction(const WgmmaShape& shape, DType dtype);
 
 struct EmittedKernel : KernelLaunchFacts {
@@ -201,12 +202,17 @@ private:
     struct SplitLoop {
         std::vector<std::pair<std::int32_t, Op>> accumulators;  // a register and the op that folds into it
         std::vector<std::int32_t> privates;  // registers the body writes before reading: the last iteration's values live on
+        // An online softmax's state, folded together: a running max and a sum of terms scaled by
+        // e^(−max), each rescaled as the max grows (-1: none). Merged as Flash-Decoding merges its
+        // splits; the body's other registers that follow the state are not read after the loop.
+        std::int32_t online_max = -1, online_sum = -1;
     };
     std::map<std::int32_t, SplitLoop> split_loops_;  // by LoopBegin pc
     bool redundant_ = false;  // every thread runs the serial code (a kernel with split loops)
     bool in_split_ = false;   // emitting a split loop's body: each thread its own iterations
     std::vector<SlowPath> split_notes_;  // the serial loops that stay on one thread, and why
     std::variant<SplitLoop, std::string> split_plan(std::int32_t loop_begin) const;
+    std::variant<SplitLoop, std::string> online_plan(std::int32_t loop_begin, const std::string& carried) const;
     void plan_split_loops(std::int32_t first, std::int32_t last);
     void split_loop(std::int32_t loop_begin);
 

@@ -758,7 +758,7 @@ std::string device_prelude(int warps_per_block) {
     const std::string warps = fmt::format("\n// The warps of a block kernel (every tile loop runs in one).\nconstexpr int kWarps = {};\n", warps_per_block);
     const std::string text = kPrelude;
     const size_t at = text.find("// ---- block-cooperative tile loops");
-    return text.substr(0, at) + warps + text.substr(at) + hopper_prelude() + primitives();
+    return text.substr(0, at) + warps + text.substr(at) + hopper_prelude() + primitives() + online_merge_prelude();
 }
 
 }  // namespace toysim::gpu
