@@ -86,6 +86,13 @@ TEST_CASE("codegen reduce: the online softmax's running max and rescaled sum are
     CHECK(stale->slow_paths[0].why ==
           "this serial loop runs on one GPU thread a head: R3 follows the running max R4 and sum R5 of an online softmax, and STORE at line 21 "
           "reads it after the loop: split over threads, it would hold one thread's value");
+    // The element doubled 64 times before it joins the state: each value is one node, so this
+    // is recognized at once (walked as a tree, it would be 2^64 paths).
+    std::string doubled = pass;
+    std::string adds;
+    for (int k = 0; k < 64; ++k) adds += "    ADD R0, R0, R0\n";
+    doubled.insert(doubled.find("    MAX"), adds);
+    CHECK(contains(generate(head + doubled + stores)->source, "an online softmax's running max R4 and rescaled sum R5"));
     // Written again first, it may be: the split holds.
     CHECK(generate(head + pass + stores + "SET 0, R3, R3\nSTORE R3, y[0]\n")->kernels[0].threads == 256);
 }

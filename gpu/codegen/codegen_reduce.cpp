@@ -20,7 +20,10 @@
 // the start of an iteration, it must leave m' = max(m, x) and s' = s·e^(m − m') + e^(y − m')
 // (the new term possibly times a g), where x, y and g depend on nothing carried.
 #include <array>
+#include <bit>
+#include <map>
 #include <optional>
+#include <tuple>
 #include <variant>
 
 #include <fmt/format.h>
@@ -77,40 +80,40 @@ public:
     int final_of(std::int32_t r) const { return final_[static_cast<size_t>(r)]; }
     const Node& at(int e) const { return nodes_[static_cast<size_t>(e)]; }
     bool is_start(int e, std::int32_t r) const { return at(e).kind == Node::Kind::Start && at(e).id == r; }
-    // e is op applied to its arguments (the first two of ADD and MUL either way round: they commute).
+    // e is op applied to its arguments.
     bool is(int e, Op op) const { return at(e).kind == Node::Kind::Apply && at(e).op == op; }
     std::array<int, 2> operands(int e) const { return {at(e).args[0], at(e).args[1]}; }
-    // The same value (the same expression tree).
-    bool same(int a, int b) const {
-        if (a == b) return true;
-        const Node &x = at(a), &y = at(b);
-        if (x.kind != y.kind || x.id != y.id || x.value != y.value || x.op != y.op) return false;
-        for (std::size_t k = 0; k < 3; ++k)
-            if ((x.args[k] < 0) != (y.args[k] < 0) || (x.args[k] >= 0 && !same(x.args[k], y.args[k]))) return false;
-        return true;
-    }
-    // e reads the start value of some register in `carried`.
-    bool follows(int e, const std::vector<bool>& carried) const {
-        const Node& n = at(e);
-        if (n.kind == Node::Kind::Start) return carried[static_cast<size_t>(n.id)];
-        for (int a : n.args)
-            if (a >= 0 && follows(a, carried)) return true;
-        return false;
+    // Per node: whether it reads the start value of some register in `carried`. One pass: a
+    // node's arguments come before it.
+    std::vector<bool> following(const std::vector<bool>& carried) const {
+        std::vector<bool> out(nodes_.size(), false);
+        for (std::size_t e = 0; e < nodes_.size(); ++e) {
+            const Node& n = nodes_[e];
+            if (n.kind == Node::Kind::Start) out[e] = carried[static_cast<size_t>(n.id)];
+            for (int a : n.args) out[e] = out[e] || (a >= 0 && out[static_cast<size_t>(a)]);
+        }
+        return out;
     }
 
 private:
     std::vector<Node> nodes_;
     std::vector<int> final_;
+    // Nodes are interned: the same value is the same node, so equal expressions compare by
+    // index (a body that doubles a register 60 times is 60 nodes, not a tree of 2^60).
+    std::map<std::tuple<int, std::int32_t, std::uint64_t, int, int, int, int>, int> interned_;
     int add(const Node& n) {
-        nodes_.push_back(n);
-        return static_cast<int>(nodes_.size()) - 1;
+        const auto key = std::tuple{int(n.kind), n.id, std::bit_cast<std::uint64_t>(n.value), int(n.op), n.args[0], n.args[1], n.args[2]};
+        const auto [it, fresh] = interned_.emplace(key, static_cast<int>(nodes_.size()));
+        if (fresh) nodes_.push_back(n);
+        return it->second;
     }
 };
 
 // The online softmax's pair in a body whose written registers are `written`: the registers of
 // its running max and its rescaled sum, or nullopt.
 std::optional<std::pair<std::int32_t, std::int32_t>> online_pair(const BodyValues& v, const std::vector<bool>& written) {
-    auto free_of_state = [&](int e) { return !v.follows(e, written); };
+    const std::vector<bool> follows_state = v.following(written);
+    auto free_of_state = [&](int e) { return !follows_state[static_cast<size_t>(e)]; };
     // e is op(a, b) or op(b, a) with a matching `first` and b matching `second`.
     auto either = [&](int e, Op op, auto&& first, auto&& second) {
         if (!v.is(e, op)) return false;
@@ -125,7 +128,7 @@ std::optional<std::pair<std::int32_t, std::int32_t>> online_pair(const BodyValue
         auto scaled_by_top = [&](int e, auto&& z_ok) {
             if (!v.is(e, Op::EXP) || !v.is(v.at(e).args[0], Op::SUB)) return false;
             auto [z, t] = v.operands(v.at(e).args[0]);
-            return z_ok(z) && v.same(t, top);
+            return z_ok(z) && t == top;
         };
         auto rescale = [&](int e) { return scaled_by_top(e, [&](int z) { return v.is_start(z, m); }); };
         auto term = [&](int e) {
@@ -283,12 +286,13 @@ std::variant<KernelEmitter::SplitLoop, std::string> KernelEmitter::online_plan(s
     std::vector<bool> state(nregs, false), others(written);
     state[static_cast<size_t>(plan.online_max)] = state[static_cast<size_t>(plan.online_sum)] = true;
     others[static_cast<size_t>(plan.online_max)] = others[static_cast<size_t>(plan.online_sum)] = false;
+    const std::vector<bool> follows_others = values.following(others), follows_state = values.following(state);
     for (std::int32_t r = 0; r < static_cast<std::int32_t>(nregs); ++r) {
         if (!others[static_cast<size_t>(r)]) continue;
-        const int value = values.final_of(r);
+        const auto value = static_cast<size_t>(values.final_of(r));
         // Carried itself (a third running value): its iterations must run in order after all.
-        if (values.follows(value, others)) return carried;
-        if (!values.follows(value, state)) {
+        if (follows_others[value]) return carried;
+        if (!follows_state[value]) {
             plan.privates.push_back(r);  // the loaded element, say: the last iteration's lives on
             continue;
         }
