@@ -358,8 +358,10 @@ TEST_CASE("race checking follows only the arrays a parallel loop writes or adds 
     // FA2 backward: pass 1 writes D, pass 2 writes dK and dV and adds to dQ.
     Program backward = toysim::testing::build_file("programs/attention/fa2_backward.toy", {{"n", 16}, {"d", 4}});
     CHECK(backward.race_cells == 16 + 3 * 16 * 4);
+    // Without the D trick: both passes add to D (STORE_ADD), the second writes dK and dV and adds to dQ.
+    CHECK(toysim::testing::build_file("programs/attention/fa2_backward_no_d_trick.toy", {{"n", 16}, {"d", 4}}).race_cells == 16 + 3 * 16 * 4);
     // A program with no parallel loop has no race table.
-    CHECK(toysim::testing::build_file("programs/attention/fa2_backward_no_d_trick.toy").race_cells == 0);
+    CHECK(toysim::testing::build_file("programs/matmul_outer.toy").race_cells == 0);
 }
 
 TEST_CASE("print W:R3 shows a register or tile as worker W holds it", "[parallel]") {

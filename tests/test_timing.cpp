@@ -389,7 +389,7 @@ TEST_CASE("sweep --machine: each run's predicted time after the table, and --plo
                                    "--set", "Bc=64", "--machine", "h100", "--dtype", "fp16", "--format", "json"});
     REQUIRE(one.code == 0);
     const double seconds = nlohmann::json::parse(one.out).at("predicted_time").at("seconds").get<double>();
-    CHECK(r.out.find(fmt::format("predicted time on machine h100 (1 head; every launch with a grid, summed):\n  n=1024 d=64 Br=128 Bc=64: ")) !=
+    CHECK(r.out.find(fmt::format("predicted time on machine h100 (1 head; every timed launch, summed):\n  n=1024 d=64 Br=128 Bc=64: ")) !=
           std::string::npos);
     CHECK(r.out.find(fmt::format("  n=4096 d=64 Br=128 Bc=64: {:.3f} ms\n", seconds * 1e3)) != std::string::npos);
     std::ifstream drawn(svg);
@@ -413,12 +413,24 @@ TEST_CASE("sweep --machine: each run's predicted time after the table, and --plo
     // A program without a parallel loop has no time to predict: said, not 0.
     const CliResult serial = run_cli({"sweep", "programs/matmul_outer.toy", "--set", "n=8,16", "--machine", "h100"});
     REQUIRE(serial.code == 0);
-    CHECK(serial.out.find("  n=8: none (no launch has a parallel loop: its time depends on threads the program does not describe)\n") !=
+    CHECK(serial.out.find("  n=8: none (launch 1 has no parallel loop: its time on the GPU depends on threads it does not describe)\n") !=
           std::string::npos);
-    // One whose serial loop runs beside its grid: the time is the grid's, and says so.
-    const CliResult mixed = run_cli({"sweep", "programs/p5_online_softmax.toy", "--set", "n=10,100", "--machine", "h100"});
+    // Nor does a grid of scalar code (a thread an iteration on a GPU, where the model times a
+    // block an iteration): matmul_inner at n = 1024 was predicted 291 ms against 0.428 measured.
+    const CliResult scalar = run_cli({"sweep", "programs/matmul_inner.toy", "--set", "n=8,16", "--machine", "h100"});
+    REQUIRE(scalar.code == 0);
+    CHECK(scalar.out.find("  n=8: none (launch 1 runs scalar code in its parallel loop: a GPU runs each iteration as a thread, 32 to a warp, "
+                          "and the model times an iteration as a block of a tile program, which would be hundreds of times too slow)\n") !=
+          std::string::npos);
+    // One whose serial launch runs beside a timed one: the time is the timed one's, and says so.
+    const std::string mixed_path = (std::filesystem::temp_directory_path() / "toysim_test_mixed_launches.toy").string();
+    std::ofstream(mixed_path) << "param n = 64\nregisters 258\ntile t[16][16]\ninput x[n][16]\noutput y[n][16]\nLOAD x[0][0], R0\n"
+                                 "for k in 1..n {\n    LOAD x[k][0], R1\n    ADD R0, R1, R0\n}\nparallel for i in 0..n/16 {\n"
+                                 "    LOAD x[i*16..i*16+16][0..16], t\n    STORE t, y[i*16..i*16+16][0..16]\n}\n";
+    const CliResult mixed = run_cli({"sweep", mixed_path, "--set", "n=64,128", "--machine", "h100"});
+    std::filesystem::remove(mixed_path);
     REQUIRE(mixed.code == 0);
-    CHECK(mixed.out.find("  n=10: 0.004 ms (1 of 2 launches: the serial ones have no predicted time)\n") != std::string::npos);
+    CHECK(mixed.out.find(" ms (1 of 2 launches: the others have no predicted time)\n") != std::string::npos);
     const CliResult bad = run_cli({"sweep", "programs/p1_c00.toy", "--set", "n=2,4", "--plot", svg, "--plot-y", "time"});
     CHECK(bad.code == 2);
     CHECK(bad.err == "toysim: error: --plot-y time draws the predicted time: give --machine NAME too\n");

@@ -183,15 +183,10 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
             stage.predicted_workers = k < pr.launch_workers.size() ? pr.launch_workers[k] : pr.workers;
             const LaunchWork& work = walk.cold_launches ? counted.launch_work.at(k) : counted.launch_work.front();
             if (!machine) continue;
-            // Serial work (a launch without a grid, or loops beside its grid) says nothing of the
-            // kernel's threads: no launch gets a time.
-            if (work.blocks == 0 || work.serial_loops > 0) {
-                pr.why_no_time = work.blocks == 0 ? fmt::format("launch {} of the program has no parallel loop: its time on the GPU depends on "
-                                                                "threads it does not describe",
-                                                                stage.stage)
-                                                  : fmt::format("launch {} of the program runs serial loops beside its parallel loop: their "
-                                                                "time on the GPU depends on threads it does not describe",
-                                                                stage.stage);
+            // Serial work (a launch without a grid, or loops beside its grid) and a grid of scalar
+            // code say nothing of the kernel's blocks: no launch gets a time.
+            if (const Untimed why = untimed(work); why != Untimed::Timed) {
+                pr.why_no_time = fmt::format("launch {} of the program {}", stage.stage, untimed_reason(why));
                 machine = nullptr;
                 for (StageDiff& before : out.stages) before.predicted_time.reset();
                 continue;

@@ -272,7 +272,12 @@ RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const st
             Program program = on_machine_cache(compile(tree, settings), machine);
             program.cache->element_bytes = element_bytes;
             const ProgramTime time = predict ? predict(program, machine) : predict_program(program, machine, request.heads);
+            // A launch the model cannot time leaves the point's time partial: not a rank by time.
             TunePoint p;
+            for (std::size_t l = 0; l < time.untimed.size() && p.untimed.empty(); ++l)
+                if (time.untimed[l] != Untimed::Timed) p.untimed = fmt::format("launch {} {}", l + 1, untimed_reason(time.untimed[l]));
+            if (!p.untimed.empty() && request.objective == "time")
+                throw ToyError(fmt::format("no predicted time: {} (--objective dram or cycles ranks it)", p.untimed));
             p.varied = varied;
             p.seconds = time.seconds;
             p.cycles = time.counted.cycles;
@@ -325,8 +330,9 @@ TunedSpace format_space(const RankedSpace& r, Format format) {
             nlohmann::ordered_json row;
             row["rank"] = k + 1;
             for (const auto& [name, value] : p.varied) row["params"][name] = value;
-            row["seconds"] = p.seconds;
-            row["tflops"] = p.seconds > 0 ? p.flops / p.seconds / 1e12 : 0.0;
+            row["seconds"] = p.untimed.empty() ? nlohmann::ordered_json(p.seconds) : nlohmann::ordered_json(nullptr);
+            row["tflops"] = p.untimed.empty() && p.seconds > 0 ? p.flops / p.seconds / 1e12 : 0.0;
+            if (!p.untimed.empty()) row["why_no_time"] = p.untimed;
             row["dram_bytes"] = p.dram_bytes;
             row["cycles"] = p.cycles;
             row["bound"] = p.bound;
@@ -378,14 +384,14 @@ TunedSpace format_space(const RankedSpace& r, Format format) {
         const TunePoint& p = r.ranked[k];
         std::vector<std::string> row = {std::to_string(k + 1)};
         for (const auto& [name, value] : p.varied) row.push_back(std::to_string(value));
-        row.push_back(fmt::format("{:.3f} ms", p.seconds * 1e3));
-        row.push_back(p.flops > 0 ? fmt::format("{:.1f}", p.flops / p.seconds / 1e12) : "-");
+        row.push_back(p.untimed.empty() ? fmt::format("{:.3f} ms", p.seconds * 1e3) : "-");
+        row.push_back(p.untimed.empty() && p.flops > 0 ? fmt::format("{:.1f}", p.flops / p.seconds / 1e12) : "-");
         row.push_back(megabytes(p.dram_bytes));
         row.push_back(std::to_string(p.cycles));
-        row.push_back(p.bound);
+        row.push_back(p.untimed.empty() ? p.bound : "-");
         if (on_gpu) {
             row.push_back(p.measured_seconds ? fmt::format("{:.3f} ms", *p.measured_seconds * 1e3) : p.ran() ? "error" : "");
-            row.push_back(p.measured_seconds ? fmt::format("{:+.1f}%", (p.seconds / *p.measured_seconds - 1) * 100) : "");
+            row.push_back(p.measured_seconds && p.untimed.empty() ? fmt::format("{:+.1f}%", (p.seconds / *p.measured_seconds - 1) * 100) : "");
             row.push_back(!p.ran() ? "" : !p.gpu_error.empty() ? p.gpu_error
                           : p.checks_passed && p.traffic_equal ? "passed"
                           : !p.checks_passed ? "FAILED" : "traffic differs");

@@ -51,6 +51,7 @@ struct TunePoint {
     double seconds = 0, flops = 0, dram_bytes = 0;
     std::uint64_t cycles = 0;
     std::string bound;  // the slowest launch's
+    std::string untimed;  // why some launch has no predicted time ("": every launch has one; then seconds is theirs)
     int spilled_bytes = 0;  // a thread's registers spilled to local memory (generated CUDA): not timed
     // On the GPU: the median of the timed launches (all stages), whether the program's checks
     // passed and the counted traffic equals the simulated, or why the point did not run.

@@ -62,13 +62,19 @@ Runs run_all(const std::vector<std::string>& labels, const std::vector<const Pro
     return runs;
 }
 
-// A prediction with something to say: some launch has a grid (a serial launch has no time).
-bool timed(const ProgramTime& t) { return std::find(t.has_grid.begin(), t.has_grid.end(), true) != t.has_grid.end(); }
-// Where some launches are serial (no time) beside timed ones: " (2 of 3 launches: …)", else "".
+// A prediction with something to say: some launch is timed (untimed() says why one is not).
+bool timed(const ProgramTime& t) { return std::find(t.untimed.begin(), t.untimed.end(), Untimed::Timed) != t.untimed.end(); }
+// Where some launches have no time beside timed ones: " (2 of 3 launches: …)", else "".
 std::string untimed_launches(const ProgramTime& t) {
-    const auto with_grid = std::count(t.has_grid.begin(), t.has_grid.end(), true);
-    if (with_grid == static_cast<std::ptrdiff_t>(t.has_grid.size())) return "";
-    return fmt::format(" ({} of {} launches: the serial ones have no predicted time)", with_grid, t.has_grid.size());
+    const auto timed_launches = std::count(t.untimed.begin(), t.untimed.end(), Untimed::Timed);
+    if (timed_launches == static_cast<std::ptrdiff_t>(t.untimed.size())) return "";
+    return fmt::format(" ({} of {} launches: the others have no predicted time)", timed_launches, t.untimed.size());
+}
+// Why none is timed: the first launch's reason, "launch 1 has no parallel loop: …".
+std::string why_untimed(const ProgramTime& t) {
+    for (std::size_t k = 0; k < t.untimed.size(); ++k)
+        if (t.untimed[k] != Untimed::Timed) return fmt::format("launch {} {}", k + 1, untimed_reason(t.untimed[k]));
+    return "no launch";
 }
 
 void write_plot(const SideBySideArgs& o, PlotFormat format, const std::vector<SweepPoint>& points, const std::string& machine = "") {
@@ -149,11 +155,11 @@ int sweep_command(const SweepArgs& o, Context& ctx) {
         for (const ProgramTime& t : predicted) ctx.out << (timed(t) ? fmt::format(",{}", t.seconds) : std::string(","));
         ctx.out << "\n";
     } else {
-        ctx.out << table << fmt::format("\npredicted time on machine {} (1 head; every launch with a grid, summed):\n", machine->name);
+        ctx.out << table << fmt::format("\npredicted time on machine {} (1 head; every timed launch, summed):\n", machine->name);
         for (size_t i = 0; i < names.size(); ++i)
             ctx.out << fmt::format("{}{}: {}\n", format == Format::Markdown ? "- " : "  ", names[i],
                                    timed(predicted[i]) ? milliseconds_text(predicted[i].seconds) + untimed_launches(predicted[i])
-                                                       : "none (no launch has a parallel loop: its time depends on threads the program does not describe)");
+                                                       : "none (" + why_untimed(predicted[i]) + ")");
     }
     if (plot) {
         std::vector<SweepPoint> points;

@@ -204,6 +204,9 @@ private:
         const std::size_t inner = grid_inner_loop(p_, outer);
         ++launch_work_.grids;
         launch_work_.heads = o_.heads;
+        const auto body = p_.loops[inner].body;
+        const Inst* code = p_.code.data();
+        if (std::none_of(code + body.first, code + body.second, [](const Inst& in) { return in.code == Code::Tile; })) ++launch_work_.scalar_grids;
         const Walker& first = serial[0];
         std::uint64_t start = 0;
         for (const Walker& w : serial) start = std::max(start, w.clock);

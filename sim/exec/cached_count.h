@@ -128,6 +128,10 @@ struct LaunchWork {
     // Loops the launch's serial code ran outside its grids (none holding a grid), all heads: what
     // such a loop costs on a GPU depends on threads the program does not describe.
     std::uint64_t serial_loops = 0;
+    // Grids whose body holds no tile instruction: scalar code, which a GPU runs as a thread an
+    // iteration, 32 to a warp (matmul_inner, a softmax's normalize pass), where the model times
+    // an iteration as a block of a tile program.
+    std::uint64_t scalar_grids = 0;
     std::vector<InstructionWork> by_pc;  // per Program::code entry; empty where none ran
 };
 

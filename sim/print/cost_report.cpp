@@ -229,9 +229,9 @@ nlohmann::ordered_json program_time_json(const Program& program, const ProgramTi
     for (size_t k = 0; k < time.launches.size(); ++k) {
         const LaunchTime& t = time.launches[k];
         json j{{"launch", k + 1}, {"line", k < lines.size() ? json(lines[k]) : json(nullptr)}};
-        if (!time.has_grid[k]) {
+        if (time.untimed[k] != Untimed::Timed) {
             j["seconds"] = nullptr;
-            j["why"] = "no parallel loop: its time on a GPU depends on threads the program does not describe";
+            j["why"] = std::string(untimed_reason(time.untimed[k]));
         } else {
             j["seconds"] = t.seconds;
             j["bound"] = time_bound_key(t.bound);
@@ -263,8 +263,8 @@ std::string format_program_time(const Program& program, const ProgramTime& time,
     const std::vector<int> lines = launch_lines(program);
     for (size_t k = 0; k < time.launches.size(); ++k) {
         const std::string name = k < lines.size() ? fmt::format("line {}", lines[k]) : fmt::format("launch {}", k + 1);
-        if (!time.has_grid[k]) {
-            t.rows.push_back({name, "-", "-", "no parallel loop", "-"});
+        if (time.untimed[k] != Untimed::Timed) {
+            t.rows.push_back({name, "-", "-", std::string(untimed_tag(time.untimed[k])), "-"});
             continue;
         }
         const LaunchTime& p = time.launches[k];
@@ -275,7 +275,7 @@ std::string format_program_time(const Program& program, const ProgramTime& time,
     // Where each launch's chain goes: what a program's lines change when a schedule changes.
     std::string parts;
     for (size_t k = 0; k < time.launches.size(); ++k)
-        if (time.has_grid[k])
+        if (time.untimed[k] == Untimed::Timed)
             parts += fmt::format("{}{}: {}\n", format == Format::Markdown ? "- " : "  ",
                                  k < lines.size() ? fmt::format("line {}", lines[k]) : fmt::format("launch {}", k + 1), chain_text(time.launches[k]));
     if (!parts.empty()) out += "\nthe chain on the busiest SM, by part (copies overlap the rest):\n" + parts;

@@ -465,6 +465,37 @@ Program on_machine_cache(const Program& program, const MachineSpec& machine) {
     return on_machine;
 }
 
+Untimed untimed(const LaunchWork& work) {
+    if (work.blocks == 0) return Untimed::NoGrid;
+    if (work.serial_loops > 0) return Untimed::SerialLoops;
+    if (work.scalar_grids > 0) return Untimed::ScalarGrid;
+    return Untimed::Timed;
+}
+
+std::string_view untimed_tag(Untimed why) {
+    switch (why) {
+        case Untimed::Timed: return "";
+        case Untimed::NoGrid: return "no parallel loop";
+        case Untimed::SerialLoops: return "serial loops beside its grid";
+        case Untimed::ScalarGrid: return "a grid of scalar code";
+    }
+    return "";
+}
+
+std::string_view untimed_reason(Untimed why) {
+    switch (why) {
+        case Untimed::Timed: return "";
+        case Untimed::NoGrid: return "has no parallel loop: its time on the GPU depends on threads it does not describe";
+        case Untimed::SerialLoops:
+            return "runs serial loops beside its parallel loop: their time on the GPU depends on threads it does not describe";
+        case Untimed::ScalarGrid:
+            // matmul_inner at n = 1024, timed so: 291 ms against the 0.428 ms the H100 measured.
+            return "runs scalar code in its parallel loop: a GPU runs each iteration as a thread, 32 to a warp, and the model times an "
+                   "iteration as a block of a tile program, which would be hundreds of times too slow";
+    }
+    return "";
+}
+
 ProgramTime predict_program(const Program& program, const MachineSpec& m, std::int64_t heads, const GeneratedLaunches* generated,
                             const std::vector<Occupancy>* kernel) {
     ProgramTime out;
@@ -519,9 +550,11 @@ ProgramTime predict_program(const Program& program, const MachineSpec& m, std::i
             // `heads` blocks, each the whole of it, one after another (flash_decoding's merge).
             if (shape.blocks == 0) shape.blocks = static_cast<std::uint64_t>(heads);
         }
-        out.has_grid.push_back(shape.blocks > 0);
+        Untimed why = untimed(counted.launch_work[k]);
+        if (generated && why == Untimed::NoGrid) why = Untimed::Timed;  // its serial code as `heads` blocks, above
+        out.untimed.push_back(why);
         out.launches.push_back(predict_launch(m, counted.launch_work[k], counted.launches[k], shape));
-        if (shape.blocks > 0) out.seconds += out.launches.back().seconds;
+        if (why == Untimed::Timed) out.seconds += out.launches.back().seconds;
     }
     return out;
 }

@@ -161,6 +161,19 @@ struct LaunchTime {
 };
 
 LaunchTime predict_launch(const MachineSpec& machine, const LaunchWork& work, const CacheCounts& counts, const LaunchShape& shape);
+
+// Why the model gives a launch no time: its work says nothing of the threads a GPU runs it on.
+enum class Untimed : std::uint8_t {
+    Timed,
+    NoGrid,       // serial code, no parallel loop
+    SerialLoops,  // serial loops beside its grid
+    ScalarGrid,   // a grid of scalar code: a thread an iteration on a GPU, not a block
+};
+Untimed untimed(const LaunchWork& work);
+// A few words for a table's cell: "no parallel loop".
+std::string_view untimed_tag(Untimed why);
+// What follows "launch NAME of the program ": "has no parallel loop: its time on the GPU …".
+std::string_view untimed_reason(Untimed why);
 // The slowest bound after the one that decides: how far the decision is from changing.
 TimeBound runner_up(const LaunchTime& time);
 
@@ -209,7 +222,7 @@ struct ProgramTime {
     Occupancy occupancy;
     ProductUnit products = ProductUnit::CudaCores;
     std::vector<LaunchTime> launches;    // one per top-level loop
-    std::vector<bool> has_grid;          // per launch: false, a serial launch (no prediction)
+    std::vector<Untimed> untimed;        // per launch: why it has no prediction (Timed: it has one)
     double seconds = 0;                  // every launch's, summed
     // Bytes a thread keeps in local memory (registers ptxas spilled, generated CUDA): their
     // traffic is not in `seconds`.
