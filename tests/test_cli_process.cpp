@@ -154,9 +154,9 @@ TEST_CASE("cli process: running out of memory is an error, not an abort", "[cli]
 #else
     if (!have_tool()) return;
     // 66 million elements of DRAM (530 MB of doubles; within what a run may declare) under a
-    // 256 MiB limit. (matmul_outer has no parallel loop: the race check's own limit, which
+    // 256 MiB limit. (welford_variance has no parallel loop: the race check's own limit, which
     // refuses such a run up front, does not come first; --force: past the time estimate.)
-    Proc p = run_tool({"run", "programs/matmul_outer.toy", "--set", "n=4700", "--set", "t=4", "--force"}, Stdout::DevNull, "/dev/null",
+    Proc p = run_tool({"run", "programs/attention/welford_variance.toy", "--set", "n=66000000", "--force"}, Stdout::DevNull, "/dev/null",
                       rlim_t{256} << 20);
     INFO(p.err);
     CHECK(p.signal == 0);

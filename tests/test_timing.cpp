@@ -261,13 +261,15 @@ TEST_CASE("time: a recorded H100 run read back, its prediction against its media
     CHECK(r.out.find("predicted time on machine h100 (the slowest bound plus the launch's own 3.01 µs), against the measured median\n") !=
           std::string::npos);
     CHECK(r.out.find("fa2_v3_mma          0.245 ms         0.249 ms  -1.5%  chain 0.242 ms  matrix 0.110 ms\n") != std::string::npos);
-    // A program whose launch has no parallel loop says why it has no time, and so does one
-    // whose launch runs serial loops beside its parallel loop (the online softmax's first pass
-    // beside its normalize pass, where the kernel spreads both over its threads).
+    // A program whose launch is a grid of scalar code says why it has no time (a thread an
+    // iteration on the GPU), and so does one whose launch runs serial loops beside its parallel
+    // loop (the online softmax's first pass beside its normalize pass, where the kernel spreads
+    // both over its threads).
     r = run_cli({"diff", "programs/matmul_outer.toy", "--gpu", "traces/gpu/matmul_outer.cold.json"});
     REQUIRE(r.code == 0);
-    CHECK(r.out.find("no predicted time: launch matmul_outer of the program has no parallel loop: its time on the GPU depends on threads "
-                     "it does not describe\n") != std::string::npos);
+    CHECK(r.out.find("no predicted time: launch matmul_outer of the program runs scalar code in its parallel loop: a GPU runs each "
+                     "iteration as a thread, 32 to a warp, and the model times an iteration as a block of a tile program, which would be "
+                     "hundreds of times too slow\n") != std::string::npos);
     r = run_cli({"diff", "programs/p5_online_softmax.toy", "--gpu", "traces/gpu/softmax_online.cold.json"});
     REQUIRE(r.code == 0);
     CHECK(r.out.find("no predicted time: launch softmax_online of the program runs serial loops beside its parallel loop: their time on "
@@ -411,7 +413,7 @@ TEST_CASE("sweep --machine: each run's predicted time after the table, and --plo
     REQUIRE(csv.code == 0);
     CHECK(csv.out.find(fmt::format("\npredicted_seconds_h100,")) != std::string::npos);
     // A program without a parallel loop has no time to predict: said, not 0.
-    const CliResult serial = run_cli({"sweep", "programs/matmul_outer.toy", "--set", "n=8,16", "--machine", "h100"});
+    const CliResult serial = run_cli({"sweep", "programs/attention/welford_variance.toy", "--set", "n=8,16", "--machine", "h100"});
     REQUIRE(serial.code == 0);
     CHECK(serial.out.find("  n=8: none (launch 1 has no parallel loop: its time on the GPU depends on threads it does not describe)\n") !=
           std::string::npos);

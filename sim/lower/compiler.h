@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -48,6 +49,23 @@ private:
     int innermost_iteration_loop() const;
     void collect_writes(const std::vector<ast::Statement>& body, std::vector<bool>& regs, std::vector<bool>& tiles) const;
     void wrote_private(std::int32_t reg, int tile);
+    // R[expr] inside a parallel iteration (dynamic.cpp): its writes not yet counted register by
+    // register (the index, the loops open around it), and the straight runs of code (run_ moves
+    // at every loop's start and end) with the R[expr] each wrote.
+    struct DynamicWrite {
+        Affine index;
+        std::vector<int> loops;
+        Loc loc;
+    };
+    std::vector<DynamicWrite> dynamic_writes_;
+    int run_ = 0;
+    std::vector<std::pair<int, Affine>> run_writes_;
+    std::vector<bool> iteration_writes_;  // per register: some instruction of the open parallel loop may write it
+    std::optional<Interval> registers_named(const Affine& index) const;
+    void dynamic_write(const Affine& index, Loc loc);
+    void dynamic_read(const Affine& index, Loc loc);
+    void settle_dynamic_writes(int index);
+    bool collect_dynamic_writes(const std::vector<ast::Statement>& body, std::vector<bool>& regs);
 
     // ---- integer expressions (fold.cpp) ----
     [[noreturn]] void unknown_name(const ast::Expr& e);

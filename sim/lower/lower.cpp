@@ -72,6 +72,18 @@ void Compiler::lower_loop(const ast::Loop& l) {
         // before, that iteration's value: readable only after this iteration writes it.
         std::vector<bool> regs_written(definitely_written_.size()), tiles_written(tile_written_.size());
         collect_writes(l.body, regs_written, tiles_written);
+        // And what R[expr] may write. A bad expression is reported where lowering reaches it, in
+        // order; here it only makes every register one the loop may write.
+        const std::size_t depth = scope_.size();
+        bool bounded = false;
+        try {
+            bounded = collect_dynamic_writes(l.body, regs_written);
+        } catch (const ToyError&) {
+        }
+        scope_.resize(depth);
+        ranges_.resize(depth);
+        if (!bounded) std::fill(regs_written.begin(), regs_written.end(), true);
+        iteration_writes_ = regs_written;
         for (size_t r = 0; r < regs_written.size(); ++r)
             if (regs_written[r]) definitely_written_[r] = false;
         for (size_t t = 0; t < tiles_written.size(); ++t)
@@ -82,7 +94,11 @@ void Compiler::lower_loop(const ast::Loop& l) {
         auto* inner = std::get_if<std::unique_ptr<ast::Loop>>(&l.body.front());
         grid_body_ = inner ? inner->get() : nullptr;
     }
+    ++run_;  // a new run of code: what the last one wrote by R[expr] is no longer "the same register"
+    run_writes_.clear();
     lower_body(l.body);
+    ++run_;
+    run_writes_.clear();
     if (starts_iteration) {
         --parallel_depth_;
         // After the loop, a register or tile its iterations wrote holds whichever worker's value:
@@ -100,6 +116,8 @@ void Compiler::lower_loop(const ast::Loop& l) {
         if (parallel_depth_ == 0) {
             std::fill(written_inside_.begin(), written_inside_.end(), false);
             std::fill(tile_written_inside_.begin(), tile_written_inside_.end(), false);
+            dynamic_writes_.clear();
+            run_writes_.clear();
         }
     } else {
         bool surely_runs = lo.empty() || hi.empty() || lo.hi < hi.lo;  // (empty: this code is never reached)
@@ -107,6 +125,8 @@ void Compiler::lower_loop(const ast::Loop& l) {
             definitely_written_ = std::move(written_before);
             tile_written_ = std::move(tiles_before);
         }
+        // A serial loop: the R[expr] writes it holds may now be counted.
+        if (!l.parallel) settle_dynamic_writes(index);
     }
     open_loops_.pop_back();
     scope_.pop_back();
@@ -244,9 +264,11 @@ void Compiler::lower_tile_instruction(const ast::Instruction& in, const OpInfo& 
         } else {
             wrong_operand(o, op, i, "a tile or a register");
         }
-        if (arg.kind == TileOperand::Kind::Register && arg.index < 0 && parallel_depth_ > 0)
-            throw ToyError(o.loc, "R[expr] inside a parallel loop: each iteration's registers are its own, and only named registers "
-                                  "can be followed from write to read");
+        if (arg.kind == TileOperand::Kind::Register && arg.index < 0) {
+            const Affine& index = p_.dynamic_registers[static_cast<size_t>(-arg.index - 1)].index;
+            if (want == OperandKind::RegRead) dynamic_read(index, o.loc);
+            else dynamic_write(index, o.loc);
+        }
         {
             std::int32_t reg = arg.kind == TileOperand::Kind::Register ? arg.index : -1;
             int tile = arg.kind == TileOperand::Kind::Tile ? arg.index : -1;
@@ -330,11 +352,13 @@ void Compiler::lower_instruction(const ast::Instruction& in) {
             continue;
         }
         std::int32_t r = lower_register(o, inst);
-        if (r < 0 && parallel_depth_ > 0)
-            throw ToyError(o.loc, "R[expr] inside a parallel loop: each iteration's registers are its own, and only named registers "
-                                  "can be followed from write to read");
         // SET's middle operand only lends its rows, and a scalar's shape is always 1×1.
         bool shape_only = info(in.op).shape == OpShape::Fill && i == 1;
+        if (r < 0) {
+            const Affine& index = p_.dynamic_registers[static_cast<size_t>(-r - 1)].index;
+            if (want == OperandKind::RegWrite) dynamic_write(index, o.loc);
+            else if (!shape_only) dynamic_read(index, o.loc);
+        }
         if (want == OperandKind::RegRead && !shape_only && r >= 0) read_private(r, -1, o.loc);
         if (want == OperandKind::RegWrite && r >= 0) wrote_private(r, -1);
         bool proven = shape_only || (r >= 0 && definitely_written_[static_cast<size_t>(r)]);
