@@ -212,7 +212,7 @@ private:
     bool in_split_ = false;   // emitting a split loop's body: each thread its own iterations
     std::vector<SlowPath> split_notes_;  // the serial loops that stay on one thread, and why
     std::variant<SplitLoop, std::string> split_plan(std::int32_t loop_begin) const;
-    std::variant<SplitLoop, std::string> online_plan(std::int32_t loop_begin, const std::string& carried) const;
+    std::variant<SplitLoop, std::string> online_plan(std::int32_t loop_begin, const std::vector<int>& writers, const std::string& carried) const;
     void plan_split_loops(std::int32_t first, std::int32_t last);
     void split_loop(std::int32_t loop_begin);
 

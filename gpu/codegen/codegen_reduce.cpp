@@ -224,7 +224,7 @@ std::variant<KernelEmitter::SplitLoop, std::string> KernelEmitter::split_plan(st
                     fmt::format("R{} is carried from one iteration to the next ({} reads it before the iteration writes it), not "
                                 "folded by one ADD, MUL or MAX of itself and nothing else, so its iterations must run in order",
                                 r, at(pc));
-                return online_plan(loop_begin, carried);
+                return online_plan(loop_begin, writers, carried);
             }
         }
         if (dst >= 0 && !accumulator[static_cast<std::size_t>(dst)] && !written[static_cast<std::size_t>(dst)]) {
@@ -267,17 +267,14 @@ __device__ void block_allreduce_online(float& m, float& s) {
 }
 
 // The loop as an online softmax's first pass (online_pair), or `carried`: why it stays serial.
-std::variant<KernelEmitter::SplitLoop, std::string> KernelEmitter::online_plan(std::int32_t loop_begin, const std::string& carried) const {
+// `writers`: per register, the body's instructions that write it (split_plan's count).
+std::variant<KernelEmitter::SplitLoop, std::string> KernelEmitter::online_plan(std::int32_t loop_begin, const std::vector<int>& writers,
+                                                                              const std::string& carried) const {
     const std::int32_t end = p_.code[static_cast<size_t>(loop_begin)].jump;
-    const std::size_t nregs = static_cast<std::size_t>(layout_.registers());
+    const std::size_t nregs = writers.size();
     const BodyValues values(p_, loop_begin + 1, end, nregs);
     std::vector<bool> written(nregs, false);
-    for (std::int32_t pc = loop_begin + 1; pc < end; ++pc) {
-        const Inst& in = p_.code[static_cast<size_t>(pc)];
-        if (!is_instruction(in.code)) continue;
-        const std::int32_t dst = written_register(in, info(p_.op_at(pc)));
-        if (dst >= 0) written[static_cast<size_t>(dst)] = true;
-    }
+    for (std::size_t r = 0; r < nregs; ++r) written[r] = writers[r] > 0;
     const auto pair = online_pair(values, written);
     if (!pair) return carried;
     SplitLoop plan;

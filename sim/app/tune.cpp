@@ -274,8 +274,7 @@ RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const st
             const ProgramTime time = predict ? predict(program, machine) : predict_program(program, machine, request.heads);
             // A launch the model cannot time leaves the point's time partial: not a rank by time.
             TunePoint p;
-            for (std::size_t l = 0; l < time.untimed.size() && p.untimed.empty(); ++l)
-                if (time.untimed[l] != Untimed::Timed) p.untimed = fmt::format("launch {} {}", l + 1, untimed_reason(time.untimed[l]));
+            p.untimed = time.first_untimed();
             if (!p.untimed.empty() && request.objective == "time")
                 throw ToyError(fmt::format("no predicted time: {} (--objective dram or cycles ranks it)", p.untimed));
             p.varied = varied;

@@ -72,9 +72,8 @@ std::string untimed_launches(const ProgramTime& t) {
 }
 // Why none is timed: the first launch's reason, "launch 1 has no parallel loop: …".
 std::string why_untimed(const ProgramTime& t) {
-    for (std::size_t k = 0; k < t.untimed.size(); ++k)
-        if (t.untimed[k] != Untimed::Timed) return fmt::format("launch {} {}", k + 1, untimed_reason(t.untimed[k]));
-    return "no launch";
+    const std::string why = t.first_untimed();
+    return why.empty() ? "no launch" : why;
 }
 
 void write_plot(const SideBySideArgs& o, PlotFormat format, const std::vector<SweepPoint>& points, const std::string& machine = "") {

@@ -496,6 +496,12 @@ std::string_view untimed_reason(Untimed why) {
     return "";
 }
 
+std::string ProgramTime::first_untimed() const {
+    for (std::size_t k = 0; k < untimed.size(); ++k)
+        if (untimed[k] != Untimed::Timed) return fmt::format("launch {} {}", k + 1, untimed_reason(untimed[k]));
+    return "";
+}
+
 ProgramTime predict_program(const Program& program, const MachineSpec& m, std::int64_t heads, const GeneratedLaunches* generated,
                             const std::vector<Occupancy>* kernel) {
     ProgramTime out;

@@ -223,6 +223,8 @@ struct ProgramTime {
     ProductUnit products = ProductUnit::CudaCores;
     std::vector<LaunchTime> launches;    // one per top-level loop
     std::vector<Untimed> untimed;        // per launch: why it has no prediction (Timed: it has one)
+    // The first launch without a time, as "launch 2 runs scalar code …", or "" where every launch has one.
+    std::string first_untimed() const;
     double seconds = 0;                  // every launch's, summed
     // Bytes a thread keeps in local memory (registers ptxas spilled, generated CUDA): their
     // traffic is not in `seconds`.
