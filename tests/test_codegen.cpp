@@ -294,8 +294,26 @@ TEST_CASE("codegen: toysim diff reads a saved run of generated CUDA back against
     for (size_t a = 0; a < 5; ++a)
         r.traffic.push_back({std::string(r.kernel->arrays[a].name), 2, stage.reads[a], stage.writes[a], stage.reads[a], stage.writes[a]});
     // How its module was compiled, as gpu run records it (target, NVRTC's seconds, the cache).
-    r.compile = gpu::GpuRunResult::ModuleCompile{"sm_90a", 0.84, false};
+    r.compile = gpu::GpuRunResult::ModuleCompile{};
+    r.compile->target = "sm_90a";
+    r.compile->seconds = 0.84;
     CHECK(contains(format_gpu_run("fa2.toy", r, Format::Table), "the module for sm_90a: compiled by NVRTC in 0.84 s\n"));
+    {
+        // A run of a sweep whose module an earlier run compiled (share_generated).
+        gpu::GpuRunResult shared = r;
+        shared.compile->seconds = 0.001;
+        shared.compile->shared_by = 4;
+        shared.compile->run_time_values = 2;
+        shared.compile->reused = true;
+        CHECK(contains(format_gpu_run("fa2.toy", shared, Format::Table),
+                       "the module for sm_90a: reused (0.00 s): an earlier run compiled it, shared by 4 runs (2 integers read at run time)\n"));
+        const gpu::GpuRunResult back = parse_gpu_run(format_gpu_run("fa2.toy", shared, Format::Json), "saved.json",
+                                                     [&](const auto&, gpu::DType) { return r.generated; });
+        REQUIRE(back.compile);
+        CHECK(back.compile->shared_by == 4);
+        CHECK(back.compile->run_time_values == 2);
+        CHECK(back.compile->reused);
+    }
     const std::string saved = format_gpu_run("fa2.toy", r, Format::Json);
     CHECK(contains(saved, "\"compile\": {"));
     CHECK(contains(saved, "\"target\": \"sm_90a\""));

@@ -2,6 +2,7 @@
 // of kernels against the shipped programs, rounding to fp16/bf16, and what `toysim gpu` says
 // where it cannot run. The kernels themselves are tested on a GPU by tests/gpu/test_kernels.cpp.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <filesystem>
@@ -452,4 +453,23 @@ TEST_CASE("a diff sweep prints one row per value and plots it as SVG", "[gpu]") 
     CHECK(timed.find("fa2.toy on Test GPU, fp32, 2 heads") != std::string::npos);
     for (const char* series : {">measured (median)<", ">predicted<", ">seconds"}) CHECK(timed.find(series) != std::string::npos);
     CHECK(timed.substr(timed.size() - 7) == "</svg>\n");
+    // Runs of generated CUDA: the table ends with how their modules came, and each JSON row
+    // says (the first run compiled the module the others shared).
+    CHECK(format_diff_sweep("fa2.toy", "n", points, Format::Table).find("generated modules") == std::string::npos);
+    for (std::size_t k = 0; k < points.size(); ++k) {
+        gpu::GpuRunResult::ModuleCompile c;
+        c.target = "sm_90a";
+        c.seconds = k == 0 ? 1.31 : 3.5e-5;
+        c.reused = k > 0;
+        c.shared_by = 2;
+        c.run_time_values = 4;
+        points[k].gpu.compile = c;
+    }
+    const std::string table = format_diff_sweep("fa2.toy", "n", points, Format::Table);
+    CHECK(table.substr(table.rfind('\n', table.size() - 2) + 1) ==
+          "generated modules: 1 compiled by NVRTC (1.31 s), 0 from the disk cache, 1 reused; 2 of the 2 runs shared a module\n");
+    const auto rows = nlohmann::json::parse(format_diff_sweep("fa2.toy", "n", points, Format::Json));
+    CHECK(rows.at(1).at("compile").at("reused") == true);
+    CHECK(rows.at(1).at("compile").at("shared_by") == 2);
+    CHECK(rows.at(0).at("compile").at("reused") == false);
 }

@@ -200,9 +200,11 @@ private:
 // TOYSIM_WGMMA), and which runs only there, as the module is compiled for the device in hand.
 // TOYSIM_NO_WGMMA=1 compiles for plain sm_90 instead: the same tiles in the same swizzle, read
 // by ldmatrix + mma.sync, as on GPUs before Hopper (to compare the two, and to test that path).
-NvrtcCompiled compile_generated(const GeneratedProgram& g, int arch) {
-    return nvrtc_compile(g.compile_unit(), g.program_path + ".cu", arch, {"-std=c++17", "-lineinfo"}, arch == kHopperArch && !env_flag("TOYSIM_NO_WGMMA"));
+NvrtcCompiled compile_module_unit(const std::string& unit, const std::string& program_path, int arch) {
+    return nvrtc_compile(unit, program_path + ".cu", arch, {"-std=c++17", "-lineinfo"}, arch == kHopperArch && !env_flag("TOYSIM_NO_WGMMA"));
 }
+
+NvrtcCompiled compile_generated(const GeneratedProgram& g, int arch) { return compile_module_unit(g.compile_unit(), g.program_path, arch); }
 
 std::string GeneratedProgram::compile_unit() const { return device_prelude(block_threads / 32) + "\n" + source; }
 

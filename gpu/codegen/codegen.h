@@ -15,7 +15,8 @@
 //     ("regfile": the toy machine's SRAM, not one of the program's arrays, so never counted).
 //   - Parameters are compile-time constants: tile shapes and loop bounds are numbers the
 //     compiler unrolls by. The generated source is compiled once per parameter set and
-//     cached on disk (gpu/codegen/nvrtc.h).
+//     cached on disk (gpu/codegen/nvrtc.h); the runs of a sweep whose modules differ only in
+//     integers share one module that reads them at run time (gpu/codegen/shared_module.h).
 //   - Every LOAD, STORE and STORE_ADD adds the elements it moves to its array's counters in
 //     the counting variant (kCount): the simulator's counts, by construction.
 //   - What the simulator would stop on (a slice outside its array, shapes that do not fit)
@@ -137,6 +138,9 @@ std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& program, DT
 
 // The module compiled with NVRTC for sm_<arch> (nvrtc_compile: the disk cache, its errors).
 NvrtcCompiled compile_generated(const GeneratedProgram& generated, int arch);
+// The same for a compile unit of its own (a module that several parameter sets share:
+// gpu/codegen/shared_module.h), named after the program it comes from.
+NvrtcCompiled compile_module_unit(const std::string& unit, const std::string& program_path, int arch);
 // sm_90, the H100 that the h100 machine models: what a module is compiled for without a device.
 inline constexpr int kHopperArch = 90;
 

@@ -154,6 +154,9 @@ struct LaunchPlan {
     int warmups = 3;
     int repeats = 20;
     L2State measure = L2State::Off;  // also measure each stage's DRAM and L2 traffic
+    // A module shared by several parameter sets (gpu/codegen/shared_module.h): this run's values
+    // of its toy_param array, set once the module is loaded. Empty: the module is the run's own.
+    std::vector<std::int64_t> generated_values;
 };
 
 // What one stage's launch asks of an SM, known from the launcher without a device: its block's

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu/codegen/codegen.h"
+#include "gpu/codegen/shared_module.h"
 #include "gpu/kernels/common.cuh"
 #include "gpu/runtime/generated_launch.cuh"
 
@@ -132,9 +133,17 @@ struct GeneratedRunner {
     }
 };
 
-std::shared_ptr<GeneratedRunner> make_generated_runner(const GeneratedProgram& program, const std::string& image, std::int64_t heads) {
+std::shared_ptr<GeneratedRunner> make_generated_runner(const GeneratedProgram& program, const std::string& image, std::int64_t heads,
+                                                       const std::vector<std::int64_t>& shared_values) {
     auto runner = std::make_shared<GeneratedRunner>(GeneratedRunner{program, heads});
     cuda_check(cudaLibraryLoadData(&runner->library, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "loading the generated module");
+    if (!shared_values.empty()) {
+        void* values = nullptr;
+        std::size_t bytes = 0;
+        cuda_check(cudaLibraryGetGlobal(&values, &bytes, runner->library, kSharedParameterArray), "finding the shared module's values");
+        if (bytes != shared_values.size() * sizeof(long long)) throw GpuError("internal: the shared module's toy_param has another size than its values");
+        cuda_check(cudaMemcpy(values, shared_values.data(), bytes, cudaMemcpyHostToDevice), "setting the shared module's values");
+    }
     for (const GeneratedKernel& k : program.kernels) {
         cudaKernel_t timed = nullptr, counted = nullptr;
         cuda_check(cudaLibraryGetKernel(&timed, runner->library, k.function.c_str()), ("finding " + k.function).c_str());

@@ -302,7 +302,8 @@ void refuse_races(const Program& p, bool force) {
 
 KernelChoice choose_kernel(const Program& p, const GpuRunOptions& options) {
     KernelChoice choice;
-    if (runs_generated(p, options.kernel)) choice.generated = generate_cuda(p, options.dtype, options.tensor_cores);
+    if (runs_generated(p, options.kernel))
+        choice.generated = options.generated ? options.generated : generate_cuda(p, options.dtype, options.tensor_cores);
     const KernelSpec& kernel = choice.generated ? choice.generated->spec : program_kernel(p, options.kernel);
     const Loc at = p.tree->gpu_kernel ? p.tree->gpu_kernel->loc : Loc{};
     choice.kernel = &kernel;
@@ -330,6 +331,23 @@ KernelChoice choose_kernel(const Program& p, const GpuRunOptions& options) {
     if (kernel.refuse)
         if (std::string why = kernel.refuse(choice.launch_params); !why.empty()) throw ToyError(ErrorKind::Input, at, why);
     return choice;
+}
+
+std::vector<GpuRunOptions> share_generated(const std::vector<const Program*>& programs, const GpuRunOptions& options) {
+    std::vector<GpuRunOptions> out(programs.size(), options);
+    std::vector<const GeneratedProgram*> modules(programs.size(), nullptr);
+    for (std::size_t k = 0; k < programs.size(); ++k) {
+        if (!runs_generated(*programs[k], options.kernel)) continue;
+        try {
+            out[k].generated = generate_cuda(*programs[k], options.dtype, options.tensor_cores);
+            modules[k] = out[k].generated.get();
+        } catch (const ToyError&) {
+            // gpu_run generates again and throws the same error, at this run's turn
+        }
+    }
+    std::vector<std::optional<ModuleShare>> shares = share_modules(modules);
+    for (std::size_t k = 0; k < programs.size(); ++k) out[k].share = std::move(shares[k]);
+    return out;
 }
 
 GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
@@ -458,14 +476,27 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     }
 
     // ---- launch ----
-    LaunchPlan plan{&kernel, nullptr, nullptr, params, options.heads, options.dtype, options.warmups, options.repeats, options.measure};
+    LaunchPlan plan{&kernel, nullptr, nullptr, params, options.heads, options.dtype, options.warmups, options.repeats, options.measure, {}};
     std::string image;
     if (result.generated) {
         const int arch = result.device.compute_major * 10 + result.device.compute_minor;
         const auto started = std::chrono::steady_clock::now();
-        NvrtcCompiled compiled = compile_generated(*result.generated, arch);
-        result.compile = GpuRunResult::ModuleCompile{compiled.target, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-                                                     compiled.from_cache};
+        GpuRunResult::ModuleCompile how;
+        std::optional<SharedCompile> shared;
+        if (options.share) shared = compile_shared(*options.share->module, arch, &how.not_shared);
+        NvrtcCompiled compiled = shared ? std::move(shared->compiled) : compile_generated(*result.generated, arch);
+        how.target = compiled.target;
+        how.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        how.from_cache = compiled.from_cache;
+        if (shared) {
+            how.shared_by = options.share->module->members;
+            how.run_time_values = options.share->module->run_time_values;
+            how.reused = shared->reused;
+            plan.generated_values = options.share->values;
+            // toy_param has one element even where no integer differs (the members' text is the same).
+            if (plan.generated_values.empty()) plan.generated_values.push_back(0);
+        }
+        result.compile = std::move(how);
         image = std::move(compiled.image);
         result.slow_paths = result.generated->slow_paths;
         for (const GeneratedKernel& k : result.generated->kernels)

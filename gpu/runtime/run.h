@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpu/codegen/codegen.h"
+#include "gpu/codegen/shared_module.h"
 #include "gpu/kernels/kernels.h"
 #include "sim/lower/program.h"
 
@@ -43,7 +44,19 @@ struct GpuRunOptions {
     // Multiply-adds the CPU reference may spend on checks (and on reference fills): past it,
     // sampled rows of every head are checked (or whole heads, for checks that are not row by row).
     double check_budget = 2e9;
+    // The module generated from this program, where the caller generated it already (it must be
+    // generate_cuda's for this program, dtype and tensor_cores), and the module it shares with
+    // other runs of the same program (share_generated): compiled once for them all.
+    std::shared_ptr<const GeneratedProgram> generated;
+    std::optional<ModuleShare> share;
 };
+
+// Options for each of `programs` (one program at several parameter sets, to run one after the
+// other): each run that runs generated CUDA gets its module, and where the modules of several
+// differ only in integers (a sweep over n), the module they share (gpu/codegen/shared_module.h),
+// which NVRTC then compiles once. A program the generator refuses keeps `options` as they are:
+// its run reports the refusal as it would alone.
+std::vector<GpuRunOptions> share_generated(const std::vector<const Program*>& programs, const GpuRunOptions& options);
 
 // How gpu_run compares a program's outputs with the reference, decided from the shapes before
 // anything runs. When the reference's work over every head fits options.check_budget (and what
@@ -105,6 +118,13 @@ struct GpuRunResult {
         std::string target;
         double seconds = 0;
         bool from_cache = false;
+        // A module shared by several runs (share_generated): how many, how many of its integers
+        // are read at run time, and whether an earlier run in this process compiled it (reused).
+        // Where NVRTC refused the shared text, the run compiled its own and not_shared says why.
+        int shared_by = 0;
+        int run_time_values = 0;
+        bool reused = false;
+        std::string not_shared;
     };
     std::optional<ModuleCompile> compile;
     std::vector<std::pair<std::string, std::int64_t>> params;  // the kernel's, in its order

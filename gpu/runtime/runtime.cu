@@ -236,7 +236,7 @@ LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& host) {
     std::shared_ptr<GeneratedRunner> generated;
     AnyStageLauncher launcher;
     if (plan.generated) {
-        generated = make_generated_runner(*plan.generated, *plan.generated_image, plan.heads);
+        generated = make_generated_runner(*plan.generated, *plan.generated_image, plan.heads, plan.generated_values);
         launcher = [runner = generated.get()](int s, const StageArgs& a) { run_generated_stage(*runner, s, a); };
     } else {
         launcher = find_launcher(spec.name);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <mutex>
+#include <optional>
 
 #include "gpu/runtime/diff.h"
 #include "gpu/runtime/run.h"
@@ -51,11 +52,30 @@ TunedSpace tune_space_on_gpu(const std::shared_ptr<const ast::Program>& tree, co
         if (preset != ranked.machine)
             throw ToyError(fmt::format("tune --gpu: the GPU is {}, but the points are ranked on machine {}{}", device.name, ranked.machine,
                                        preset.empty() ? " (no named machine models this GPU)" : fmt::format(": give --machine {}", preset)));
-        for (std::size_t k : ranks_to_run(ranked.ranked.size(), static_cast<std::size_t>(std::max(request.top, 1)), gpu_request.sample)) {
-            TunePoint& point = ranked.ranked[k];
+        // Every point's program first: points that differ only in sizes the generated module
+        // reads at run time (n, not the tiles) share one module, compiled once.
+        const std::vector<std::size_t> ranks = ranks_to_run(ranked.ranked.size(), static_cast<std::size_t>(std::max(request.top, 1)), gpu_request.sample);
+        std::vector<std::optional<Program>> programs(ranks.size());
+        std::vector<const Program*> each;
+        for (std::size_t r = 0; r < ranks.size(); ++r) {
             try {
-                const Program program = compile(tree, point_settings(ranked, point));
-                const gpu::GpuRunResult result = gpu::gpu_run(program, options);
+                programs[r] = compile(tree, point_settings(ranked, ranked.ranked[ranks[r]]));
+                each.push_back(&*programs[r]);
+            } catch (const ToyError& e) {
+                ranked.ranked[ranks[r]].gpu_error = e.what();
+            }
+        }
+        std::vector<gpu::GpuRunOptions> shared = gpu::share_generated(each, options);
+        std::size_t next = 0;
+        for (std::size_t r = 0; r < ranks.size(); ++r) {
+            TunePoint& point = ranked.ranked[ranks[r]];
+            if (!programs[r]) {
+                if (all_passed) *all_passed = false;
+                continue;
+            }
+            try {
+                const Program& program = *programs[r];
+                const gpu::GpuRunResult result = gpu::gpu_run(program, shared[next++]);
                 point.measured_seconds = result.launch.total.median() * 1e-3;
                 point.checks_passed = result.check_passed();
                 point.traffic_equal = result.traffic_equal();

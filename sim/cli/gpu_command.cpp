@@ -92,7 +92,7 @@ int gpu_cuda_command(const GpuCudaArgs& o, Context& ctx) {
 namespace {
 
 // The live GPU side of a diff: measured, cold L2 unless warm was asked for.
-gpu::GpuRunResult live_run(const Program& program, const LaunchArgs& o) {
+gpu::GpuRunOptions live_options(const LaunchArgs& o) {
     gpu::GpuRunOptions options;
     options.kernel = o.kernel;
     options.heads = o.heads;
@@ -100,8 +100,9 @@ gpu::GpuRunResult live_run(const Program& program, const LaunchArgs& o) {
     options.tensor_cores = !o.no_tensor_cores;
     options.measure = o.measure == "off" ? gpu::L2State::Cold : l2_state(o.measure);
     options.force = o.force;
-    return gpu::gpu_run(program, options);
+    return options;
 }
+gpu::GpuRunResult live_run(const Program& program, const LaunchArgs& o) { return gpu::gpu_run(program, live_options(o)); }
 
 // --cache and --workers. A walk past its limit (kMaxWalkWork) stops, and the diff says so in
 // place of the prediction.
@@ -117,15 +118,24 @@ int diff_sweep(const DiffArgs& o, Context& ctx) {
     auto eq = o.sweep.find('=');
     if (eq == std::string::npos) throw ToyError(fmt::format("--sweep {}: expected NAME=V1,V2,...", quoted_name(o.sweep)));
     const std::string name = o.sweep.substr(0, eq);
-    std::vector<DiffSweepPoint> points;
+    // Every value's program first: the runs whose generated modules differ only in integers
+    // share one module, compiled once (gpu::share_generated).
+    std::vector<std::int64_t> values;
+    std::vector<Program> programs;
     for (const auto& swept : sweep_settings({o.sweep})) {
-        const std::int64_t v = swept.front().second;
+        values.push_back(swept.front().second);
         ParamSettings settings = settings_from(o.sets);
-        settings.emplace_back(name, v);
-        Program program = load_program(o.file, settings, ctx);
-        gpu::GpuRunResult result = live_run(program, o);
-        gpu::GpuDiff d = gpu::diff(program, result, predict_options(o));
-        points.push_back({v, std::move(result), std::move(d)});
+        settings.emplace_back(name, values.back());
+        programs.push_back(load_program(o.file, settings, ctx));
+    }
+    std::vector<const Program*> each;
+    for (const Program& program : programs) each.push_back(&program);
+    const std::vector<gpu::GpuRunOptions> options = gpu::share_generated(each, live_options(o));
+    std::vector<DiffSweepPoint> points;
+    for (std::size_t k = 0; k < programs.size(); ++k) {
+        gpu::GpuRunResult result = gpu::gpu_run(programs[k], options[k]);
+        gpu::GpuDiff d = gpu::diff(programs[k], result, predict_options(o));
+        points.push_back({values[k], std::move(result), std::move(d)});
     }
     ctx.out << format_diff_sweep(o.file, name, points, parse_format(o.format));
     if (!o.plot.empty()) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "sim/print/cost_report.h"
+#include "sim/print/gpu_report.h"
 #include "sim/print/plot.h"
 #include "sim/print/format.h"
 
@@ -107,6 +108,7 @@ json diff_json(const std::string& path, const gpu::GpuRunResult& g, const gpu::G
         out["prediction"] = nullptr;
         out["why_no_prediction"] = d.why_no_prediction;
     }
+    if (g.compile) out["compile"] = module_compile_json(*g.compile);
     out["measured"] = d.measured;
     if (d.measured) {
         out["l2_bytes"] = d.l2_bytes;
@@ -245,6 +247,22 @@ double reread_factor(const gpu::GpuDiff& d) {
     return footprint > 0 ? dram / footprint : 0;
 }
 
+// How the sweep's generated modules were compiled, in a line: "" where no run generated CUDA.
+std::string sweep_compiles(const std::vector<DiffSweepPoint>& points) {
+    int compiled = 0, cached = 0, reused = 0, shared = 0;
+    double seconds = 0;
+    for (const auto& p : points) {
+        if (!p.gpu.compile) continue;
+        const auto& c = *p.gpu.compile;
+        (c.reused ? reused : c.from_cache ? cached : compiled) += 1;
+        if (!c.reused && !c.from_cache) seconds += c.seconds;
+        if (c.shared_by > 0) ++shared;
+    }
+    if (compiled + cached + reused == 0) return "";
+    return fmt::format("generated modules: {} compiled by NVRTC ({:.2f} s), {} from the disk cache, {} reused; {} of the {} runs shared a module\n",
+                       compiled, seconds, cached, reused, shared, compiled + cached + reused);
+}
+
 }  // namespace
 
 std::string format_diff_sweep(const std::string& path, const std::string& name, const std::vector<DiffSweepPoint>& points, Format format) {
@@ -274,7 +292,9 @@ std::string format_diff_sweep(const std::string& path, const std::string& name, 
     if (format != Format::Csv && !points.empty())
         out = fmt::format("{}: {} swept; {}, {}, {} L2\n", path, name, points[0].gpu.device.name, gpu::dtype_name(points[0].gpu.dtype),
                           gpu::l2_state_name(points[0].gpu.measure));
-    return out + render_table(t, format);
+    out += render_table(t, format);
+    if (format != Format::Csv) out += sweep_compiles(points);
+    return out;
 }
 
 std::string svg_diff_sweep(const std::string& path, const std::string& name, const std::vector<DiffSweepPoint>& points) {

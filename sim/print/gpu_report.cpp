@@ -125,7 +125,7 @@ json run_json(const std::string& path, const gpu::GpuRunResult& r) {
             slow.push_back(json{{"line", s.loc.line}, {"column", s.loc.col}, {"instruction", s.instruction}, {"why", s.why}});
         out["slow_paths"] = slow;
     }
-    if (r.compile) out["compile"] = json{{"target", r.compile->target}, {"seconds", r.compile->seconds}, {"from_cache", r.compile->from_cache}};
+    if (r.compile) out["compile"] = module_compile_json(*r.compile);
     return out;
 }
 
@@ -164,6 +164,24 @@ std::string measured_text(const gpu::GpuRunResult& r, Format format) {
 }
 
 }  // namespace
+
+std::string format_module_compile(const gpu::GpuRunResult::ModuleCompile& c) {
+    std::string how = c.reused       ? fmt::format("reused ({:.2f} s): an earlier run compiled it", c.seconds)
+                      : c.from_cache ? fmt::format("from the cache ({:.2f} s)", c.seconds)
+                                     : fmt::format("compiled by NVRTC in {:.2f} s", c.seconds);
+    if (c.shared_by > 0)
+        how += fmt::format(", shared by {} runs ({} integer{} read at run time)", c.shared_by, c.run_time_values, c.run_time_values == 1 ? "" : "s");
+    if (!c.not_shared.empty()) how += fmt::format(", its own: {}", c.not_shared);
+    return fmt::format("the module for {}: {}", c.target, how);
+}
+
+json module_compile_json(const gpu::GpuRunResult::ModuleCompile& c) {
+    json out{{"target", c.target}, {"seconds", c.seconds}, {"from_cache", c.from_cache}, {"reused", c.reused}};
+    out["shared_by"] = c.shared_by;
+    out["run_time_values"] = c.run_time_values;
+    if (!c.not_shared.empty()) out["not_shared"] = c.not_shared;
+    return out;
+}
 
 std::string format_gpu_run(const std::string& path, const gpu::GpuRunResult& r, Format format) {
     if (format == Format::Json) return json_text(run_json(path, r));
@@ -211,9 +229,7 @@ std::string format_gpu_run(const std::string& path, const gpu::GpuRunResult& r, 
     out += render_table(times, format);
     auto tf = r.tflops();
     out += fmt::format("{}{:.1f} GB/s of counted traffic\n", tf ? fmt::format("{:.2f} TFLOP/s, ", *tf) : std::string(), r.gigabytes_per_second());
-    if (r.compile)
-        out += r.compile->from_cache ? fmt::format("the module for {}: from the cache ({:.2f} s)\n", r.compile->target, r.compile->seconds)
-                                     : fmt::format("the module for {}: compiled by NVRTC in {:.2f} s\n", r.compile->target, r.compile->seconds);
+    if (r.compile) out += format_module_compile(*r.compile) + "\n";
     if (!r.slow_paths.empty()) out += "\n" + format_slow_paths(path, r.slow_paths, "");
     return out;
 }
@@ -279,7 +295,17 @@ gpu::GpuRunResult parse_gpu_run(const std::string& text, const std::string& path
         }
         r.warmups = j.value("warmups", 0);
         if (const auto c = j.find("compile"); c != j.end())
-            r.compile = gpu::GpuRunResult::ModuleCompile{c->at("target").get<std::string>(), c->at("seconds").get<double>(), c->at("from_cache").get<bool>()};
+        {
+            gpu::GpuRunResult::ModuleCompile how;
+            how.target = c->at("target").get<std::string>();
+            how.seconds = c->at("seconds").get<double>();
+            how.from_cache = c->at("from_cache").get<bool>();
+            how.shared_by = c->value("shared_by", 0);
+            how.run_time_values = c->value("run_time_values", 0);
+            how.reused = c->value("reused", false);
+            how.not_shared = c->value("not_shared", std::string());
+            r.compile = std::move(how);
+        }
         const json& d = j.at("device");
         r.device.name = d.at("name").get<std::string>();
         r.device.sm_count = d.value("sm_count", 0);

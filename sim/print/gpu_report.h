@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "gpu/codegen/codegen.h"
 #include "gpu/runtime/run.h"
 #include "sim/print/format.h"
@@ -15,6 +17,12 @@ namespace toysim {
 // `program_path` is how the user named the program. The JSON is the contract `toysim diff`
 // builds on (docs/gpu.md, "On a real GPU").
 std::string format_gpu_run(const std::string& program_path, const gpu::GpuRunResult& result, Format format);
+
+// How a generated module was compiled, in one line without its newline ("the module for sm_90a:
+// compiled by NVRTC in 2.31 s, shared by 4 runs (2 integers read at run time)"), and as the
+// JSON's "compile" object.
+std::string format_module_compile(const gpu::GpuRunResult::ModuleCompile& compile);
+nlohmann::ordered_json module_compile_json(const gpu::GpuRunResult::ModuleCompile& compile);
 
 // Every kernel a program's `gpu` line may name.
 std::string format_kernel_catalog(Format format);
