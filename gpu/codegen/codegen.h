@@ -47,6 +47,7 @@ struct SlowPath {
 // How a kernel launches and what a block needs: what writing it decided (KernelEmitter::emit).
 struct KernelLaunchFacts {
     bool per_thread = false;         // scalar code: one thread per iteration (else a block per iteration)
+    int lanes = 1;                   // per_thread: threads an iteration (a scalar grid's loops over registers spread over them)
     int threads = 256;               // block size
     // A block kernel's __launch_bounds__ minimum of blocks an SM: 2 (at most 128 registers a
     // thread) unless its tiles in registers hold more than 168 floats a thread; then 1 (255

@@ -180,23 +180,26 @@ std::string KernelEmitter::reg(std::int32_t pc, std::int32_t index, const char* 
     const Affine& at = p_.dynamic_registers[static_cast<size_t>(-1 - index)].index;
     line(fmt::format("const long long {} = {};", local, affine(at)));
     line(fmt::format("if ({0} < 0 || {0} >= {1}) FAULT({2}, {3});", local, layout_.registers(), pc, int(DeviceFault::RegisterOutside)));
+    // A lane loop's register of its lane: kept where lane 0 keeps its own (codegen_lanes.cpp).
+    if (lane_slot_ >= 0 && at.coefficient(lane_slot_) == 1) return fmt::format("R[{} - lane]", local);
     return fmt::format("R[{}]", local);
 }
 
 void KernelEmitter::count(int array, bool write, const std::string& elements) {
     (write ? counted_writes_ : counted_reads_)[static_cast<size_t>(array)] = true;
     // Serial code that every thread runs alike is counted once, by thread 0.
-    line(fmt::format("if constexpr (kCount) {}{}_{} += {};", redundant_ && !in_split_ ? "if (threadIdx.x == 0) " : "", write ? "writes" : "reads",
+    line(fmt::format("if constexpr (kCount) {}{}_{} += {};", uniform_code() ? "if (" + uniform_thread() + ") " : "", write ? "writes" : "reads",
                      array_name_[static_cast<size_t>(array)], elements));
 }
 
-void KernelEmitter::enter_loop(const LoopInfo& l, bool emit_for) {
+void KernelEmitter::enter_loop(const LoopInfo& l, bool emit_for, bool unroll) {
     std::string name = safe_name(l.var);
     slot_name_[static_cast<size_t>(l.slot)] = name;
     auto lo = l.lo.range(slot_range_.data()), hi = l.hi.range(slot_range_.data());
     slot_range_[static_cast<size_t>(l.slot)] = lo && hi ? integer::loop_values(*lo, *hi) : integer::Interval::everything();
     if (emit_for) {
         comment_source(l.loc);
+        if (unroll) line("#pragma unroll  // its variable picks a lane's register: a number once unrolled");
         line(fmt::format("for (long long {0} = {1}; {0} < {2}; ++{0}) {{", name, affine(l.lo), affine(l.hi)));
         ++indent_;
     }
@@ -304,8 +307,9 @@ void KernelEmitter::scalar(std::int32_t pc) {
     }
     // A block's scalar code is thread 0's; serial code that every thread runs alike (a kernel
     // with split loops) writes DRAM from thread 0 alone, outside the split loops.
-    const bool thread0 = !per_thread_ || (redundant_ && !in_split_ && writes_dram(op));
-    line(thread0 ? "if (threadIdx.x == 0) { " + effect + " }" : effect);
+    // A scalar grid on lanes: lane 0 alone, outside the lane loops.
+    const bool thread0 = !per_thread_ || (uniform_code() && writes_dram(op));
+    line(thread0 ? "if (" + uniform_thread() + ") { " + effect + " }" : effect);
     --indent_;
     line("}");
     if (!per_thread_) line("__syncthreads();");
@@ -322,6 +326,12 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     split_notes_.clear();
     if (per_thread_ && shape.grid.empty()) plan_split_loops(shape.first, shape.last);
     redundant_ = !split_loops_.empty();
+    lanes_ = 1;
+    lane_loops_.clear();
+    unrolled_loops_.clear();
+    lane_loop_end_ = -1;
+    lane_slot_ = -1;
+    lane_notes_.clear();
     threads_ = per_thread_ ? (shape.grid.empty() ? (redundant_ ? kBlockThreads : 1) : kThreadsPerBlock) : block_threads_;
     out.per_thread = per_thread_;
     out.threads = threads_;
@@ -371,6 +381,11 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     stage_notes_.clear();
     swizzled_.clear();
     wgmma_.clear();
+    if (per_thread_ && !shape.grid.empty() && layout_.registers() > kLiveFragmentFloats)
+        if (const std::string why = plan_lanes(shape.first, shape.last); !why.empty())
+            lane_notes_.push_back({shape.grid.front().loc, "", fmt::format("each iteration keeps its {} registers in one GPU thread, more than it "
+                                                                           "holds (ptxas spills them to local memory); its loops over registers "
+                                                                           "stay on that thread: {}", layout_.registers(), why)});
     if (!shape.serial && !shape.grid.empty()) {
         plan_fragments(shape.first, shape.last);
         plan_stages(shape.first, shape.last);
@@ -434,9 +449,15 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
                                 loop.slot, loop.loc.line);
         }
         if (shape.grid.empty()) return text;
-        text += per_thread_ ? "    // This thread's iteration of the grid (a thread per iteration).\n"
-                              "    long long rest = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n    if (rest >= host.total) return;\n"
-                            : "    // This block's iteration of the grid (a block per iteration).\n    long long rest = blockIdx.x;\n";
+        if (lanes_ > 1)
+            text += fmt::format("    // This thread's iteration of the grid ({0} threads an iteration, its lanes: they share its loops over registers).\n"
+                                "    long long rest = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / {0};\n"
+                                "    const int lane = threadIdx.x % {0};\n    if (rest >= host.total) return;\n",
+                                lanes_);
+        else
+            text += per_thread_ ? "    // This thread's iteration of the grid (a thread per iteration).\n"
+                                  "    long long rest = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n    if (rest >= host.total) return;\n"
+                                : "    // This block's iteration of the grid (a block per iteration).\n    long long rest = blockIdx.x;\n";
         // The innermost loop varies fastest, as the simulator hands out iterations.
         const size_t n = shape.grid.size();
         for (size_t k = n; k-- > 1;)
@@ -455,6 +476,9 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         if (in.code == Code::LoopBegin && split_loops_.count(pc)) {
             split_loop(pc);
             pc = in.jump;  // on past its LoopEnd
+        } else if (in.code == Code::LoopBegin && lane_loops_.count(pc)) {
+            open.push_back(Open{{}, block_, warp_});  // scalar code: no tiles to wait for
+            open_lane_loop(pc);
         } else if (in.code == Code::LoopBegin) {
             std::int32_t end = pc + 1;
             for (int depth = 1; end < shape.last; ++end) {
@@ -467,7 +491,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
             o.block = block_, o.warp = warp_;
             open.push_back(std::move(o));
             const auto staged = staged_heads_.find(in.loop);
-            enter_loop(p_.loops[static_cast<size_t>(in.loop)], staged == staged_heads_.end());
+            enter_loop(p_.loops[static_cast<size_t>(in.loop)], staged == staged_heads_.end(), unrolled_loops_.count(in.loop) > 0);
             if (staged != staged_heads_.end()) open_staged_loop(p_.loops[static_cast<size_t>(in.loop)], staged->second);
         } else if (in.code == Code::LoopEnd) {
             const Open o = std::move(open.back());
@@ -476,6 +500,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
             for (size_t k = 0; k < block_.size(); ++k) block_[k] |= o.block[k], warp_[k] |= o.warp[k];
             --indent_;
             line("}");
+            if (pc == lane_loop_end_) lane_loop_end_ = -1, lane_slot_ = -1;
         } else if (is_instruction(in.code)) {
             instruction(pc);
         }
@@ -557,6 +582,8 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     out.slow_paths.insert(out.slow_paths.end(), fragment_notes_.begin(), fragment_notes_.end());
     out.slow_paths.insert(out.slow_paths.end(), stage_notes_.begin(), stage_notes_.end());
     out.slow_paths.insert(out.slow_paths.end(), split_notes_.begin(), split_notes_.end());
+    out.slow_paths.insert(out.slow_paths.end(), lane_notes_.begin(), lane_notes_.end());
+    out.lanes = lanes_;
     if (spilled > 0)
         out.slow_paths.push_back({out.largest_tile_loc, "", fmt::format("the block's tiles need more shared memory than a block may have: {} bytes of "
                                                                     "them live in global memory, traffic that no array counts (the largest "

@@ -216,6 +216,22 @@ private:
     void plan_split_loops(std::int32_t first, std::int32_t last);
     void split_loop(std::int32_t loop_begin);
 
+    // A scalar grid whose iterations keep more registers than a thread holds (matmul_outer's
+    // t×t partial sums), with loops over those registers whose iterations are independent
+    // (codegen_lanes.cpp): each iteration of the grid runs on lanes_ threads, which run its
+    // other code alike (lane 0 alone stores and counts) and share those loops' iterations, each
+    // lane keeping the registers of its own.
+    int lanes_ = 1;
+    std::set<std::int32_t> lane_loops_;      // by LoopBegin pc
+    std::set<int> unrolled_loops_;           // loops (indices) whose variable picks a lane's register: unrolled
+    std::int32_t lane_loop_end_ = -1;        // the LoopEnd of the lane loop being emitted
+    int lane_slot_ = -1;                     // its variable's slot
+    std::vector<SlowPath> lane_notes_;       // why a grid with too many registers keeps a thread an iteration
+    std::string plan_lanes(std::int32_t first, std::int32_t last);  // "" where lanes_ > 1 now, else why not
+    void open_lane_loop(std::int32_t loop_begin);
+    bool uniform_code() const { return (redundant_ && !in_split_) || (lanes_ > 1 && lane_loop_end_ < 0); }
+    std::string uniform_thread() const { return lanes_ > 1 ? "lane == 0" : "threadIdx.x == 0"; }
+
     // Barriers: how tile instructions touched each slot since the last __syncthreads()
     // (block_) and, row by row, since the last __syncwarp() (warp_); an instruction that would
     // race with them waits first: for the block where another warp may be involved, for the
@@ -238,7 +254,7 @@ private:
     // The floats of shared memory a tile takes (one buffer): its rows at stride(), halved where it
     // is kept as 16-bit values, from a 32-byte boundary.
     std::int64_t shared_floats_of(int tile) const;
-    void enter_loop(const LoopInfo& l, bool emit_for);
+    void enter_loop(const LoopInfo& l, bool emit_for, bool unroll = false);
     void instruction(std::int32_t pc);
     void scalar(std::int32_t pc);
     void tile(std::int32_t pc);

@@ -110,7 +110,7 @@ bool same_launch_facts(const GeneratedProgram& a, const GeneratedProgram& b) {
     if (a.dtype != b.dtype || a.tensor_cores != b.tensor_cores || a.block_threads != b.block_threads || a.kernels.size() != b.kernels.size()) return false;
     for (std::size_t k = 0; k < a.kernels.size(); ++k) {
         const GeneratedKernel &x = a.kernels[k], &y = b.kernels[k];
-        if (x.function != y.function || x.per_thread != y.per_thread || x.threads != y.threads || x.min_blocks != y.min_blocks ||
+        if (x.function != y.function || x.per_thread != y.per_thread || x.lanes != y.lanes || x.threads != y.threads || x.min_blocks != y.min_blocks ||
             x.shared_bytes != y.shared_bytes || x.spill_floats != y.spill_floats || x.tiles_in_registers != y.tiles_in_registers ||
             x.register_floats != y.register_floats || x.tiles_stored != y.tiles_stored || x.tile_stages != y.tile_stages)
             return false;

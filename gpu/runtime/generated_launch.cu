@@ -72,7 +72,7 @@ struct GeneratedRunner {
                              : host.total * host.extent[level];
         }
         if (host.total == 0) return;  // a grid of no iterations
-        const long long blocks = kernel.per_thread ? (host.total + kernel.threads - 1) / kernel.threads : host.total;
+        const long long blocks = kernel.per_thread ? (host.total * kernel.lanes + kernel.threads - 1) / kernel.threads : host.total;
         if (blocks > 2147483647LL)
             throw GeneratedError(kernel.loc, "this grid has " + std::to_string(host.total) + " iterations; a launch takes at most 2^31 − 1 " +
                                                  (kernel.per_thread ? "blocks of " + std::to_string(kernel.threads) + " threads" : "blocks") +

@@ -49,6 +49,9 @@ PY
 # They are measured at smaller sizes.
 bench matmul_inner - programs/matmul_inner.toy --set n=256
 bench matmul_outer - programs/matmul_outer.toy --set n=256 --set t=32
+# n = 1024: 1,024 tiles of 32 × 32 (at n = 256, 64: fewer warps than SMs).
+bench matmul_inner - programs/matmul_inner.toy --set n=1024
+bench matmul_outer - programs/matmul_outer.toy --set n=1024 --set t=32
 bench softmax_3pass - programs/p4_softmax_3pass.toy --set n=100000 --heads 16
 bench softmax_online - programs/p5_online_softmax.toy --set n=100000 --heads 16
 # fp16: the generated products run on the tensor cores where whole fragments fit, unless
