@@ -77,6 +77,14 @@ TEST_CASE("codegen lanes: a grid that names its lanes' registers elsewhere keeps
     CHECK(contains(note(*rows(load + "  for j in 0..31 {\n    STORE R[2 + j], y[i][j]\n  }\n")), "STORE at line 11 reads R2, which its thread does not keep"));
     CHECK(contains(note(*rows(load + add + "  for j in 0..32 {\n    STORE R[100 + j], z[i][j]\n  }\n  LOAD z[i][0], R0\n")),
                    "it both reads and writes array z"));
+    // Two lanes writing one element, whose order the program decides.
+    CHECK(contains(note(*rows(load + add + store + "  for j in 0..32 {\n    STORE R[100 + j], y[i][0]\n  }\n")),
+                   "array y is written by two instructions (STORE at line 14 and STORE at line 17): its lanes could write an element in another order"));
+    CHECK(contains(note(*rows(load + add + "  for j in 0..32 {\n    STORE R[100 + j], y[i][0]\n  }\n")),
+                   "STORE at line 14 may write one element in two iterations of the loop at line 13"));
+    CHECK(contains(note(*rows(load + add + "  for k in 0..2 {\n    for j in 0..32 {\n      STORE R[100 + j], y[i][k + j]\n    }\n  }\n")),
+                   "STORE at line 15 may write one element in two iterations of its loops"));
+    CHECK(rows(load + add + "  for k in 0..2 {\n    for j in 0..16 {\n      STORE R[100 + j], y[i][16*k + j]\n    }\n  }\n")->kernels[0].lanes == 32);
     CHECK(contains(note(*rows("  LOAD x[i][0], R0\n  for j in 0..32 {\n    ADD R0, R0, R0\n  }\n  STORE R0, y[i][0]\n")),
                    "no loop names registers by R[expr] with the loop's variable at coefficient 1"));
 }

@@ -24,6 +24,7 @@
 //     order against each other).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "gpu/codegen/codegen_emit.h"
@@ -212,6 +213,44 @@ std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last) {
     }
     for (size_t a = 0; a < p_.arrays.size(); ++a)
         if (read[a] && written[a]) return fmt::format("it both reads and writes array {}", p_.arrays[a].name);
+    // Nor an element that two lanes write, where the program's order decides the value: one
+    // instruction writes each array, and a STORE in a lane loop writes a new element every
+    // time it runs in the iteration (its address, over the loops around it, never repeats).
+    // (STORE_ADD adds in any order, as a parallel loop's do.)
+    std::vector<std::int32_t> writer(p_.arrays.size(), -1);
+    for (std::int32_t pc = first; pc < last; ++pc) {
+        const Inst& in = p_.code[static_cast<size_t>(pc)];
+        if (!is_instruction(in.code) || info(p_.op_at(pc)).shape != OpShape::Memory || p_.op_at(pc) == Op::LOAD) continue;
+        const MemRef& m = p_.mems[static_cast<size_t>(in.mem)];
+        const auto a = static_cast<size_t>(m.array);
+        if (writer[a] >= 0)
+            return fmt::format("array {} is written by two instructions ({} and {}): its lanes could write an element in another order", p_.arrays[a].name,
+                               at(writer[a]), at(pc));
+        writer[a] = pc;
+        const std::vector<std::int32_t> around = enclosing(pc);
+        const bool in_lane_loop = std::any_of(around.begin(), around.end(), [&](std::int32_t l) { return candidates.count(l) > 0; });
+        if (!in_lane_loop || p_.op_at(pc) != Op::STORE) continue;
+        // Injective over a box: each term's coefficient (by size) exceeds what the smaller terms span.
+        std::vector<integer::Interval> slot_values = slot_range_;
+        std::vector<std::pair<std::int64_t, std::int64_t>> terms;  // |coefficient|, values − 1
+        for (auto l = around.rbegin(); l != around.rend(); ++l) {
+            const LoopInfo& loop = p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(*l)].loop)];
+            auto lo = loop.lo.range(slot_values.data()), hi = loop.hi.range(slot_values.data());
+            slot_values[static_cast<size_t>(loop.slot)] = lo && hi ? integer::loop_values(*lo, *hi) : integer::Interval::everything();
+            const std::int64_t c = m.address.coefficient(loop.slot);
+            const integer::Interval r = slot_values[static_cast<size_t>(loop.slot)];
+            if (r.empty() || r.lo == r.hi) continue;
+            if (c == 0 || r.lo < -kMaxLaneRegisterValues || r.hi > kMaxLaneRegisterValues)
+                return fmt::format("{} may write one element in two iterations of the loop at line {}", at(pc), loop.loc.line);
+            terms.emplace_back(c < 0 ? -c : c, r.hi - r.lo);
+        }
+        std::sort(terms.begin(), terms.end());
+        std::int64_t span = 0;
+        for (const auto& [c, width] : terms) {
+            if (c <= span) return fmt::format("{} may write one element in two iterations of its loops", at(pc));
+            span += c * width;
+        }
+    }
 
     lanes_ = lanes;
     lane_loops_ = candidates;
