@@ -77,6 +77,9 @@ TEST_CASE("codegen lanes: a grid that names its lanes' registers elsewhere keeps
     CHECK(contains(note(*rows(load + "  for j in 0..31 {\n    STORE R[2 + j], y[i][j]\n  }\n")), "STORE at line 11 reads R2, which its thread does not keep"));
     CHECK(contains(note(*rows(load + add + "  for j in 0..32 {\n    STORE R[100 + j], z[i][j]\n  }\n  LOAD z[i][0], R0\n")),
                    "it both reads and writes array z"));
+    // A register outside the register file: the kernel stops there at run time, as a thread an iteration does.
+    CHECK(contains(note(*rows("  for j in 0..32 {\n    LOAD x[i][j], R[290 + j]\n  }\n  for j in 0..32 {\n    STORE R[290 + j], y[i][j]\n  }\n")),
+                   "LOAD at line 8 names a register outside the register file"));
     // Two lanes writing one element, whose order the program decides.
     CHECK(contains(note(*rows(load + add + store + "  for j in 0..32 {\n    STORE R[100 + j], y[i][0]\n  }\n")),
                    "array y is written by two instructions (STORE at line 14 and STORE at line 17): its lanes could write an element in another order"));

@@ -93,7 +93,9 @@ std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last) {
                 else if (indexed) indexed_read = true;
             }
         }
-        if (innermost && constant_bounds(pc) && (indexed_write || (indexed_read && !other_write))) candidates.insert(pc);
+        const LoopInfo& loop = p_.loops[static_cast<size_t>(in.loop)];
+        const auto trip = constant_bounds(pc) ? integer::sub(loop.hi.constant, loop.lo.constant) : std::nullopt;
+        if (innermost && trip && *trip > 0 && *trip <= kMaxLaneRegisterValues && (indexed_write || (indexed_read && !other_write))) candidates.insert(pc);
     }
     if (candidates.empty()) return "no loop names registers by R[expr] with the loop's variable at coefficient 1";
 
@@ -140,6 +142,17 @@ std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last) {
         return true;
     };
 
+    // Register b + v, where it is in the register file (a register outside it stops the kernel
+    // at run time, as a thread an iteration does).
+    auto register_at = [&](std::int64_t b, std::int64_t v) -> std::optional<std::int64_t> {
+        const auto x = integer::add(b, v);
+        if (!x || *x < 0 || *x >= layout_.registers()) return std::nullopt;
+        return x;
+    };
+    // The pairs (base, iteration) a loop's operand is checked over, bounded.
+    auto small_enough = [](const std::vector<std::int64_t>& bases, const LoopInfo& loop) {
+        return static_cast<std::int64_t>(bases.size()) * (loop.hi.constant - loop.lo.constant) <= 16 * kMaxLaneRegisterValues;
+    };
     std::int64_t widest = 1;
     for (std::int32_t l : candidates) {
         const LoopInfo& loop = p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(l)].loop)];
@@ -164,13 +177,15 @@ std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last) {
                 if (writes(in, o, k) && c != 1)
                     return fmt::format("{} writes the same register in every iteration of the loop at line {}", at(pc), loop.loc.line);
                 if (!writes(in, o, k)) continue;
-                if (!values(pc, operand, loop.slot, bases)) return fmt::format("{}: too many registers to check", at(pc));
+                if (!values(pc, operand, loop.slot, bases) || !small_enough(bases, loop)) return fmt::format("{}: too many registers to check", at(pc));
                 for (std::int64_t b : bases)
                     for (std::int64_t v = loop.lo.constant; v < loop.hi.constant; ++v) {
                         const std::int64_t lane = (v - loop.lo.constant) % lanes;
-                        auto [it, fresh] = owner.emplace(b + v, lane);
+                        const auto x = register_at(b, v);
+                        if (!x) return fmt::format("{} names a register outside the register file", at(pc));
+                        auto [it, fresh] = owner.emplace(*x, lane);
                         if (!fresh && it->second != lane)
-                            return fmt::format("R{} is written by lanes {} and {} ({}): its loops give it to different threads", b + v, it->second, lane, at(pc));
+                            return fmt::format("R{} is written by lanes {} and {} ({}): its loops give it to different threads", *x, it->second, lane, at(pc));
                     }
             }
         }
@@ -187,7 +202,8 @@ std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last) {
         for (int k = 0; k < in.reg_count; ++k) {
             const std::int32_t operand = in.reg[static_cast<size_t>(k)];
             const bool by_lane = loop && operand < 0 && p_.dynamic_registers[static_cast<size_t>(-1 - operand)].index.coefficient(loop->slot) == 1;
-            if (!values(pc, operand, by_lane ? loop->slot : -1, bases)) return fmt::format("{}: too many registers to check", at(pc));
+            if (!values(pc, operand, by_lane ? loop->slot : -1, bases) || (by_lane && !small_enough(bases, *loop)))
+                return fmt::format("{}: too many registers to check", at(pc));
             for (std::int64_t b : bases) {
                 if (!by_lane) {
                     if (owner.count(b))
@@ -196,9 +212,11 @@ std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last) {
                     continue;
                 }
                 for (std::int64_t v = loop->lo.constant; v < loop->hi.constant; ++v) {
-                    auto it = owner.find(b + v);
+                    const auto x = register_at(b, v);
+                    if (!x) return fmt::format("{} names a register outside the register file", at(pc));
+                    auto it = owner.find(*x);
                     if (it == owner.end() || it->second != (v - loop->lo.constant) % lanes)
-                        return fmt::format("{} reads R{}, which its thread does not keep", at(pc), b + v);
+                        return fmt::format("{} reads R{}, which its thread does not keep", at(pc), *x);
                 }
             }
         }
@@ -247,8 +265,10 @@ std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last) {
         std::sort(terms.begin(), terms.end());
         std::int64_t span = 0;
         for (const auto& [c, width] : terms) {
-            if (c <= span) return fmt::format("{} may write one element in two iterations of its loops", at(pc));
-            span += c * width;
+            const auto more = integer::mul(c, width);
+            const auto sum = more ? integer::add(span, *more) : std::nullopt;
+            if (c <= span || !sum) return fmt::format("{} may write one element in two iterations of its loops", at(pc));
+            span = *sum;
         }
     }
 
