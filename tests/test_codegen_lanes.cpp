@@ -32,28 +32,33 @@ std::string note(const gpu::GeneratedProgram& g) {
 
 }  // namespace
 
-TEST_CASE("codegen lanes: matmul_outer's tile of sums spreads over a warp an iteration", "[codegen][lanes]") {
+TEST_CASE("codegen lanes: matmul_outer's tile of sums spreads over a block an iteration", "[codegen][lanes]") {
     auto g = gpu::generate_cuda(build_file("programs/matmul_outer.toy", {{"n", 256}, {"t", 32}}), gpu::DType::F32);
     REQUIRE(g->kernels.size() == 1);
     const gpu::GeneratedKernel& k = g->kernels[0];
     CHECK(k.per_thread);
-    CHECK(k.lanes == 32);
-    CHECK(k.threads == 128);
-    CHECK(contains(g->source, "    long long rest = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;\n    const int lane = threadIdx.x % 32;\n"));
-    // Lane j keeps column j of the tile (R[1 + t + i*t + j]) and B's element j (R[1 + j]), where lane 0 keeps its own.
-    CHECK(contains(g->source, "const float a = R[0], b = R[rb - lane], c = R[rc - lane]; R[rd - lane] = D::add(c, D::mul(a, b));"));
-    CHECK(contains(g->source, "        const long long j = 0 + lane + round17 * 32;\n"));
-    // Every lane loads A's element (each reads it); lane 0 alone counts it.
-    CHECK(contains(g->source, "if constexpr (kCount) if (lane == 0) reads_a += 1;\n                R[0] = to_float(a[8192*i0 + 256*i + k]);"));
-    // The loops over i pick a lane's registers: unrolled, so each is a number.
-    CHECK(contains(g->source, "#pragma unroll  // its variable picks a lane's register: a number once unrolled\n        for (long long i = 0; i < 32; ++i) {"));
-    CHECK_FALSE(contains(g->source, "#pragma unroll  // its variable picks a lane's register: a number once unrolled\n    for (long long k"));
+    // Lanes 32 × 32: lane (y, x) runs the loops' iteration i = y, j = x, and keeps c's partial sum (i, j).
+    CHECK(k.lanes == 1024);
+    CHECK(k.threads == 1024);
+    CHECK(contains(g->source, "    long long rest = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 1024;\n"
+                              "    const int lane_x = threadIdx.x % 32, lane_y = threadIdx.x / 32 % 32;\n"));
+    CHECK(contains(g->source, "            const long long i = 0 + lane_y + round15 * 32;\n"));
+    CHECK(contains(g->source, "                const long long j = 0 + lane_x + round17 * 32;\n"));
+    // Each lane's registers where lane (0, 0) keeps its own: numbers once the rounds unroll.
+    CHECK(contains(g->source, "const float a = R[0], b = R[(0 + round17 * 32) + 1], c = R[32*(0 + round15 * 32) + (0 + round17 * 32) + 33]; "
+                              "R[32*(0 + round15 * 32) + (0 + round17 * 32) + 33] = D::add(c, D::mul(a, b));"));
+    // Every lane of a row loads A's element (R0, each row's own), lane_x 0 alone counts it; B's
+    // row is loaded by every row of lanes, counted by lane_y 0.
+    CHECK(contains(g->source, "if constexpr (kCount) if (lane_x == 0) reads_a += 1;\n                R[0] = to_float(a[8192*i0 + 256*i + k]);"));
+    CHECK(contains(g->source, "if constexpr (kCount) if (lane_y == 0) reads_b += 1;\n                R[(0 + round12 * 32) + 1] = to_float(b[256*k + 32*j0 + j]);"));
+    CHECK(contains(g->source, "if constexpr (kCount) writes_c += 1;"));
+    CHECK_FALSE(contains(g->source, "#pragma unroll  // its variable picks"));  // k picks no register
     for (const gpu::SlowPath& s : g->slow_paths) CHECK_FALSE(contains(s.why, "registers in one GPU thread"));
-    // t = 16: 16 lanes, two iterations a warp; t = 64: 32 lanes of two rounds each.
-    CHECK(gpu::generate_cuda(build_file("programs/matmul_outer.toy", {{"n", 64}, {"t", 16}}), gpu::DType::F32)->kernels[0].lanes == 16);
+    // t = 16: 16 × 16 lanes; t = 64: 32 × 32 lanes of two rounds each.
+    CHECK(gpu::generate_cuda(build_file("programs/matmul_outer.toy", {{"n", 64}, {"t", 16}}), gpu::DType::F32)->kernels[0].lanes == 256);
     auto wide = gpu::generate_cuda(build_file("programs/matmul_outer.toy", {{"n", 128}, {"t", 64}}), gpu::DType::F32);
-    CHECK(wide->kernels[0].lanes == 32);
-    CHECK(contains(wide->source, "round2 < 2; ++round2"));
+    CHECK(wide->kernels[0].lanes == 1024);
+    CHECK(contains(wide->source, "round5 < 2; ++round5) {  // i's iterations over the 32 lanes of lane_y"));
     // t = 4: 21 registers, which a thread holds: a thread an iteration, as before.
     CHECK(gpu::generate_cuda(build_file("programs/matmul_outer.toy", {{"n", 64}, {"t", 4}}), gpu::DType::F32)->kernels[0].lanes == 1);
 }
@@ -73,7 +78,7 @@ TEST_CASE("codegen lanes: a grid that names its lanes' registers elsewhere keeps
     CHECK(contains(note(*rows(load + "  for j in 0..16 {\n    ADD R[1 + 2*j], R[1 + 2*j], R[100 + j]\n  }\n")),
                    "ADD at line 11 names a register whose index has 2 times the loop's variable"));
     CHECK(contains(note(*rows(load + "  for j in 0..31 {\n    ADD R[2 + j], R[2 + j], R[2 + j]\n  }\n")),
-                   "R2 is written by lanes 1 and 0 (ADD at line 11): its loops give it to different threads"));
+                   "R2 is written by lane_x 1 and by lane_x 0 (ADD at line 11): its loops give it to different threads"));
     CHECK(contains(note(*rows(load + "  for j in 0..31 {\n    STORE R[2 + j], y[i][j]\n  }\n")), "STORE at line 11 reads R2, which its thread does not keep"));
     CHECK(contains(note(*rows(load + add + "  for j in 0..32 {\n    STORE R[100 + j], z[i][j]\n  }\n  LOAD z[i][0], R0\n")),
                    "it both reads and writes array z"));
@@ -91,3 +96,39 @@ TEST_CASE("codegen lanes: a grid that names its lanes' registers elsewhere keeps
     CHECK(contains(note(*rows("  LOAD x[i][0], R0\n  for j in 0..32 {\n    ADD R0, R0, R0\n  }\n  STORE R0, y[i][0]\n")),
                    "no loop names registers by R[expr] with the loop's variable at coefficient 1"));
 }
+
+TEST_CASE("codegen lanes: a register private to a row loop's iterations, and where it is not", "[codegen][lanes]") {
+    // Rows of an outer product: the loops over i and j both go to lanes (16 × 16), R0 each row's own.
+    auto outer = [](const std::string& row_body, const std::string& after) {
+        return gpu::generate_cuda(build("param n = 4\nregisters 300\ninput x[n][16]\ninput w[16]\noutput y[n][256]\noutput s[n]\n"
+                                        "parallel for r in 0..n {\n"
+                                        "  for j in 0..16 {\n    LOAD w[j], R[1 + j]\n  }\n"
+                                        "  for i in 0..16 {\n" + row_body + "  }\n"
+                                        "  for i in 0..16 {\n    for j in 0..16 {\n      STORE R[20 + 16*i + j], y[r][16*i + j]\n    }\n  }\n" + after + "}\n"),
+                                  gpu::DType::F32);
+    };
+    const std::string load = "    LOAD x[r][i], R0\n";
+    const std::string product = "    for j in 0..16 {\n      MAC_Z R0, R[1 + j], R[20 + 16*i + j]\n    }\n";
+    auto g = outer(load + product, "");
+    CHECK(g->kernels[0].lanes == 256);
+    CHECK(contains(g->source, "const int lane_x = threadIdx.x % 16, lane_y = threadIdx.x / 16 % 16;"));
+    // R0 named after the rows: not each row's own; the rows stay in order on each lane, j over 16 lanes.
+    auto after = outer(load + product, "  STORE R0, s[r]\n");
+    CHECK(after->kernels[0].lanes == 16);
+    // Read before the row writes it (the previous row's R0, the first row's from before the
+    // rows): not each row's own either.
+    auto before = gpu::generate_cuda(build("param n = 4\nregisters 300\ninput x[n][16]\ninput w[16]\noutput y[n][256]\n"
+                                           "parallel for r in 0..n {\n"
+                                           "  for j in 0..16 {\n    LOAD w[j], R[1 + j]\n  }\n"
+                                           "  LOAD x[r][0], R0\n"
+                                           "  for i in 0..16 {\n" + product + load + "  }\n"
+                                           "  for i in 0..16 {\n    for j in 0..16 {\n      STORE R[20 + 16*i + j], y[r][16*i + j]\n    }\n  }\n}\n"),
+                                     gpu::DType::F32);
+    CHECK(before->kernels[0].lanes == 16);
+    // A second row loop that reads R0 before its row writes it (the first loop's last row's).
+    CHECK(outer(load + product, "  for i in 0..16 {\n    for j in 0..16 {\n      MAC R0, R[1 + j], R[20 + 16*i + j], R[20 + 16*i + j]\n    }\n"
+                                "    LOAD x[r][i], R0\n  }\n")
+              ->kernels[0]
+              .lanes == 16);
+}
+

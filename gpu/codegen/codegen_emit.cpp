@@ -180,15 +180,26 @@ std::string KernelEmitter::reg(std::int32_t pc, std::int32_t index, const char* 
     const Affine& at = p_.dynamic_registers[static_cast<size_t>(-1 - index)].index;
     line(fmt::format("const long long {} = {};", local, affine(at)));
     line(fmt::format("if ({0} < 0 || {0} >= {1}) FAULT({2}, {3});", local, layout_.registers(), pc, int(DeviceFault::RegisterOutside)));
-    // A lane loop's register of its lane: kept where lane 0 keeps its own (codegen_lanes.cpp).
-    if (lane_slot_ >= 0 && at.coefficient(lane_slot_) == 1) return fmt::format("R[{} - lane]", local);
-    return fmt::format("R[{}]", local);
+    // A lane loop's register of its lane: kept where lane (0, 0) keeps its own (codegen_lanes.cpp),
+    // the index with each lane loop's variable as lane (0, 0) has it (no lane in it: a number
+    // once the rounds unroll, which ptxas keeps in a register).
+    bool by_lane = false;
+    std::vector<std::string> names = slot_name_;
+    for (const OpenLaneLoop& lane : open_lanes_)
+        if (lane.slot >= 0 && at.coefficient(lane.slot) != 0) {
+            by_lane = true;
+            slot_name_[static_cast<size_t>(lane.slot)] = lane.lane_free;
+        }
+    const std::string place = by_lane ? affine(at) : local;
+    slot_name_ = std::move(names);
+    return fmt::format("R[{}]", place);
 }
 
 void KernelEmitter::count(int array, bool write, const std::string& elements) {
     (write ? counted_writes_ : counted_reads_)[static_cast<size_t>(array)] = true;
     // Serial code that every thread runs alike is counted once, by thread 0.
-    line(fmt::format("if constexpr (kCount) {}{}_{} += {};", uniform_code() ? "if (" + uniform_thread() + ") " : "", write ? "writes" : "reads",
+    const std::string guard = redundant_guard();
+    line(fmt::format("if constexpr (kCount) {}{}_{} += {};", guard.empty() ? "" : "if (" + guard + ") ", write ? "writes" : "reads",
                      array_name_[static_cast<size_t>(array)], elements));
 }
 
@@ -307,9 +318,11 @@ void KernelEmitter::scalar(std::int32_t pc) {
     }
     // A block's scalar code is thread 0's; serial code that every thread runs alike (a kernel
     // with split loops) writes DRAM from thread 0 alone, outside the split loops.
-    // A scalar grid on lanes: lane 0 alone, outside the lane loops.
-    const bool thread0 = !per_thread_ || (uniform_code() && writes_dram(op));
-    line(thread0 ? "if (" + uniform_thread() + ") { " + effect + " }" : effect);
+    // A block's scalar code is thread 0's; code that several threads run alike writes DRAM
+    // from one of them (redundant_guard).
+    const std::string guard = per_thread_ ? redundant_guard() : "threadIdx.x == 0";
+    const bool thread0 = !per_thread_ || (!guard.empty() && writes_dram(op));
+    line(thread0 ? "if (" + guard + ") { " + effect + " }" : effect);
     --indent_;
     line("}");
     if (!per_thread_) line("__syncthreads();");
@@ -326,11 +339,10 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     split_notes_.clear();
     if (per_thread_ && shape.grid.empty()) plan_split_loops(shape.first, shape.last);
     redundant_ = !split_loops_.empty();
-    lanes_ = 1;
+    lanes_ = lanes_x_ = lanes_y_ = 1;
     lane_loops_.clear();
     unrolled_loops_.clear();
-    lane_loop_end_ = -1;
-    lane_slot_ = -1;
+    open_lanes_[0] = open_lanes_[1] = OpenLaneLoop{};
     lane_notes_.clear();
     threads_ = per_thread_ ? (shape.grid.empty() ? (redundant_ ? kBlockThreads : 1) : kThreadsPerBlock) : block_threads_;
     out.per_thread = per_thread_;
@@ -386,6 +398,8 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
             lane_notes_.push_back({shape.grid.front().loc, "", fmt::format("each iteration keeps its {} registers in one GPU thread, more than it "
                                                                            "holds (ptxas spills them to local memory); its loops over registers "
                                                                            "stay on that thread: {}", layout_.registers(), why)});
+    if (lanes_ > threads_) threads_ = lanes_;  // a block an iteration, at most 1,024 threads
+    out.threads = threads_;
     if (!shape.serial && !shape.grid.empty()) {
         plan_fragments(shape.first, shape.last);
         plan_stages(shape.first, shape.last);
@@ -450,10 +464,10 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         }
         if (shape.grid.empty()) return text;
         if (lanes_ > 1)
-            text += fmt::format("    // This thread's iteration of the grid ({0} threads an iteration, its lanes: they share its loops over registers).\n"
+            text += fmt::format("    // This thread's iteration of the grid ({0} threads an iteration, its lanes ({1} × {2}): they share its loops over registers).\n"
                                 "    long long rest = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / {0};\n"
-                                "    const int lane = threadIdx.x % {0};\n    if (rest >= host.total) return;\n",
-                                lanes_);
+                                "    const int lane_x = threadIdx.x % {1}, lane_y = threadIdx.x / {1} % {2};\n    if (rest >= host.total) return;\n",
+                                lanes_, lanes_x_, lanes_y_);
         else
             text += per_thread_ ? "    // This thread's iteration of the grid (a thread per iteration).\n"
                                   "    long long rest = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n    if (rest >= host.total) return;\n"
@@ -500,7 +514,8 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
             for (size_t k = 0; k < block_.size(); ++k) block_[k] |= o.block[k], warp_[k] |= o.warp[k];
             --indent_;
             line("}");
-            if (pc == lane_loop_end_) lane_loop_end_ = -1, lane_slot_ = -1;
+            for (OpenLaneLoop& lane : open_lanes_)
+                if (pc == lane.end) lane = OpenLaneLoop{};
         } else if (is_instruction(in.code)) {
             instruction(pc);
         }

@@ -218,19 +218,26 @@ private:
 
     // A scalar grid whose iterations keep more registers than a thread holds (matmul_outer's
     // t×t partial sums), with loops over those registers whose iterations are independent
-    // (codegen_lanes.cpp): each iteration of the grid runs on lanes_ threads, which run its
-    // other code alike (lane 0 alone stores and counts) and share those loops' iterations, each
-    // lane keeping the registers of its own.
-    int lanes_ = 1;
-    std::set<std::int32_t> lane_loops_;      // by LoopBegin pc
-    std::set<int> unrolled_loops_;           // loops (indices) whose variable picks a lane's register: unrolled
-    std::int32_t lane_loop_end_ = -1;        // the LoopEnd of the lane loop being emitted
-    int lane_slot_ = -1;                     // its variable's slot
-    std::vector<SlowPath> lane_notes_;       // why a grid with too many registers keeps a thread an iteration
+    // (codegen_lanes.cpp): each iteration of the grid runs on lanes_x_ × lanes_y_ threads,
+    // which run its other code alike (the lanes at 0 alone store and count) and share those
+    // loops' iterations, each lane keeping the registers of its own.
+    int lanes_ = 1, lanes_x_ = 1, lanes_y_ = 1;
+    std::map<std::int32_t, int> lane_loops_;  // by LoopBegin pc: 0, over lane_x (innermost); 1, over lane_y (around x loops)
+    std::set<int> unrolled_loops_;            // loops (indices) whose variable picks a lane's register: unrolled
+    struct OpenLaneLoop {
+        std::int32_t end = -1;  // its LoopEnd
+        int slot = -1;          // its variable's slot; -1: none open
+        std::string lane_free;  // its variable as lane 0 has it: "(0 + round5 * 32)"
+    };
+    OpenLaneLoop open_lanes_[2];              // the x and y lane loops being emitted
+    std::vector<SlowPath> lane_notes_;        // why a grid with too many registers keeps a thread an iteration
     std::string plan_lanes(std::int32_t first, std::int32_t last);  // "" where lanes_ > 1 now, else why not
+    std::string try_lanes(std::int32_t first, std::int32_t last, bool two_dimensions);
+    std::string lane_memory_order(std::int32_t first, std::int32_t last, const std::set<std::int32_t>& x_loops, const std::set<std::int32_t>& y_loops) const;
     void open_lane_loop(std::int32_t loop_begin);
-    bool uniform_code() const { return (redundant_ && !in_split_) || (lanes_ > 1 && lane_loop_end_ < 0); }
-    std::string uniform_thread() const { return lanes_ > 1 ? "lane == 0" : "threadIdx.x == 0"; }
+    // Where code runs on several threads alike (serial code with split loops, a grid's lanes
+    // outside a dimension's loops): the condition of the one thread that stores and counts; "" elsewhere.
+    std::string redundant_guard() const;
 
     // Barriers: how tile instructions touched each slot since the last __syncthreads()
     // (block_) and, row by row, since the last __syncwarp() (warp_); an instruction that would

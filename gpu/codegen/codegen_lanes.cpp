@@ -1,30 +1,36 @@
 // A scalar grid whose iterations keep more registers than a GPU thread holds, spread over a
-// group of threads an iteration (issue 38, part 4).
+// group of threads an iteration, its lanes (issue 38, part 4).
 //
 // matmul_outer.toy keeps a t×t tile of partial sums in one worker's registers, as Problem 3
 // does: at t = 32, 1,057 registers. A thread an iteration spills them (4,232 bytes a thread at
-// n = 256, 0.00× its hand-written kernel). The loops over those registers, though, are loops
-// whose iterations are independent: `for j { MAC R0, R[1 + j], R[1 + t + i*t + j], ... }`
-// writes register 1 + t + i·t + j in iteration j and reads only that one, R[1 + j], and R0,
-// which no iteration writes. Such a loop's iterations can run at once, on `lanes_` threads:
-// iteration j on lane (j − lo) mod lanes_, which keeps the registers that iteration writes.
-// The rest of the code runs on every lane alike (each loads what it reads, lane 0 alone
-// stores and counts), so every lane holds the registers no lane loop writes.
+// n = 256, 0.00× its hand-written kernel). Its loops over those registers, though, have
+// iterations that are independent: `for i { LOAD a[i][k], R0; for j { MAC R0, R[1 + j],
+// R[1 + t + i*t + j], … } }` writes register 1 + t + i·t + j in iteration (i, j) and reads
+// only that one, R[1 + j], which the loop over j before it wrote, and R0, which iteration i
+// wrote first. Such loops run at once on the iteration's lanes, a grid of lanes_x_ × lanes_y_
+// threads: an innermost loop over registers (an x loop) gives iteration j to lane_x =
+// (j − lo) mod lanes_x_, and a loop around x loops (a y loop) iteration i to lane_y. Code
+// outside a loop of a dimension runs on every lane of that dimension alike (each loads what
+// it reads; the lanes at 0 of it alone store and count), so a lane holds what the serial code
+// would hold in the registers it uses.
 //
-// A lane keeps register X of its own at R[X − lane]: the register lane 0 would keep in the
-// same place, a number once the loops that pick the register are unrolled, so that ptxas keeps
-// the lane's few registers in registers. That is sound where (all checked here, the register
-// sets enumerated):
-//   - every register a lane loop writes has the loop variable's coefficient 1 in its index,
-//     and every other register a lane loop names has coefficient 0 (read, never written there);
-//   - each register a lane loop writes belongs to one lane (whichever loop and iteration
-//     writes it), and a lane loop reads with coefficient 1 only registers of the reading lane;
-//   - code outside the lane loops names none of those registers;
-//   - no array is both read and written by the kernel (the lanes run its code in no fixed
-//     order against each other).
+// A lane keeps register X at R[X − c_y·lane_y − c_x·lane_x], c being the register index's
+// coefficients of the lane loops' variables: where lane (0, 0) keeps its own, a number once
+// the loops that pick registers are unrolled, so that ptxas keeps a lane's few registers in
+// registers. That is sound where (checked here, the register sets enumerated):
+//   - every register has one home: the lanes that write it, the same at each of its writes
+//     (a lane coordinate, or every lane of a dimension), at one place; every read of it is by
+//     lanes of its home, at that place;
+//   - or it is private to a y loop's iterations (R0 above): written in the y loop's body
+//     outside its x loops, the same register whatever the iteration, and in each y loop that
+//     names it written before anything reads it, and named nowhere else;
+//   - no array is both read and written, one instruction writes each array, and a STORE in a
+//     lane loop writes a new element every time it runs (the lanes of an iteration run in no
+//     fixed order against each other).
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "gpu/codegen/codegen_emit.h"
@@ -33,8 +39,19 @@ namespace toysim::gpu {
 
 namespace {
 
-// The most register values enumerated for the proof: past it, the grid keeps a thread an iteration.
+// The most values enumerated for the proof: past it, the grid keeps a thread an iteration.
 constexpr std::int64_t kMaxLaneRegisterValues = 1 << 16;
+// The most threads an iteration: a block's.
+constexpr std::int64_t kMaxLanes = 1024;
+
+// The lanes that run an instruction, as a message names them: "lane_x 3", "lane_y 1, lane_x 3",
+// "every lane" (a coordinate −1: every lane of that dimension).
+std::string lanes_text(std::int64_t y, std::int64_t x) {
+    if (y < 0 && x < 0) return "every lane";
+    if (y < 0) return fmt::format("lane_x {}", x);
+    if (x < 0) return fmt::format("lane_y {}", y);
+    return fmt::format("lane_y {}, lane_x {}", y, x);
+}
 
 int next_power_of_two(std::int64_t v) {
     int p = 1;
@@ -45,41 +62,52 @@ int next_power_of_two(std::int64_t v) {
 }  // namespace
 
 std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last) {
-    lanes_ = 1;
+    // Lanes in two dimensions where the loops allow, else in one; the reason given is the last.
+    std::string why = try_lanes(first, last, true);
+    if (!why.empty()) why = try_lanes(first, last, false);
+    return why;
+}
+
+std::string KernelEmitter::try_lanes(std::int32_t first, std::int32_t last, bool two_dimensions) {
+    lanes_ = lanes_x_ = lanes_y_ = 1;
     lane_loops_.clear();
     unrolled_loops_.clear();
     auto at = [&](std::int32_t pc) { return fmt::format("{} at line {}", info(p_.op_at(pc)).mnemonic, code_loc(p_, pc).line); };
+    auto loop_info = [&](std::int32_t loop_begin) -> const LoopInfo& { return p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(loop_begin)].loop)]; };
+    auto writes = [&](const Inst& in, const OpInfo& o, int k) { return k == in.reg_count - 1 && in.reg_count > o.register_sources(); };
+    auto index_of = [&](std::int32_t operand) -> const Affine* {
+        return operand < 0 ? &p_.dynamic_registers[static_cast<size_t>(-1 - operand)].index : nullptr;
+    };
+    auto coefficient = [&](std::int32_t operand, int slot) { return operand < 0 ? index_of(operand)->coefficient(slot) : 0; };
 
     // The loops inside the kernel, and each pc's innermost one.
-    std::vector<int> loop_of(static_cast<size_t>(last - first), -1);
+    std::vector<std::int32_t> loop_of(static_cast<size_t>(last - first), -1);
     std::vector<std::int32_t> stack;
-    std::map<int, std::int32_t> begin_of_slot;
     for (std::int32_t pc = first; pc < last; ++pc) {
         const Inst& in = p_.code[static_cast<size_t>(pc)];
         if (in.code == Code::LoopEnd && !stack.empty()) stack.pop_back();
         loop_of[static_cast<size_t>(pc - first)] = stack.empty() ? -1 : stack.back();
         if (in.code == Code::LoopBegin) stack.push_back(pc);
     }
-    auto slot_of = [&](std::int32_t loop_begin) { return p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(loop_begin)].loop)].slot; };
-    auto constant_bounds = [&](std::int32_t loop_begin) {
-        const LoopInfo& l = p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(loop_begin)].loop)];
-        return l.lo.is_constant() && l.hi.is_constant();
-    };
-    // The loops around a pc inside the kernel, innermost first.
-    auto enclosing = [&](std::int32_t pc) {
+    auto enclosing = [&](std::int32_t pc) {  // innermost first
         std::vector<std::int32_t> out;
         for (std::int32_t l = loop_of[static_cast<size_t>(pc - first)]; l >= 0; l = loop_of[static_cast<size_t>(l - first)]) out.push_back(l);
         return out;
     };
-    auto writes = [&](const Inst& in, const OpInfo& o, int k) { return k == in.reg_count - 1 && in.reg_count > o.register_sources(); };
+    auto trip_of = [&](std::int32_t loop_begin) -> std::int64_t {
+        const LoopInfo& l = loop_info(loop_begin);
+        if (!l.lo.is_constant() || !l.hi.is_constant()) return 0;
+        const auto trip = integer::sub(l.hi.constant, l.lo.constant);
+        return trip && *trip > 0 && *trip <= kMaxLaneRegisterValues ? *trip : 0;
+    };
 
-    // Candidates: innermost loops with numbers for bounds that write a register by R[expr] with
-    // the loop variable's coefficient 1, or that write no register and read one so (a loop
-    // that stores a lane's registers).
-    std::set<std::int32_t> candidates;
+    // x loops: innermost loops with numbers for bounds that write registers by R[expr] with the
+    // variable's coefficient 1 and no other register, or that write none and read one so.
+    std::set<std::int32_t> x_loops, y_loops;
     for (std::int32_t pc = first; pc < last; ++pc) {
         const Inst& in = p_.code[static_cast<size_t>(pc)];
         if (in.code != Code::LoopBegin) continue;
+        const int slot = loop_info(pc).slot;
         bool innermost = true, indexed_write = false, indexed_read = false, other_write = false;
         for (std::int32_t q = pc + 1; q < in.jump; ++q) {
             const Inst& body = p_.code[static_cast<size_t>(q)];
@@ -87,140 +115,210 @@ std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last) {
             if (!is_instruction(body.code)) continue;
             const OpInfo& o = info(p_.op_at(q));
             for (int k = 0; k < body.reg_count; ++k) {
-                const std::int32_t operand = body.reg[static_cast<size_t>(k)];
-                const bool indexed = operand < 0 && p_.dynamic_registers[static_cast<size_t>(-1 - operand)].index.coefficient(slot_of(pc)) == 1;
+                const bool indexed = coefficient(body.reg[static_cast<size_t>(k)], slot) == 1;
                 if (writes(body, o, k)) (indexed ? indexed_write : other_write) = true;
                 else if (indexed) indexed_read = true;
             }
         }
-        const LoopInfo& loop = p_.loops[static_cast<size_t>(in.loop)];
-        const auto trip = constant_bounds(pc) ? integer::sub(loop.hi.constant, loop.lo.constant) : std::nullopt;
-        if (innermost && trip && *trip > 0 && *trip <= kMaxLaneRegisterValues && (indexed_write || (indexed_read && !other_write))) candidates.insert(pc);
+        if (innermost && trip_of(pc) > 0 && (indexed_write || (indexed_read && !other_write))) x_loops.insert(pc);
     }
-    if (candidates.empty()) return "no loop names registers by R[expr] with the loop's variable at coefficient 1";
-
-    // Every register value an operand names, over the loops around it (`lane_slot`'s term left
-    // out: a lane loop's base register); false where there are too many to enumerate.
-    auto values = [&](std::int32_t pc, std::int32_t operand, int lane_slot, std::vector<std::int64_t>& out) {
-        out.clear();
-        if (operand >= 0) {
-            out.push_back(operand);
-            return true;
+    if (x_loops.empty()) return "no loop names registers by R[expr] with the loop's variable at coefficient 1";
+    // y loops: loops of instructions and x loops (one at least) whose variable picks registers.
+    if (two_dimensions)
+        for (std::int32_t pc = first; pc < last; ++pc) {
+            const Inst& in = p_.code[static_cast<size_t>(pc)];
+            if (in.code != Code::LoopBegin || x_loops.count(pc) || trip_of(pc) == 0) continue;
+            bool only_x = true, has_x = false, picks = false;
+            for (std::int32_t q = pc + 1; q < in.jump; ++q) {
+                const Inst& body = p_.code[static_cast<size_t>(q)];
+                if (body.code == Code::LoopBegin) {
+                    only_x = only_x && x_loops.count(q) > 0;
+                    has_x = true;
+                }
+                if (is_instruction(body.code))
+                    for (int k = 0; k < body.reg_count; ++k) picks = picks || coefficient(body.reg[static_cast<size_t>(k)], loop_info(pc).slot) != 0;
+            }
+            if (only_x && has_x && picks) y_loops.insert(pc);
         }
-        Affine index = p_.dynamic_registers[static_cast<size_t>(-1 - operand)].index;
-        // Each loop variable's values, from the grid's (set by now) inwards.
+    std::int64_t widest_x = 1, widest_y = 1;
+    for (std::int32_t l : x_loops) widest_x = std::max(widest_x, trip_of(l));
+    for (std::int32_t l : y_loops) widest_y = std::max(widest_y, trip_of(l));
+    const int gx = next_power_of_two(widest_x);
+    const int gy = y_loops.empty() ? 1 : std::min<int>(next_power_of_two(widest_y), static_cast<int>(kMaxLanes / gx));
+    if (gx * gy < 2) return "its loops over registers have one iteration";
+
+    // Where each pc stands: its y loop and x loop (-1: none).
+    auto lane_loops_at = [&](std::int32_t pc) {
+        std::pair<std::int32_t, std::int32_t> yx{-1, -1};
+        for (std::int32_t l : enclosing(pc)) {
+            if (y_loops.count(l)) yx.first = l;
+            if (x_loops.count(l)) yx.second = l;
+        }
+        return yx;
+    };
+    // Every (register, lane_y, lane_x, place) an operand names, over the loops around it: a
+    // lane coordinate -1 where its dimension's loop is not around it (every lane of it runs the
+    // instruction). False where there are too many to enumerate.
+    struct Named {
+        std::int64_t reg, y, x, place;
+    };
+    auto named = [&](std::int32_t pc, std::int32_t operand, const std::function<bool(const Named&)>& each) -> std::optional<bool> {
+        const auto [yl, xl] = lane_loops_at(pc);
         std::vector<integer::Interval> slot_values = slot_range_;
         const std::vector<std::int32_t> around = enclosing(pc);
         for (auto l = around.rbegin(); l != around.rend(); ++l) {
-            const LoopInfo& loop = p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(*l)].loop)];
+            const LoopInfo& loop = loop_info(*l);
             auto lo = loop.lo.range(slot_values.data()), hi = loop.hi.range(slot_values.data());
             slot_values[static_cast<size_t>(loop.slot)] = lo && hi ? integer::loop_values(*lo, *hi) : integer::Interval::everything();
         }
-        std::vector<std::pair<int, integer::Interval>> ranges;  // the slots it uses, and their values
+        std::vector<int> slots;  // enumerated: the index's loop variables, and the lane loops'
+        if (const Affine* index = index_of(operand))
+            for (int t = 0; t < index->terms; ++t) slots.push_back(index->var[static_cast<size_t>(t)]);
+        for (std::int32_t l : {yl, xl})
+            if (l >= 0 && std::find(slots.begin(), slots.end(), loop_info(l).slot) == slots.end()) slots.push_back(loop_info(l).slot);
         std::int64_t count = 1;
-        for (int t = 0; t < index.terms; ++t) {
-            const int slot = index.var[static_cast<size_t>(t)];
-            if (slot == lane_slot) continue;
+        for (int slot : slots) {
             const integer::Interval r = slot_values[static_cast<size_t>(slot)];
             if (r.empty()) return true;  // never runs
-            if (r.lo < -kMaxLaneRegisterValues || r.hi > kMaxLaneRegisterValues) return false;
-            if (r.hi - r.lo + 1 > kMaxLaneRegisterValues || count * (r.hi - r.lo + 1) > kMaxLaneRegisterValues) return false;
+            if (r.lo < -kMaxLaneRegisterValues || r.hi > kMaxLaneRegisterValues || count * (r.hi - r.lo + 1) > 16 * kMaxLaneRegisterValues)
+                return std::nullopt;
             count *= r.hi - r.lo + 1;
-            ranges.emplace_back(slot, r);
         }
         std::int64_t vars[kMaxLoopDepth] = {};
         for (std::int64_t k = 0; k < count; ++k) {
             std::int64_t rest = k;
-            for (const auto& [slot, r] : ranges) {
-                const std::int64_t width = r.hi - r.lo + 1;
-                vars[slot] = r.lo + rest % width;
-                rest /= width;
+            for (int slot : slots) {
+                const integer::Interval r = slot_values[static_cast<size_t>(slot)];
+                vars[slot] = r.lo + rest % (r.hi - r.lo + 1);
+                rest /= r.hi - r.lo + 1;
             }
-            if (lane_slot >= 0) vars[lane_slot] = 0;
-            out.push_back(index.eval(vars));
+            Named n{operand, -1, -1, 0};
+            if (const Affine* index = index_of(operand)) {
+                std::int64_t value = 0;
+                if (!index->eval_checked(vars, value) || value < 0 || value >= layout_.registers()) return false;
+                n.reg = value;
+            }
+            n.place = n.reg;
+            if (yl >= 0) {
+                const LoopInfo& l = loop_info(yl);
+                n.y = (vars[l.slot] - l.lo.constant) % gy;
+                n.place -= coefficient(operand, l.slot) * n.y;
+            }
+            if (xl >= 0) {
+                const LoopInfo& l = loop_info(xl);
+                n.x = (vars[l.slot] - l.lo.constant) % gx;
+                n.place -= coefficient(operand, l.slot) * n.x;
+            }
+            if (!each(n)) return false;
         }
         return true;
     };
 
-    // Register b + v, where it is in the register file (a register outside it stops the kernel
-    // at run time, as a thread an iteration does).
-    auto register_at = [&](std::int64_t b, std::int64_t v) -> std::optional<std::int64_t> {
-        const auto x = integer::add(b, v);
-        if (!x || *x < 0 || *x >= layout_.registers()) return std::nullopt;
-        return x;
+    // Every operand's registers, once.
+    struct Operand {
+        std::int32_t pc;
+        int k;
+        bool write;
+        std::vector<Named> names;
     };
-    // The pairs (base, iteration) a loop's operand is checked over, bounded.
-    auto small_enough = [](const std::vector<std::int64_t>& bases, const LoopInfo& loop) {
-        return static_cast<std::int64_t>(bases.size()) * (loop.hi.constant - loop.lo.constant) <= 16 * kMaxLaneRegisterValues;
-    };
-    std::int64_t widest = 1;
-    for (std::int32_t l : candidates) {
-        const LoopInfo& loop = p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(l)].loop)];
-        widest = std::max(widest, loop.hi.constant - loop.lo.constant);
-    }
-    const int lanes = next_power_of_two(widest);
-    if (lanes < 2) return "its loops over registers have one iteration";
-
-    // Pass 1: the registers lane loops write, and the lane that owns each.
-    std::map<std::int64_t, std::int64_t> owner;
-    std::vector<std::int64_t> bases;
-    for (std::int32_t l : candidates) {
-        const LoopInfo& loop = p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(l)].loop)];
-        for (std::int32_t pc = l + 1; pc < p_.code[static_cast<size_t>(l)].jump; ++pc) {
-            const Inst& in = p_.code[static_cast<size_t>(pc)];
-            if (!is_instruction(in.code)) continue;
-            const OpInfo& o = info(p_.op_at(pc));
-            for (int k = 0; k < in.reg_count; ++k) {
-                const std::int32_t operand = in.reg[static_cast<size_t>(k)];
-                const std::int64_t c = operand < 0 ? p_.dynamic_registers[static_cast<size_t>(-1 - operand)].index.coefficient(loop.slot) : 0;
-                if (c != 0 && c != 1) return fmt::format("{} names a register whose index has {} times the loop's variable", at(pc), c);
-                if (writes(in, o, k) && c != 1)
-                    return fmt::format("{} writes the same register in every iteration of the loop at line {}", at(pc), loop.loc.line);
-                if (!writes(in, o, k)) continue;
-                if (!values(pc, operand, loop.slot, bases) || !small_enough(bases, loop)) return fmt::format("{}: too many registers to check", at(pc));
-                for (std::int64_t b : bases)
-                    for (std::int64_t v = loop.lo.constant; v < loop.hi.constant; ++v) {
-                        const std::int64_t lane = (v - loop.lo.constant) % lanes;
-                        const auto x = register_at(b, v);
-                        if (!x) return fmt::format("{} names a register outside the register file", at(pc));
-                        auto [it, fresh] = owner.emplace(*x, lane);
-                        if (!fresh && it->second != lane)
-                            return fmt::format("R{} is written by lanes {} and {} ({}): its loops give it to different threads", *x, it->second, lane, at(pc));
-                    }
-            }
-        }
-    }
-    // Pass 2: what lane loops read by the variable is their lane's own; everything else names
-    // none of the lanes' registers.
+    std::vector<Operand> operands;
     for (std::int32_t pc = first; pc < last; ++pc) {
         const Inst& in = p_.code[static_cast<size_t>(pc)];
         if (!is_instruction(in.code)) continue;
-        std::int32_t lane_loop = -1;
-        for (std::int32_t l : enclosing(pc))
-            if (candidates.count(l)) lane_loop = l;
-        const LoopInfo* loop = lane_loop >= 0 ? &p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(lane_loop)].loop)] : nullptr;
+        const OpInfo& o = info(p_.op_at(pc));
+        const auto [yl, xl] = lane_loops_at(pc);
         for (int k = 0; k < in.reg_count; ++k) {
             const std::int32_t operand = in.reg[static_cast<size_t>(k)];
-            const bool by_lane = loop && operand < 0 && p_.dynamic_registers[static_cast<size_t>(-1 - operand)].index.coefficient(loop->slot) == 1;
-            if (!values(pc, operand, by_lane ? loop->slot : -1, bases) || (by_lane && !small_enough(bases, *loop)))
-                return fmt::format("{}: too many registers to check", at(pc));
-            for (std::int64_t b : bases) {
-                if (!by_lane) {
-                    if (owner.count(b))
-                        return fmt::format("{} names R{}, which a loop over registers gives to one thread, {}", at(pc), b,
-                                           loop ? "with an index that does not follow that loop" : "outside such a loop");
-                    continue;
-                }
-                for (std::int64_t v = loop->lo.constant; v < loop->hi.constant; ++v) {
-                    const auto x = register_at(b, v);
-                    if (!x) return fmt::format("{} names a register outside the register file", at(pc));
-                    auto it = owner.find(*x);
-                    if (it == owner.end() || it->second != (v - loop->lo.constant) % lanes)
-                        return fmt::format("{} reads R{}, which its thread does not keep", at(pc), *x);
-                }
-            }
+            for (std::int32_t l : {yl, xl})
+                if (l >= 0 && coefficient(operand, loop_info(l).slot) < 0)
+                    return fmt::format("{} names a register whose index has {} times the variable of the loop at line {}", at(pc),
+                                       coefficient(operand, loop_info(l).slot), loop_info(l).loc.line);
+            if (xl >= 0 && coefficient(operand, loop_info(xl).slot) > 1)
+                return fmt::format("{} names a register whose index has {} times the loop's variable", at(pc), coefficient(operand, loop_info(xl).slot));
+            Operand op{pc, k, writes(in, o, k), {}};
+            const auto done = named(pc, operand, [&](const Named& n) {
+                op.names.push_back(n);
+                return true;
+            });
+            if (!done) return fmt::format("{}: too many registers to check", at(pc));
+            if (!*done) return fmt::format("{} names a register outside the register file", at(pc));
+            operands.push_back(std::move(op));
         }
     }
+    // Pass 1: each register's home, from its writes; the registers private to y loops' iterations
+    // (written in a y loop's body outside its x loops, the same register in every iteration).
+    struct Home {
+        std::int64_t y, x, place;
+    };
+    std::map<std::int64_t, Home> home;
+    std::set<std::int64_t> privates;
+    auto private_write = [&](const Operand& op) {
+        const auto [yl, xl] = lane_loops_at(op.pc);
+        return op.write && yl >= 0 && xl < 0 && coefficient(p_.code[static_cast<size_t>(op.pc)].reg[static_cast<size_t>(op.k)], loop_info(yl).slot) == 0;
+    };
+    for (const Operand& op : operands)
+        if (private_write(op))
+            for (const Named& n : op.names) privates.insert(n.reg);
+    for (const Operand& op : operands) {
+        if (!op.write || private_write(op)) continue;
+        for (const Named& n : op.names) {
+            if (privates.count(n.reg))
+                return fmt::format("{} writes R{}, which a loop keeps to each of its iterations, outside such a loop's body", at(op.pc), n.reg);
+            auto [it, fresh] = home.emplace(n.reg, Home{n.y, n.x, n.place});
+            if (!fresh && (it->second.y != n.y || it->second.x != n.x || it->second.place != n.place))
+                return fmt::format("R{} is written by {} and by {} ({}): its loops give it to different threads", n.reg, lanes_text(it->second.y, it->second.x),
+                                   lanes_text(n.y, n.x), at(op.pc));
+        }
+    }
+    // Pass 2: every read by lanes of the register's home, at its place.
+    for (const Operand& op : operands) {
+        if (op.write) continue;
+        const auto [yl, xl] = lane_loops_at(op.pc);
+        for (const Named& n : op.names) {
+            if (privates.count(n.reg)) continue;
+            const auto h = home.find(n.reg);
+            // A register no instruction here writes: every lane holds it where lane (0, 0) does.
+            const Home where = h == home.end() ? Home{-1, -1, n.reg} : h->second;
+            if ((where.y >= 0 && where.y != n.y) || (where.x >= 0 && where.x != n.x) || where.place != n.place)
+                return yl < 0 && xl < 0 ? fmt::format("{} names R{}, which a loop over registers gives to one thread, outside such a loop", at(op.pc), n.reg)
+                                        : fmt::format("{} reads R{}, which its thread does not keep", at(op.pc), n.reg);
+        }
+    }
+    // A private register: named only in y loops, and in each, written (by a private write that
+    // does not read it) before anything else names it.
+    for (std::int64_t r : privates) {
+        std::map<std::int32_t, bool> first_is_write;  // by y loop
+        for (const Operand& op : operands) {  // in pc order, reads before the write of one instruction
+            if (std::none_of(op.names.begin(), op.names.end(), [&](const Named& n) { return n.reg == r; })) continue;
+            const std::int32_t yl = lane_loops_at(op.pc).first;
+            if (yl < 0) return fmt::format("{} names R{}, which a loop keeps to each of its iterations, outside such a loop", at(op.pc), r);
+            first_is_write.emplace(yl, private_write(op));
+        }
+        for (const auto& [yl, written] : first_is_write)
+            if (!written) return fmt::format("R{} is read in the loop at line {} before the iteration writes it", r, loop_info(yl).loc.line);
+    }
+    if (std::string why = lane_memory_order(first, last, x_loops, y_loops); !why.empty()) return why;
+
+    lanes_x_ = gx;
+    lanes_y_ = gy;
+    lanes_ = gx * gy;
+    for (std::int32_t l : x_loops) lane_loops_[l] = 0;
+    for (std::int32_t l : y_loops) lane_loops_[l] = 1;
+    // The loops whose variables pick a lane's register, unrolled so that each is a number.
+    for (std::int32_t pc = first; pc < last; ++pc) {
+        const Inst& in = p_.code[static_cast<size_t>(pc)];
+        if (!is_instruction(in.code)) continue;
+        for (int k = 0; k < in.reg_count; ++k)
+            for (std::int32_t l : enclosing(pc))
+                if (!lane_loops_.count(l) && coefficient(in.reg[static_cast<size_t>(k)], loop_info(l).slot) != 0 && trip_of(l) > 0)
+                    unrolled_loops_.insert(p_.code[static_cast<size_t>(l)].loop);
+    }
+    return "";
+}
+
+std::string KernelEmitter::lane_memory_order(std::int32_t first, std::int32_t last, const std::set<std::int32_t>& x_loops,
+                                             const std::set<std::int32_t>& y_loops) const {
+    auto at = [&](std::int32_t pc) { return fmt::format("{} at line {}", info(p_.op_at(pc)).mnemonic, code_loc(p_, pc).line); };
     // No array both read and written: the lanes of an iteration run in no fixed order.
     std::vector<bool> read(p_.arrays.size(), false), written(p_.arrays.size(), false);
     for (std::int32_t pc = first; pc < last; ++pc) {
@@ -236,8 +334,11 @@ std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last) {
     // time it runs in the iteration (its address, over the loops around it, never repeats).
     // (STORE_ADD adds in any order, as a parallel loop's do.)
     std::vector<std::int32_t> writer(p_.arrays.size(), -1);
+    std::vector<std::int32_t> around;  // the loops open at pc, outermost first
     for (std::int32_t pc = first; pc < last; ++pc) {
         const Inst& in = p_.code[static_cast<size_t>(pc)];
+        if (in.code == Code::LoopBegin) around.push_back(pc);
+        if (in.code == Code::LoopEnd && !around.empty()) around.pop_back();
         if (!is_instruction(in.code) || info(p_.op_at(pc)).shape != OpShape::Memory || p_.op_at(pc) == Op::LOAD) continue;
         const MemRef& m = p_.mems[static_cast<size_t>(in.mem)];
         const auto a = static_cast<size_t>(m.array);
@@ -245,14 +346,13 @@ std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last) {
             return fmt::format("array {} is written by two instructions ({} and {}): its lanes could write an element in another order", p_.arrays[a].name,
                                at(writer[a]), at(pc));
         writer[a] = pc;
-        const std::vector<std::int32_t> around = enclosing(pc);
-        const bool in_lane_loop = std::any_of(around.begin(), around.end(), [&](std::int32_t l) { return candidates.count(l) > 0; });
+        const bool in_lane_loop = std::any_of(around.begin(), around.end(), [&](std::int32_t l) { return x_loops.count(l) || y_loops.count(l); });
         if (!in_lane_loop || p_.op_at(pc) != Op::STORE) continue;
         // Injective over a box: each term's coefficient (by size) exceeds what the smaller terms span.
         std::vector<integer::Interval> slot_values = slot_range_;
         std::vector<std::pair<std::int64_t, std::int64_t>> terms;  // |coefficient|, values − 1
-        for (auto l = around.rbegin(); l != around.rend(); ++l) {
-            const LoopInfo& loop = p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(*l)].loop)];
+        for (std::int32_t l : around) {
+            const LoopInfo& loop = p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(l)].loop)];
             auto lo = loop.lo.range(slot_values.data()), hi = loop.hi.range(slot_values.data());
             slot_values[static_cast<size_t>(loop.slot)] = lo && hi ? integer::loop_values(*lo, *hi) : integer::Interval::everything();
             const std::int64_t c = m.address.coefficient(loop.slot);
@@ -271,41 +371,36 @@ std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last) {
             span = *sum;
         }
     }
-
-    lanes_ = lanes;
-    lane_loops_ = candidates;
-    // The loops whose variables pick a lane's register, unrolled so that each is a number.
-    for (std::int32_t pc = first; pc < last; ++pc) {
-        const Inst& in = p_.code[static_cast<size_t>(pc)];
-        if (!is_instruction(in.code)) continue;
-        for (int k = 0; k < in.reg_count; ++k) {
-            const std::int32_t operand = in.reg[static_cast<size_t>(k)];
-            if (operand >= 0) continue;
-            const Affine& index = p_.dynamic_registers[static_cast<size_t>(-1 - operand)].index;
-            for (std::int32_t l : enclosing(pc))
-                if (!candidates.count(l) && index.coefficient(slot_of(l)) != 0 && constant_bounds(l)) unrolled_loops_.insert(p_.code[static_cast<size_t>(l)].loop);
-        }
-    }
     return "";
 }
 
 void KernelEmitter::open_lane_loop(std::int32_t loop_begin) {
     const Inst& head = p_.code[static_cast<size_t>(loop_begin)];
     const LoopInfo& l = p_.loops[static_cast<size_t>(head.loop)];
+    const int level = lane_loops_.at(loop_begin);  // 0: x, 1: y
+    const int lanes = level == 0 ? lanes_x_ : lanes_y_;
+    const char* lane = level == 0 ? "lane_x" : "lane_y";
     comment_source(l.loc);
     enter_loop(l, false);
     const std::string& v = slot_name_[static_cast<size_t>(l.slot)];
-    const std::int64_t lo = l.lo.constant, hi = l.hi.constant, rounds = (hi - lo + lanes_ - 1) / lanes_;
+    const std::int64_t lo = l.lo.constant, hi = l.hi.constant, rounds = (hi - lo + lanes - 1) / lanes;
     // The round's name carries the loop's pc: no name of the program's can be it.
     line("#pragma unroll");
-    line(fmt::format("for (long long round{0} = 0; round{0} < {1}; ++round{0}) {{  // {2}'s iterations over the {3} lanes: "
+    line(fmt::format("for (long long round{0} = 0; round{0} < {1}; ++round{0}) {{  // {2}'s iterations over the {3} lanes of {4}: "
                      "each keeps the registers its iterations write",
-                     loop_begin, rounds, v, lanes_));
+                     loop_begin, rounds, v, lanes, lane));
     ++indent_;
-    line(fmt::format("const long long {} = {} + lane + round{} * {};", v, lo, loop_begin, lanes_));
+    line(fmt::format("const long long {} = {} + {} + round{} * {};", v, lo, lane, loop_begin, lanes));
     line(fmt::format("if ({} >= {}) break;", v, hi));
-    lane_loop_end_ = head.jump;
-    lane_slot_ = l.slot;
+    open_lanes_[level] = {head.jump, l.slot, fmt::format("({} + round{} * {})", lo, loop_begin, lanes)};
+}
+
+std::string KernelEmitter::redundant_guard() const {
+    if (redundant_ && !in_split_) return "threadIdx.x == 0";
+    std::string guard;
+    if (lanes_y_ > 1 && open_lanes_[1].slot < 0) guard = "lane_y == 0";
+    if (lanes_x_ > 1 && open_lanes_[0].slot < 0) guard += std::string(guard.empty() ? "" : " && ") + "lane_x == 0";
+    return guard;
 }
 
 }  // namespace toysim::gpu
