@@ -4,13 +4,19 @@
 # isa/machine.h) against the median the run measured on the H100. Needs no GPU: it reads the
 # recorded runs back with `toysim diff --gpu FILE`. Writes traces/gpu/time_prediction.md.
 #
-#   bash gpu/tools/time_table.sh [path/to/toysim]
+#   bash gpu/tools/time_table.sh [path/to/toysim] [TABLE]
+#
+# TABLE: where to write the table (default: time_prediction.md beside the recorded runs). To
+# check that the committed table is still what the model says (a change to the model or to a
+# program can leave it stale; it takes about 6 CPU-minutes, too long for the test suite):
+#   bash gpu/tools/time_table.sh build/toysim /tmp/t.md && diff /tmp/t.md traces/gpu/time_prediction.md
 set -euo pipefail
 toysim=${1:-build/toysim}
 out=${TOYSIM_RESULTS_DIR:-traces/gpu}
-python3 - "$toysim" "$out" <<'PY'
+table=${2:-$out/time_prediction.md}
+python3 - "$toysim" "$out" "$table" <<'PY'
 import json, os, statistics, subprocess, sys
-toysim, out = sys.argv[1], sys.argv[2]
+toysim, out, table = sys.argv[1], sys.argv[2], sys.argv[3]
 runs = ["matmul_inner", "matmul_outer", "matmul_outer.n1536", "matmul_outer.n1536.t16", "softmax_3pass", "softmax_online",
         "standard_tiled.n4096.fp16", "standard_tiled.n4096.fp32", "fa1.n4096.fp16", "fa1.n4096.fp32",
         "fa2.n4096.fp16", "fa2.n4096.fp32", "fa2_v1_wmma.n4096.fp16", "fa2_v2_mma.n4096.fp16", "fa2_v3_mma.n4096.fp16",
@@ -65,6 +71,6 @@ if none:
     lines.append("")
     lines.append("No predicted time:")
     lines += [f"- {n}" for n in none]
-open(f"{out}/time_prediction.md", "w").write("\n".join(lines) + "\n")
+open(table, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
