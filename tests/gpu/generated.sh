@@ -20,7 +20,7 @@ failed=0 runs=0
 # "n = 7 d = 3 Br = 3" -> "--set n=7 --set d=3 --set Br=3" (an exercise's words visible, hidden,
 # points N and seed = N are not parameters).
 settings() {
-  sed -E 's/^test //; s/\b(visible|hidden)\b//g; s/points [0-9]+//; s/seed = [0-9]+//; s/([A-Za-z_][A-Za-z0-9_]*) = (-?[0-9]+)/--set \1=\2/g'
+  sed -E 's/#.*$//; s/^test //; s/\b(visible|hidden)\b//g; s/points [0-9]+//; s/seed = [0-9]+//; s/([A-Za-z_][A-Za-z0-9_]*) = (-?[0-9]+)/--set \1=\2/g'
 }
 run() {  # FILE DTYPE SETTINGS [--exercise DIR]
   local file=$1 dtype=$2 sets=$3; shift 3
