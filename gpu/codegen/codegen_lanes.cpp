@@ -222,6 +222,7 @@ std::string KernelEmitter::try_lanes(std::int32_t first, std::int32_t last, bool
         std::vector<Named> names;
     };
     std::vector<Operand> operands;
+    std::int64_t total_names = 0;
     for (std::int32_t pc = first; pc < last; ++pc) {
         const Inst& in = p_.code[static_cast<size_t>(pc)];
         if (!is_instruction(in.code)) continue;
@@ -238,9 +239,9 @@ std::string KernelEmitter::try_lanes(std::int32_t first, std::int32_t last, bool
             Operand op{pc, k, writes(in, o, k), {}};
             const auto done = named(pc, operand, [&](const Named& n) {
                 op.names.push_back(n);
-                return true;
+                return ++total_names <= 16 * kMaxLaneRegisterValues;  // past it: too many to check
             });
-            if (!done) return fmt::format("{}: too many registers to check", at(pc));
+            if (!done || total_names > 16 * kMaxLaneRegisterValues) return fmt::format("{}: too many registers to check", at(pc));
             if (!*done) return fmt::format("{} names a register outside the register file", at(pc));
             operands.push_back(std::move(op));
         }
@@ -285,17 +286,17 @@ std::string KernelEmitter::try_lanes(std::int32_t first, std::int32_t last, bool
         }
     }
     // A private register: named only in y loops, and in each, written (by a private write that
-    // does not read it) before anything else names it.
-    for (std::int64_t r : privates) {
-        std::map<std::int32_t, bool> first_is_write;  // by y loop
-        for (const Operand& op : operands) {  // in pc order, reads before the write of one instruction
-            if (std::none_of(op.names.begin(), op.names.end(), [&](const Named& n) { return n.reg == r; })) continue;
-            const std::int32_t yl = lane_loops_at(op.pc).first;
-            if (yl < 0) return fmt::format("{} names R{}, which a loop keeps to each of its iterations, outside such a loop", at(op.pc), r);
-            first_is_write.emplace(yl, private_write(op));
+    // does not read it) before anything else names it. Operands are in pc order, an
+    // instruction's sources before its destination.
+    std::map<std::pair<std::int64_t, std::int32_t>, bool> first_is_write;  // by register and y loop
+    for (const Operand& op : operands) {
+        const std::int32_t yl = lane_loops_at(op.pc).first;
+        for (const Named& n : op.names) {
+            if (!privates.count(n.reg)) continue;
+            if (yl < 0) return fmt::format("{} names R{}, which a loop keeps to each of its iterations, outside such a loop", at(op.pc), n.reg);
+            if (const auto [it, fresh] = first_is_write.emplace(std::pair{n.reg, yl}, private_write(op)); fresh && !it->second)
+                return fmt::format("R{} is read in the loop at line {} before the iteration writes it", n.reg, loop_info(yl).loc.line);
         }
-        for (const auto& [yl, written] : first_is_write)
-            if (!written) return fmt::format("R{} is read in the loop at line {} before the iteration writes it", r, loop_info(yl).loc.line);
     }
     if (std::string why = lane_memory_order(first, last, x_loops, y_loops); !why.empty()) return why;
 
