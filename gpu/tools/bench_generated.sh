@@ -44,9 +44,9 @@ PY
     tail -1 "$rows"
 }
 
-# Serial programs (no `parallel for`) run generated on one thread or block per head, as the
-# program says; their hand-written kernels spread what the program does over the whole GPU.
-# They are measured at smaller sizes.
+# The scalar programs, at smaller sizes: their `parallel for` loops run a thread an iteration
+# (matmul_outer's tile of sums over a block of lanes, gpu/codegen/codegen_lanes.cpp), and
+# the softmaxes' serial reductions split over a block per head (codegen_reduce.cpp).
 bench matmul_inner - programs/matmul_inner.toy --set n=256
 bench matmul_outer - programs/matmul_outer.toy --set n=256 --set t=32
 # n = 1024: 1,024 tiles of 32 × 32 (at n = 256, 64: fewer warps than SMs).
