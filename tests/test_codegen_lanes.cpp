@@ -59,6 +59,20 @@ TEST_CASE("codegen lanes: matmul_outer's tile of sums spreads over a block an it
     auto wide = gpu::generate_cuda(build_file("programs/matmul_outer.toy", {{"n", 128}, {"t", 64}}), gpu::DType::F32);
     CHECK(wide->kernels[0].lanes == 1024);
     CHECK(contains(wide->source, "round5 < 2; ++round5) {  // i's iterations over the 32 lanes of lane_y"));
+    // More tiles, fewer lanes: as few as give the grid 65,536 threads (kLaneThreads), each lane
+    // keeping several partial sums (rounds). n = 1024: 1,024 tiles on 8 × 8 lanes, four rounds
+    // each way; n = 2048: 4,096 tiles on 4 × 4.
+    auto big = gpu::generate_cuda(build_file("programs/matmul_outer.toy", {{"n", 1024}, {"t", 32}}), gpu::DType::F32);
+    CHECK(big->kernels[0].lanes == 64);
+    CHECK(big->kernels[0].threads == 128);
+    CHECK(contains(big->source, "const int lane_x = threadIdx.x % 8, lane_y = threadIdx.x / 8 % 8;"));
+    CHECK(contains(big->source, "round15 < 4; ++round15) {  // i's iterations over the 8 lanes of lane_y"));
+    CHECK(gpu::generate_cuda(build_file("programs/matmul_outer.toy", {{"n", 2048}, {"t", 32}}), gpu::DType::F32)->kernels[0].lanes == 16);
+    {
+        // TOYSIM_LANES forces a shape (gpu/tools/lanes_shape.sh measures them all).
+        testing::ScopedEnv forced("TOYSIM_LANES", "16x8");
+        CHECK(gpu::generate_cuda(build_file("programs/matmul_outer.toy", {{"n", 1024}, {"t", 32}}), gpu::DType::F32)->kernels[0].lanes == 128);
+    }
     // t = 4: 21 registers, which a thread holds: a thread an iteration, as before.
     CHECK(gpu::generate_cuda(build_file("programs/matmul_outer.toy", {{"n", 64}, {"t", 4}}), gpu::DType::F32)->kernels[0].lanes == 1);
 }

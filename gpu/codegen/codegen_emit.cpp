@@ -393,8 +393,15 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     stage_notes_.clear();
     swizzled_.clear();
     wgmma_.clear();
+    // A head's iterations of the grid, where its bounds are numbers (0: not known here).
+    std::int64_t iterations = 1;
+    for (const LoopInfo& l : shape.grid) {
+        const integer::Interval r = slot_range_[static_cast<size_t>(l.slot)];
+        const bool known = !r.empty() && r.lo > integer::kMin && r.hi < integer::kMax && r.hi - r.lo < (std::int64_t{1} << 40);
+        iterations = known && iterations <= (std::int64_t{1} << 40) / (r.hi - r.lo + 1) ? iterations * (r.hi - r.lo + 1) : 0;
+    }
     if (per_thread_ && !shape.grid.empty() && layout_.registers() > kLiveFragmentFloats)
-        if (const std::string why = plan_lanes(shape.first, shape.last); !why.empty())
+        if (const std::string why = plan_lanes(shape.first, shape.last, iterations); !why.empty())
             lane_notes_.push_back({shape.grid.front().loc, "", fmt::format("each iteration keeps its {} registers in one GPU thread, more than it "
                                                                            "holds (ptxas spills them to local memory); its loops over registers "
                                                                            "stay on that thread: {}", layout_.registers(), why)});

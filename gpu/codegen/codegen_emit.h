@@ -231,8 +231,9 @@ private:
     };
     OpenLaneLoop open_lanes_[2];              // the x and y lane loops being emitted
     std::vector<SlowPath> lane_notes_;        // why a grid with too many registers keeps a thread an iteration
-    std::string plan_lanes(std::int32_t first, std::int32_t last);  // "" where lanes_ > 1 now, else why not
-    std::string try_lanes(std::int32_t first, std::int32_t last, bool two_dimensions);
+    // iterations: a head's iterations of the grid (0: not known when generating).
+    std::string plan_lanes(std::int32_t first, std::int32_t last, std::int64_t iterations);  // "" where lanes_ > 1 now, else why not
+    std::string try_lanes(std::int32_t first, std::int32_t last, bool two_dimensions, std::int64_t iterations);
     std::string lane_memory_order(std::int32_t first, std::int32_t last, const std::set<std::int32_t>& x_loops, const std::set<std::int32_t>& y_loops) const;
     void open_lane_loop(std::int32_t loop_begin);
     // Where code runs on several threads alike (serial code with split loops, a grid's lanes

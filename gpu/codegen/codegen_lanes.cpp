@@ -31,7 +31,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <tuple>
 
 #include "gpu/codegen/codegen_emit.h"
 
@@ -59,16 +62,45 @@ int next_power_of_two(std::int64_t v) {
     return p;
 }
 
+// The threads a grid of lanes aims at (a head's iterations × lanes): measured on the H200 with
+// matmul_outer at n = 256 to 2048, t = 16 and 32, every shape from 4 × 4 to 32 × 32 lanes
+// (gpu/results/lanes_shape_h200.md): the fastest shape gave the grid 65,536 threads at four
+// of the five sizes, and 131,072 at the fifth (8% faster than 65,536 there). Fewer lanes give
+// each more partial sums a load of A and B; fewer threads than this leave SMs waiting.
+constexpr std::int64_t kLaneThreads = 65536;
+
 }  // namespace
 
-std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last) {
+std::pair<int, int> lane_shape(int most_x, int most_y, std::int64_t iterations);
+
+std::pair<int, int> lane_shape(int most_x, int most_y, std::int64_t iterations) {
+    // TOYSIM_LANES=XxY: that shape, within what the loops have (to measure the rule: gpu/tools/lanes_shape.sh).
+    if (const char* forced = std::getenv("TOYSIM_LANES")) {
+        int x = 0, y = 0;
+        if (std::sscanf(forced, "%dx%d", &x, &y) == 2 && x > 0 && y > 0)
+            return {std::min(most_x, next_power_of_two(x)), std::min(most_y, next_power_of_two(y))};
+    }
+    if (iterations <= 0) return {most_x, most_y};
+    // The fewest lanes that reach kLaneThreads; among as many, the squarest, x the wider.
+    std::pair<int, int> best{most_x, most_y};
+    for (int x = 1; x <= most_x; x *= 2)
+        for (int y = 1; y <= most_y; y *= 2) {
+            const std::int64_t lanes = std::int64_t{x} * y, best_lanes = std::int64_t{best.first} * best.second;
+            if (iterations < (kLaneThreads + lanes - 1) / lanes) continue;
+            auto skew = [](int a, int b) { return a >= b ? a / b : 2 * (b / a); };
+            if (lanes < best_lanes || (lanes == best_lanes && skew(x, y) < skew(best.first, best.second))) best = {x, y};
+        }
+    return best;
+}
+
+std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last, std::int64_t iterations) {
     // Lanes in two dimensions where the loops allow, else in one; the reason given is the last.
-    std::string why = try_lanes(first, last, true);
-    if (!why.empty()) why = try_lanes(first, last, false);
+    std::string why = try_lanes(first, last, true, iterations);
+    if (!why.empty()) why = try_lanes(first, last, false, iterations);
     return why;
 }
 
-std::string KernelEmitter::try_lanes(std::int32_t first, std::int32_t last, bool two_dimensions) {
+std::string KernelEmitter::try_lanes(std::int32_t first, std::int32_t last, bool two_dimensions, std::int64_t iterations) {
     lanes_ = lanes_x_ = lanes_y_ = 1;
     lane_loops_.clear();
     unrolled_loops_.clear();
@@ -143,8 +175,11 @@ std::string KernelEmitter::try_lanes(std::int32_t first, std::int32_t last, bool
     std::int64_t widest_x = 1, widest_y = 1;
     for (std::int32_t l : x_loops) widest_x = std::max(widest_x, trip_of(l));
     for (std::int32_t l : y_loops) widest_y = std::max(widest_y, trip_of(l));
-    const int gx = next_power_of_two(widest_x);
-    const int gy = y_loops.empty() ? 1 : std::min<int>(next_power_of_two(widest_y), static_cast<int>(kMaxLanes / gx));
+    int gx = next_power_of_two(widest_x);
+    int gy = y_loops.empty() ? 1 : std::min<int>(next_power_of_two(widest_y), static_cast<int>(kMaxLanes / gx));
+    // As few lanes as give the grid kLaneThreads threads: a lane then runs several iterations
+    // of each lane loop (rounds) and keeps their registers, more products a load.
+    std::tie(gx, gy) = lane_shape(gx, gy, iterations);
     if (gx * gy < 2) return "its loops over registers have one iteration";
 
     // Where each pc stands: its y loop and x loop (-1: none).
