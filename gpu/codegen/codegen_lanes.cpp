@@ -9,15 +9,17 @@
 // only that one, R[1 + j], which the loop over j before it wrote, and R0, which iteration i
 // wrote first. Such loops run at once on the iteration's lanes, a grid of lanes_x_ × lanes_y_
 // threads: an innermost loop over registers (an x loop) gives iteration j to lane_x =
-// (j − lo) mod lanes_x_, and a loop around x loops (a y loop) iteration i to lane_y. Code
+// (j − lo) mod lanes_x_, and a loop around x loops (a y loop) iteration i to lane_y; a lane
+// runs its iterations in rounds, as few lanes as give the grid kLaneThreads threads. Code
 // outside a loop of a dimension runs on every lane of that dimension alike (each loads what
 // it reads; the lanes at 0 of it alone store and count), so a lane holds what the serial code
 // would hold in the registers it uses.
 //
 // A lane keeps register X at R[X − c_y·lane_y − c_x·lane_x], c being the register index's
-// coefficients of the lane loops' variables: where lane (0, 0) keeps its own, a number once
-// the loops that pick registers are unrolled, so that ptxas keeps a lane's few registers in
-// registers. That is sound where (checked here, the register sets enumerated):
+// coefficients of the lane loops' variables: where lane (0, 0) keeps its own. The generated
+// index is the program's with each lane loop's variable as lane (0, 0) has it (no lane in
+// it), a number once the rounds and the loops that pick registers unroll, so that ptxas keeps
+// a lane's few registers in registers. That is sound where (checked here, the register sets enumerated):
 //   - every register has one home: the lanes that write it, the same at each of its writes
 //     (a lane coordinate, or every lane of a dimension), at one place; every read of it is by
 //     lanes of its home, at that place;
@@ -30,9 +32,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <tuple>
 
