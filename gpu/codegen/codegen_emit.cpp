@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -64,6 +65,13 @@ Loc code_loc(const Program& p, std::int32_t pc) {
     if (in.loop >= 0) return p.loops[static_cast<size_t>(in.loop)].loc;
     const ast::Instruction* origin = p.origin[static_cast<size_t>(pc)];
     return origin ? origin->loc : Loc{};
+}
+
+std::string instruction_at(const Program& p, std::int32_t pc) { return fmt::format("{} at line {}", info(p.op_at(pc)).mnemonic, code_loc(p, pc).line); }
+
+integer::Interval loop_values_of(const LoopInfo& l, const integer::Interval* ranges) {
+    auto lo = l.lo.range(ranges), hi = l.hi.range(ranges);
+    return lo && hi ? integer::loop_values(*lo, *hi) : integer::Interval::everything();
 }
 
 void Footprint::add(const Footprint& o) {
@@ -183,15 +191,12 @@ std::string KernelEmitter::reg(std::int32_t pc, std::int32_t index, const char* 
     // A lane loop's register of its lane: kept where lane (0, 0) keeps its own (codegen_lanes.cpp),
     // the index with each lane loop's variable as lane (0, 0) has it (no lane in it: a number
     // once the rounds unroll, which ptxas keeps in a register).
-    bool by_lane = false;
-    std::vector<std::string> names = slot_name_;
+    std::vector<std::pair<int, std::string>> saved;  // the lane loops' own names, put back after
     for (const OpenLaneLoop& lane : open_lanes_)
-        if (lane.slot >= 0 && at.coefficient(lane.slot) != 0) {
-            by_lane = true;
-            slot_name_[static_cast<size_t>(lane.slot)] = lane.lane_free;
-        }
-    const std::string place = by_lane ? affine(at) : local;
-    slot_name_ = std::move(names);
+        if (lane.slot >= 0 && at.coefficient(lane.slot) != 0)
+            saved.emplace_back(lane.slot, std::exchange(slot_name_[static_cast<size_t>(lane.slot)], lane.lane_free));
+    const std::string place = saved.empty() ? std::string(local) : affine(at);
+    for (auto& [slot, name] : saved) slot_name_[static_cast<size_t>(slot)] = std::move(name);
     return fmt::format("R[{}]", place);
 }
 
@@ -206,8 +211,7 @@ void KernelEmitter::count(int array, bool write, const std::string& elements) {
 void KernelEmitter::enter_loop(const LoopInfo& l, bool emit_for, bool unroll) {
     std::string name = safe_name(l.var);
     slot_name_[static_cast<size_t>(l.slot)] = name;
-    auto lo = l.lo.range(slot_range_.data()), hi = l.hi.range(slot_range_.data());
-    slot_range_[static_cast<size_t>(l.slot)] = lo && hi ? integer::loop_values(*lo, *hi) : integer::Interval::everything();
+    slot_range_[static_cast<size_t>(l.slot)] = loop_values_of(l, slot_range_.data());
     if (emit_for) {
         comment_source(l.loc);
         if (unroll) line("#pragma unroll  // its variable picks a lane's register: a number once unrolled");
@@ -316,10 +320,8 @@ void KernelEmitter::scalar(std::int32_t pc) {
         for (int k = 0; k < nsources; ++k) sources += fmt::format("{}{} = {}", k ? ", " : "const float ", char('a' + k), regs[static_cast<size_t>(k)]);
         effect = (sources.empty() ? "" : sources + "; ") + regs.back() + " = " + value + ";";
     }
-    // A block's scalar code is thread 0's; serial code that every thread runs alike (a kernel
-    // with split loops) writes DRAM from thread 0 alone, outside the split loops.
-    // A block's scalar code is thread 0's; code that several threads run alike writes DRAM
-    // from one of them (redundant_guard).
+    // A block's scalar code is thread 0's; code that several threads run alike (serial code
+    // with split loops, a grid's lanes) writes DRAM from one of them (redundant_guard).
     const std::string guard = per_thread_ ? redundant_guard() : "threadIdx.x == 0";
     const bool thread0 = !per_thread_ || (!guard.empty() && writes_dram(op));
     line(thread0 ? "if (" + guard + ") { " + effect + " }" : effect);

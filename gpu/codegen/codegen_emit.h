@@ -43,6 +43,11 @@ struct ProductTooWide : ToyError {
 
 // Where the code at pc is written: an instruction's line, or its loop's.
 Loc code_loc(const Program& p, std::int32_t pc);
+// An instruction as the generator's notes name it: "MAC at line 63".
+std::string instruction_at(const Program& p, std::int32_t pc);
+// The values loop `l`'s variable takes, its bounds' variables ranging over `ranges` (by slot):
+// everything where a bound overflows.
+integer::Interval loop_values_of(const LoopInfo& l, const integer::Interval* ranges);
 
 // The arrays a generated module keeps in fp32 whatever the run's dtype: those the program both
 // reads and writes (a running state such as FA1's m and ℓ, or a STORE_ADD target), which a
@@ -236,6 +241,8 @@ private:
     std::string try_lanes(std::int32_t first, std::int32_t last, bool two_dimensions, std::int64_t iterations);
     std::string lane_memory_order(std::int32_t first, std::int32_t last, const std::set<std::int32_t>& x_loops, const std::set<std::int32_t>& y_loops) const;
     void open_lane_loop(std::int32_t loop_begin);
+    // The loop variables' values inside `loops` (LoopBegin pcs, outermost first), around the grid's.
+    std::vector<integer::Interval> ranges_inside(const std::vector<std::int32_t>& loops) const;
     // Where code runs on several threads alike (serial code with split loops, a grid's lanes
     // outside a dimension's loops): the condition of the one thread that stores and counts; "" elsewhere.
     std::string redundant_guard() const;

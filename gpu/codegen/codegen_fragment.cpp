@@ -93,7 +93,7 @@ void KernelEmitter::plan_fragments(std::int32_t first, std::int32_t last) {
             const LoopInfo& l = p_.loops[static_cast<size_t>(in.loop)];
             auto lo = l.lo.range(ranges.data()), hi = l.hi.range(ranges.data());
             open.push_back({lo && hi && !lo->empty() && !hi->empty() && hi->lo > lo->hi, surely});
-            ranges[static_cast<size_t>(l.slot)] = lo && hi ? integer::loop_values(*lo, *hi) : integer::Interval::everything();
+            ranges[static_cast<size_t>(l.slot)] = loop_values_of(l, ranges.data());
             continue;
         }
         if (in.code == Code::LoopEnd) {

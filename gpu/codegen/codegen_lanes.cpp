@@ -71,10 +71,8 @@ int next_power_of_two(std::int64_t v) {
 // each more partial sums a load of A and B; fewer threads than this leave SMs waiting.
 constexpr std::int64_t kLaneThreads = 65536;
 
-}  // namespace
-
-std::pair<int, int> lane_shape(int most_x, int most_y, std::int64_t iterations);
-
+// The lanes of each dimension, at most most_x × most_y, for a grid of `iterations` a head (0:
+// not known).
 std::pair<int, int> lane_shape(int most_x, int most_y, std::int64_t iterations) {
     // TOYSIM_LANES=XxY: that shape, within what the loops have (to measure the rule: gpu/tools/lanes_shape.sh).
     if (const char* forced = std::getenv("TOYSIM_LANES")) {
@@ -95,6 +93,8 @@ std::pair<int, int> lane_shape(int most_x, int most_y, std::int64_t iterations) 
     return best;
 }
 
+}  // namespace
+
 std::string KernelEmitter::plan_lanes(std::int32_t first, std::int32_t last, std::int64_t iterations) {
     // Lanes in two dimensions where the loops allow, else in one; the reason given is the last.
     std::string why = try_lanes(first, last, true, iterations);
@@ -106,7 +106,7 @@ std::string KernelEmitter::try_lanes(std::int32_t first, std::int32_t last, bool
     lanes_ = lanes_x_ = lanes_y_ = 1;
     lane_loops_.clear();
     unrolled_loops_.clear();
-    auto at = [&](std::int32_t pc) { return fmt::format("{} at line {}", info(p_.op_at(pc)).mnemonic, code_loc(p_, pc).line); };
+    auto at = [&](std::int32_t pc) { return instruction_at(p_, pc); };
     auto loop_info = [&](std::int32_t loop_begin) -> const LoopInfo& { return p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(loop_begin)].loop)]; };
     auto writes = [&](const Inst& in, const OpInfo& o, int k) { return k == in.reg_count - 1 && in.reg_count > o.register_sources(); };
     auto index_of = [&](std::int32_t operand) -> const Affine* {
@@ -201,13 +201,9 @@ std::string KernelEmitter::try_lanes(std::int32_t first, std::int32_t last, bool
     };
     auto named = [&](std::int32_t pc, std::int32_t operand, const std::function<bool(const Named&)>& each) -> std::optional<bool> {
         const auto [yl, xl] = lane_loops_at(pc);
-        std::vector<integer::Interval> slot_values = slot_range_;
-        const std::vector<std::int32_t> around = enclosing(pc);
-        for (auto l = around.rbegin(); l != around.rend(); ++l) {
-            const LoopInfo& loop = loop_info(*l);
-            auto lo = loop.lo.range(slot_values.data()), hi = loop.hi.range(slot_values.data());
-            slot_values[static_cast<size_t>(loop.slot)] = lo && hi ? integer::loop_values(*lo, *hi) : integer::Interval::everything();
-        }
+        std::vector<std::int32_t> around = enclosing(pc);
+        std::reverse(around.begin(), around.end());
+        const std::vector<integer::Interval> slot_values = ranges_inside(around);
         std::vector<int> slots;  // enumerated: the index's loop variables, and the lane loops'
         if (const Affine* index = index_of(operand))
             for (int t = 0; t < index->terms; ++t) slots.push_back(index->var[static_cast<size_t>(t)]);
@@ -356,7 +352,7 @@ std::string KernelEmitter::try_lanes(std::int32_t first, std::int32_t last, bool
 
 std::string KernelEmitter::lane_memory_order(std::int32_t first, std::int32_t last, const std::set<std::int32_t>& x_loops,
                                              const std::set<std::int32_t>& y_loops) const {
-    auto at = [&](std::int32_t pc) { return fmt::format("{} at line {}", info(p_.op_at(pc)).mnemonic, code_loc(p_, pc).line); };
+    auto at = [&](std::int32_t pc) { return instruction_at(p_, pc); };
     // No array both read and written: the lanes of an iteration run in no fixed order.
     std::vector<bool> read(p_.arrays.size(), false), written(p_.arrays.size(), false);
     for (std::int32_t pc = first; pc < last; ++pc) {
@@ -387,12 +383,10 @@ std::string KernelEmitter::lane_memory_order(std::int32_t first, std::int32_t la
         const bool in_lane_loop = std::any_of(around.begin(), around.end(), [&](std::int32_t l) { return x_loops.count(l) || y_loops.count(l); });
         if (!in_lane_loop || p_.op_at(pc) != Op::STORE) continue;
         // Injective over a box: each term's coefficient (by size) exceeds what the smaller terms span.
-        std::vector<integer::Interval> slot_values = slot_range_;
+        const std::vector<integer::Interval> slot_values = ranges_inside(around);
         std::vector<std::pair<std::int64_t, std::int64_t>> terms;  // |coefficient|, values − 1
         for (std::int32_t l : around) {
             const LoopInfo& loop = p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(l)].loop)];
-            auto lo = loop.lo.range(slot_values.data()), hi = loop.hi.range(slot_values.data());
-            slot_values[static_cast<size_t>(loop.slot)] = lo && hi ? integer::loop_values(*lo, *hi) : integer::Interval::everything();
             const std::int64_t c = m.address.coefficient(loop.slot);
             const integer::Interval r = slot_values[static_cast<size_t>(loop.slot)];
             if (r.empty() || r.lo == r.hi) continue;
@@ -410,6 +404,15 @@ std::string KernelEmitter::lane_memory_order(std::int32_t first, std::int32_t la
         }
     }
     return "";
+}
+
+std::vector<integer::Interval> KernelEmitter::ranges_inside(const std::vector<std::int32_t>& loops) const {
+    std::vector<integer::Interval> ranges = slot_range_;
+    for (std::int32_t l : loops) {
+        const LoopInfo& loop = p_.loops[static_cast<size_t>(p_.code[static_cast<size_t>(l)].loop)];
+        ranges[static_cast<size_t>(loop.slot)] = loop_values_of(loop, ranges.data());
+    }
+    return ranges;
 }
 
 void KernelEmitter::open_lane_loop(std::int32_t loop_begin) {

@@ -155,7 +155,7 @@ std::string read_after(const Program& p, std::int32_t loop_end, std::int32_t r) 
         if (in.code == Code::LoopBegin) open.push_back(p.loops[static_cast<size_t>(in.loop)].parallel);
         if (in.code == Code::LoopEnd && !open.empty()) open.pop_back();
         if (!is_instruction(in.code)) continue;
-        const auto at = [&] { return fmt::format("{} at line {}", info(p.op_at(pc)).mnemonic, code_loc(p, pc).line); };
+        const auto at = [&] { return instruction_at(p, pc); };
         if (in.code == Code::Tile) {  // a register operand of a tile instruction: read, to be safe
             const TileInst& t = p.tile_insts[static_cast<size_t>(in.mem)];
             for (int k = 0; k < t.count; ++k)
@@ -181,7 +181,7 @@ std::variant<KernelEmitter::SplitLoop, std::string> KernelEmitter::split_plan(st
     const std::size_t nregs = static_cast<std::size_t>(layout_.registers());
     std::vector<int> writers(nregs, 0), readers(nregs, 0);
     std::vector<std::int32_t> folds(nregs, -1);  // the pc of the instruction that folds into it
-    auto at = [&](std::int32_t pc) { return fmt::format("{} at line {}", info(p_.op_at(pc)).mnemonic, code_loc(p_, pc).line); };
+    auto at = [&](std::int32_t pc) { return instruction_at(p_, pc); };
     for (std::int32_t pc = loop_begin + 1; pc < end; ++pc) {
         const Inst& in = p_.code[static_cast<size_t>(pc)];
         if (in.code == Code::LoopBegin) return fmt::format("its body holds a loop (line {}); only a loop of scalar instructions that fold into registers is split, "
