@@ -219,10 +219,13 @@ std::vector<std::optional<ModuleShare>> share_modules(const std::vector<const Ge
             at = tokens[i].end;
         }
         copy_to(src.size());
-        module->unit = fmt::format("{}\n// One module for {} parameter sets of {}: the integers that differ between them are read from {}[], set before "
-                                   "each one's launches.\n__constant__ long long {}[{}];\n{}",
-                                   device_prelude(lead.block_threads / 32), group.size(), lead.program_path, kSharedParameterArray,
-                                   kSharedParameterArray, std::max<std::size_t>(columns.size(), 1), body);
+        module->kernels = std::move(body);
+        module->unit = device_prelude(lead.block_threads / 32) + "\n";
+        if (!columns.empty())
+            module->unit += fmt::format("// One module for {} parameter sets of {}: the integers that differ between them are read from {}[], set "
+                                        "before each one's launches.\n__constant__ long long {}[{}];\n",
+                                        group.size(), lead.program_path, kSharedParameterArray, kSharedParameterArray, columns.size());
+        module->unit += module->kernels;
         for (std::size_t g = 0; g < group.size(); ++g) {
             ModuleShare share{module, {}};
             for (const auto& column : columns) share.values.push_back(column[g]);
@@ -233,23 +236,21 @@ std::vector<std::optional<ModuleShare>> share_modules(const std::vector<const Ge
 }
 
 std::string instantiate_shared(const SharedModule& module, const std::vector<std::int64_t>& values) {
-    // The kernels are what follows toy_param's declaration; each "((T)toy_param[k])" is a value.
-    const std::string declaration = fmt::format("__constant__ long long {}[", kSharedParameterArray);
-    std::size_t start = module.unit.find(declaration);
-    start = start == std::string::npos ? 0 : module.unit.find('\n', start) + 1;
+    // Each "((T)toy_param[k])" of the kernels is a value.
+    const std::string& text = module.kernels;
     const std::string marker = fmt::format("){}[", kSharedParameterArray);
     std::string out;
-    std::size_t at = start;
-    for (std::size_t hit = module.unit.find(marker, at); hit != std::string::npos; hit = module.unit.find(marker, at)) {
-        const std::size_t open = module.unit.rfind("((", hit);
+    std::size_t at = 0;
+    for (std::size_t hit = text.find(marker); hit != std::string::npos; hit = text.find(marker, at)) {
+        const std::size_t open = text.rfind("((", hit);
         const std::size_t index = hit + marker.size();
-        const std::size_t close = module.unit.find("])", index);
-        out.append(module.unit, at, open - at);
-        const std::size_t k = std::stoul(module.unit.substr(index, close - index));
+        const std::size_t close = text.find("])", index);
+        out.append(text, at, open - at);
+        const std::size_t k = std::stoul(text.substr(index, close - index));
         out += std::to_string(k < values.size() ? values[k] : 0);
         at = close + 2;
     }
-    out.append(module.unit, at, std::string::npos);
+    out.append(text, at, std::string::npos);
     return out;
 }
 

@@ -35,7 +35,8 @@ inline constexpr const char* kSharedParameterArray = "toy_param";
 
 struct SharedModule {
     std::string program_path;   // its members' ("fa2.toy")
-    std::string unit;           // what NVRTC compiles: the prelude, toy_param's declaration, the kernels
+    std::string kernels;        // the members' kernels, each differing literal as ((T)toy_param[k]), comments dropped
+    std::string unit;           // what NVRTC compiles: the prelude, toy_param's declaration (where run_time_values > 0), the kernels
     int members = 0;            // how many modules it serves
     int run_time_values = 0;    // the literals read from toy_param
     // Compiled once for each architecture a member runs on (compile_shared).

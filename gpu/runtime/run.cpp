@@ -492,9 +492,7 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
             how.shared_by = options.share->module->members;
             how.run_time_values = options.share->module->run_time_values;
             how.reused = shared->reused;
-            plan.generated_values = options.share->values;
-            // toy_param has one element even where no integer differs (the members' text is the same).
-            if (plan.generated_values.empty()) plan.generated_values.push_back(0);
+            plan.generated_values = options.share->values;  // none where the members' text is the same
         }
         result.compile = std::move(how);
         image = std::move(compiled.image);
