@@ -110,6 +110,9 @@ inline CliResult run_cli_input(const std::vector<std::string>& args, const std::
 
 inline CliResult run_cli(const std::vector<std::string>& args) { return run_cli_input(args, ""); }
 
+// Whether `text` holds `part` (a generated kernel's line, a message's clause).
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 inline std::vector<std::string> split_lines(const std::string& text) {
     std::vector<std::string> lines;
     std::istringstream in(text);

@@ -23,8 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 std::shared_ptr<const gpu::GeneratedProgram> generated(const std::string& path, const ParamSettings& settings = {},
                                                        gpu::DType dtype = gpu::DType::F32) {
     return gpu::generate_cuda(build_file(path, settings), dtype);

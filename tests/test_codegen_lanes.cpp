@@ -10,11 +10,10 @@
 
 using namespace toysim;
 using toysim::testing::build;
+using toysim::testing::contains;
 using toysim::testing::build_file;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // A grid over rows of 32 with 300 registers (more than a thread holds) around `body`.
 std::shared_ptr<const gpu::GeneratedProgram> rows(const std::string& body) {

@@ -10,11 +10,10 @@
 
 using namespace toysim;
 using toysim::testing::build;
+using toysim::testing::contains;
 using toysim::testing::build_file;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 std::shared_ptr<const gpu::GeneratedProgram> generated_text(const std::string& body) {
     return gpu::generate_cuda(build("param n = 100\nregisters 4\ninput x[n]\noutput y[1]\n" + body, {}), gpu::DType::F32);

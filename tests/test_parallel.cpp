@@ -13,9 +13,8 @@
 
 using namespace toysim;
 using toysim::testing::build;
+using toysim::testing::contains;
 using toysim::testing::CliResult;
-
-static bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 namespace {
 

@@ -12,6 +12,7 @@
 
 using namespace toysim;
 using toysim::testing::build;
+using toysim::testing::contains;
 using toysim::testing::build_file;
 
 namespace {
@@ -49,7 +50,6 @@ testing::CliResult step_session(const std::vector<std::string>& args, const std:
     return testing::run_cli_input(full, commands);
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
