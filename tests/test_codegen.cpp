@@ -239,7 +239,23 @@ TEST_CASE("codegen: tiles of a proven shape live in registers as the tensor core
     CHECK(contains(narrow->source, "frag_product_stored<T, true>(acc, q, k, 40);  // on the tensor cores: 128×32 by 32×64"));
     CHECK(narrow->kernels[0].shared_bytes == 2 * 64 * 40 * 2);
     CHECK(contains(loop, "frag_rowreduce(m_new, s, [](float a, float b) { return D::max(a, b); });"));
-    CHECK(contains(loop, "FRAG_FOR(1, 8) { const float a = s[mi][cb][e], b = m_new[mi][e >> 1]; s[mi][cb][e] = D::sub(a, b); }"));
+    // S − m_new and its e^x run as one: an FMA and an ex2 (fast_exp_diff), the EXP's line saying so.
+    CHECK(contains(loop, "FRAG_FOR(1, 8) { const float a = s[mi][cb][e], b = m_new[mi][e >> 1]; s[mi][cb][e] = D::sub(a, b); p[mi][cb][e] = fast_exp_diff(a, b); }"));
+    CHECK(contains(loop, "EXP s, p                   # P̃ = e^(S − m_new)\n        {\n            // (taken with the SUB before it: e^(a − b) in one exp2)\n        }"));
+    CHECK(contains(loop, "ROWS_FOR(1) { const float a = m[mi][h], b = m_new[mi][h]; scale[mi][h] = D::sub(a, b); scale[mi][h] = fast_exp_diff(a, b); }"));
+    CHECK_FALSE(contains(loop, "fast_exp(a)"));
+    {
+        // Not where the EXP is not the next instruction or takes another tile: SUB s, then SUB
+        // of scale, EXP s, EXP scale (the same values, each e^x on its own).
+        std::string text = SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/fa2.toy")->text;
+        const std::string exp_s = "        EXP s, p                   # P̃ = e^(S − m_new)\n", sub_m = "        SUB m, m_new, scale\n";
+        REQUIRE(contains(text, exp_s + sub_m));
+        text.replace(text.find(exp_s + sub_m), exp_s.size() + sub_m.size(), sub_m + exp_s);
+        auto apart = gpu::generate_cuda(build(text, {{"n", 256}, {"d", 64}, {"Br", 128}, {"Bc", 64}}), gpu::DType::F16);
+        CHECK_FALSE(contains(apart->source, "fast_exp_diff(a, b)"));
+        CHECK(contains(apart->source, "FRAG_FOR(1, 8) { const float a = s[mi][cb][e]; p[mi][cb][e] = fast_exp(a); }"));
+        CHECK(contains(apart->source, "ROWS_FOR(1) { const float a = scale[mi][h]; scale[mi][h] = fast_exp(a); }"));
+    }
     // Only K and V are shared: the block meets after loading them and before the next loads.
     CHECK(lines_of(loop, "__syncthreads();") == 2);
     CHECK(lines_of(loop, "__syncwarp();") == 0);

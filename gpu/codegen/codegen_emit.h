@@ -197,7 +197,9 @@ private:
     bool fragment_instruction(const struct TileInst& t) const;
     std::string fragment_declaration(size_t tile) const;
     std::int64_t fragment_floats() const;  // a thread's floats of every tile in registers
-    void fragment_tile(const struct TileInst& t);
+    void fragment_tile(std::int32_t pc, const struct TileInst& t);
+    const struct TileInst* exp_after_sub(std::int32_t pc, const struct TileInst& sub) const;
+    std::int32_t fused_exp_pc_ = -1;  // an EXP emitted with the SUB before it (exp_after_sub)
     std::vector<SlowPath> slow_products(std::int32_t first, std::int32_t last) const;
 
     // Serial scalar code (a kernel of one thread per head) whose loops reduce into registers

@@ -378,7 +378,26 @@ std::string KernelEmitter::fragment_declaration(size_t tile) const {
 }
 
 // An instruction on tiles in registers (fragment_instruction holds).
-void KernelEmitter::fragment_tile(const TileInst& t) {
+// The EXP at pc + 1 that takes the SUB at pc's result, both on tiles in registers of one shape:
+// the two run as one, e^(a − b) (the prelude's fast_exp_diff), and the SUB's own result is still
+// written (the compiler drops it where nothing reads it). nullptr where there is none.
+const TileInst* KernelEmitter::exp_after_sub(std::int32_t pc, const TileInst& sub) const {
+    if (sub.op != Op::SUB || static_cast<size_t>(pc + 1) >= p_.code.size()) return nullptr;
+    const Inst& next = p_.code[static_cast<size_t>(pc + 1)];
+    if (next.code != Code::Tile) return nullptr;
+    const TileInst& e = p_.tile_insts[static_cast<size_t>(next.mem)];
+    const TileOperand &from = e.args[0], &to = e.args[1], &result = sub.args[2];
+    if (e.op != Op::EXP || from.kind != TileOperand::Kind::Tile || from.index != result.index || from.transposed) return nullptr;
+    if (to.kind != TileOperand::Kind::Tile || !is_fragment(to) || !fragment_instruction(e)) return nullptr;
+    if (static_shape_[static_cast<size_t>(to.index)] != static_shape_[static_cast<size_t>(result.index)]) return nullptr;
+    return &e;
+}
+
+void KernelEmitter::fragment_tile(std::int32_t pc, const TileInst& t) {
+    if (pc == fused_exp_pc_) {
+        line("// (taken with the SUB before it: e^(a − b) in one exp2)");
+        return;
+    }
     const OpInfo& op = info(t.op);
     const int dest = t.count - 1;
     const TileOperand& d = t.args[static_cast<size_t>(dest)];
@@ -416,7 +435,13 @@ void KernelEmitter::fragment_tile(const TileInst& t) {
         value = fmt::format("c_ <= r_ ? a : {}", value);
     }
     const std::string loop = column ? fmt::format("ROWS_FOR({})", mt) : fmt::format("FRAG_FOR({}, {})", mt, ds.second / 8);
-    line(fmt::format("{} {{ {}{}{}{} = {}; }}", loop, reads, reads.empty() ? "" : "; ", out, column ? "[mi][h]" : "[mi][cb][e]", value));
+    const char* at = column ? "[mi][h]" : "[mi][cb][e]";
+    std::string also;
+    if (const TileInst* exp = exp_after_sub(pc, t)) {
+        also = fmt::format(" {}{} = fast_exp_diff(a, b);", tile_name_[static_cast<size_t>(exp->args[1].index)], at);
+        fused_exp_pc_ = pc + 1;
+    }
+    line(fmt::format("{} {{ {}{}{}{} = {};{} }}", loop, reads, reads.empty() ? "" : "; ", out, at, value, also));
 }
 
 // Why each product of the kernel [first, last) is not on the fastest path, a product of tiles

@@ -180,6 +180,12 @@ template <int kRows>
 __device__ __forceinline__ int tile_at(Swizzle128<kRows>, int i, int j) { return (j >> 6) * (kRows * 64) + i * 64 + ((((j >> 3) & 7) ^ (i & 7)) << 3) + (j & 7); }
 __device__ __forceinline__ bool whole_pieces(int s, int vec) { return s % vec == 0; }
 template <int kRows> __device__ __forceinline__ bool whole_pieces(Swizzle128<kRows>, int) { return true; }
+// How far apart rows i and i + k are in a layout, where every row that far apart has one offset
+// from the next (rows_keep_phase): the swizzle's rows 8 apart are 64 elements a row apart.
+__device__ __forceinline__ bool rows_keep_phase(int, int) { return true; }
+template <int kRows> __device__ __forceinline__ bool rows_keep_phase(Swizzle128<kRows>, int k) { return k % 8 == 0; }
+__device__ __forceinline__ int rows_apart(int s, int k) { return k * s; }
+template <int kRows> __device__ __forceinline__ int rows_apart(Swizzle128<kRows>, int k) { return k * 64; }
 // LOAD slice, tile: element (i, j) of the slice at src[i·rs + j·cs]. Rows of whole pieces of 4
 // elements (the common case: a tile of a row-major array) go a piece a read, a warp's pieces
 // side by side in shared memory.
@@ -215,6 +221,14 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
     *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
 #endif
 }
+__device__ __forceinline__ void cp_async16_shared(unsigned dst, const void* src) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src));
+#else
+    const uint4 v = *reinterpret_cast<const uint4*>(src);
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+#endif
+}
 __device__ __forceinline__ void cp_async_commit() {
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;");
@@ -231,7 +245,26 @@ __device__ __forceinline__ void tile_load_async(T* dst, L ds, const T* src, long
     constexpr int kVec = 16 / sizeof(T);
     if (cs == 1 && cols % kVec == 0 && rs % kVec == 0 && whole_pieces(ds, kVec) && reinterpret_cast<unsigned long long>(src) % 16 == 0) {
         const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = kWarps;
-        const int pieces = cols / kVec, mine = rows > warp ? (rows - warp + warps - 1) / warps : 0, total = mine * pieces;
+        const int pieces = cols / kVec;
+        const int step = pieces > 0 && pieces <= 32 ? 32 / pieces * warps : 0;
+        if (step > 0 && 32 % pieces == 0 && rows_keep_phase(ds, step)) {
+            // The same copies as below, written so that the compiler sees their addresses step by
+            // constants: a lane keeps one column (each pass of the warp covers 32 / pieces of its
+            // rows, lane l the piece l % pieces of each), so its first copy's addresses are worked
+            // out once, shared memory's as a 32-bit address, and each later pass adds a constant
+            // (in the swizzle too: the passes step by a multiple of 8 rows, one phase). Worked out
+            // for each copy, the division, the swizzle and the address conversion had made a
+            // quarter of generated fa2's instructions at d = 128 (Nsight Compute's count).
+            const int first = warp + lane / pieces * warps, j = lane % pieces * kVec;
+            const unsigned to = (unsigned)__cvta_generic_to_shared(dst + tile_at(ds, first, j));
+            const T* from = src + first * rs + j;
+#pragma unroll
+            for (int pass = 0; pass < (rows + step - 1) / step; ++pass)
+                if (rows % step == 0 || first + pass * step < rows)
+                    cp_async16_shared(to + (unsigned)(rows_apart(ds, pass * step) * sizeof(T)), from + pass * step * rs);
+            return;
+        }
+        const int mine = rows > warp ? (rows - warp + warps - 1) / warps : 0, total = mine * pieces;
         for (int e = lane; e < total; e += 32) {
             const int t = e / pieces, i = warp + t * warps, j = (e - t * pieces) * kVec;
             cp_async16(dst + tile_at(ds, i, j), src + i * rs + j);
@@ -570,6 +603,14 @@ __device__ __forceinline__ void frag_rowreduce(float (&out)[MT][2], const float 
 __device__ __forceinline__ float fast_exp(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+    return y;
+}
+// e^(a − b) as one fused multiply-add and ex2: 2^(a·log2 e − b·log2 e), with b·log2 e worked out
+// once per row by the compiler (b is a row's value), the exp2 softmax with the scale folded that
+// the hand-written kernels take: a SUB whose result an EXP takes next (codegen_fragment.cpp).
+__device__ __forceinline__ float fast_exp_diff(float a, float b) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(fmaf(a, 1.4426950408889634f, -b * 1.4426950408889634f)));
     return y;
 }
 // Two values as the tensor cores' operand type E (the arrays' storage type), in one register.

@@ -233,7 +233,7 @@ void KernelEmitter::tile(std::int32_t pc) {
         // A staged LOAD: copied ahead (open_staged_loop), here only taken up.
         slice(pc, t, is_staged_load(pc) ? SliceMode::Consume : SliceMode::Load);
     } else if (touches_fragment(t)) {
-        fragment_tile(t);
+        fragment_tile(pc, t);
     } else {
         const char* view_names[] = {"src_a", "src_b", "src_c"};
         const char* reg_names[] = {"ra", "rb", "rc", "rd"};
