@@ -106,6 +106,7 @@ struct WgmmaShape {
     auto operator<=>(const WgmmaShape&) const = default;
 };
 std::string hopper_prelude();
+std::string stages_prelude();  // cp.async and tile_load_async (codegen_stages.cpp): after the tile loops
 std::string online_merge_prelude();  // online_merge, block_allreduce_online (codegen_reduce.cpp): after D
 std::string wgmma_instruction(const WgmmaShape& shape, DType dtype);
 

@@ -20,6 +20,84 @@
 
 namespace toysim::gpu {
 
+// The prelude's asynchronous copies (after the tile loops: tile_load_stored is its fallback).
+std::string stages_prelude() {
+    return R"cuda(
+// ---- asynchronous copies of staged tiles (gpu/codegen/codegen_stages.cpp) ----
+// How far apart rows i and i + k are in a layout, where every row that far apart has one offset
+// from the next (rows_keep_phase): the swizzle's rows 8 apart are 64 elements a row apart.
+__device__ __forceinline__ bool rows_keep_phase(int, int) { return true; }
+template <int kRows> __device__ __forceinline__ bool rows_keep_phase(Swizzle128<kRows>, int k) { return k % 8 == 0; }
+__device__ __forceinline__ int rows_apart(int s, int k) { return k * s; }
+template <int kRows> __device__ __forceinline__ int rows_apart(Swizzle128<kRows>, int k) { return k * 64; }
+// A tile with `stages S` (asynchronous copies): tile_load_stored's pieces as cp.async copies of
+// 16 bytes that write shared memory while the block computes. A thread's copies since the last
+// commit are one group; cp_async_wait<N> returns when all but the N newest groups have landed
+// (the thread's own: a barrier after it makes every thread's visible). Rows as load_pieces
+// owns them (row i by warp i mod kWarps); where the pieces are not whole 16 bytes, the copy is
+// synchronous (the barrier before the tile's use covers it as well).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src));
+#else
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+#endif
+}
+__device__ __forceinline__ void cp_async16_shared(unsigned dst, const void* src) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src));
+#else
+    const uint4 v = *reinterpret_cast<const uint4*>(src);
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;");
+#endif
+}
+template <int kNewest>
+__device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;" :: "n"(kNewest));
+#endif
+}
+template <typename T, typename L>
+__device__ __forceinline__ void tile_load_async(T* dst, L ds, const T* src, long long rs, long long cs, int rows, int cols) {
+    constexpr int kVec = 16 / sizeof(T);
+    if (cs == 1 && cols % kVec == 0 && rs % kVec == 0 && whole_pieces(ds, kVec) && reinterpret_cast<unsigned long long>(src) % 16 == 0) {
+        const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = kWarps;
+        const int pieces = cols / kVec;
+        const int step = pieces > 0 && pieces <= 32 ? 32 / pieces * warps : 0;
+        if (step > 0 && 32 % pieces == 0 && rows_keep_phase(ds, step)) {
+            // The same copies as below, written so that the compiler sees their addresses step by
+            // constants: a lane keeps one column (each pass of the warp covers 32 / pieces of its
+            // rows, lane l the piece l % pieces of each), so its first copy's addresses are worked
+            // out once, shared memory's as a 32-bit address, and each later pass adds a constant
+            // (in the swizzle too: the passes step by a multiple of 8 rows, one phase). Worked out
+            // for each copy, the division, the swizzle and the address conversion had been 22 of
+            // generated fa2's 146 million instructions at n = 4096, d = 128 (Nsight Compute, H200).
+            const int first = warp + lane / pieces * warps, j = lane % pieces * kVec;
+            const unsigned to = (unsigned)__cvta_generic_to_shared(dst + tile_at(ds, first, j));
+            const T* from = src + first * rs + j;
+#pragma unroll
+            for (int pass = 0; pass < (rows + step - 1) / step; ++pass)
+                if (rows % step == 0 || first + pass * step < rows)
+                    cp_async16_shared(to + (unsigned)(rows_apart(ds, pass * step) * sizeof(T)), from + pass * step * rs);
+            return;
+        }
+        const int mine = rows > warp ? (rows - warp + warps - 1) / warps : 0, total = mine * pieces;
+        for (int e = lane; e < total; e += 32) {
+            const int t = e / pieces, i = warp + t * warps, j = (e - t * pieces) * kVec;
+            cp_async16(dst + tile_at(ds, i, j), src + i * rs + j);
+        }
+        return;
+    }
+    tile_load_stored(dst, ds, src, rs, cs, rows, cols);
+}
+)cuda";
+}
+
 namespace {
 SlowPath stage_note(const Tile& tile, const std::string& why) {
     return {tile.loc, "", fmt::format("tile {}: `stages {}` not applied, its LOADs wait: {}", tile.name, tile.stages, why)};
