@@ -57,6 +57,13 @@ std::uint64_t CacheConfig::index_key(std::uint64_t line, std::uint64_t sets) con
 //   "38 dense" 0.605). Reads keep the whole 50 MiB, least recently used first, as before.
 constexpr std::uint64_t kH100DirtyBytes = (std::uint64_t{64} << 20) - 42405888;
 constexpr std::uint32_t kH100DirtyWays = 12;
+// The H200's, measured the same way (gpu/results/l2_probe_h200.txt, l2_capacity_h200.txt): a
+// launch that only writes 64 MiB makes DRAM write 37,572,864 bytes while it runs, so 29,536,000
+// (28.2 MiB, 47% of its 60 MiB, as the H100's 23.6 of 50) stay dirty; a stream over every SM
+// finds half of what it read gone between 43 MiB (0.428 missed) and 44 (0.517), 0.73 of the L2,
+// as the H100's 37.5 of 50 (0.75): 12 of 16 ways again.
+constexpr std::uint64_t kH200DirtyBytes = (std::uint64_t{64} << 20) - 37572864;
+constexpr std::uint32_t kH200DirtyWays = 12;
 
 const std::vector<CachePreset>& cache_presets() {
     static const std::vector<CachePreset> presets = {
@@ -64,6 +71,10 @@ const std::vector<CachePreset>& cache_presets() {
          "NVIDIA H100 (SXM/PCIe): 50 MiB L2, 128-byte lines of 32-byte sectors, 64-byte fills, a hashed set index, at most 23.6 MiB "
          "dirty (measured, gpu/README.md); a dirty line written back once 12 of its set's 16 ways were used after it (from the "
          "measured capacity); 16 ways and LRU assumed"},
+        {"h200", CacheConfig{60u << 20, 128, 32, 16, 64, true, kH200DirtyBytes, kH200DirtyWays},
+         "NVIDIA H200: 60 MiB L2, 128-byte lines of 32-byte sectors, 64-byte fills, a hashed set index, at most 28.2 MiB dirty "
+         "(measured, gpu/results/l2_probe_h200.txt); a dirty line written back once 12 of its set's 16 ways were used after it "
+         "(from the measured capacity); 16 ways and LRU assumed, as on the H100"},
         {"a100", CacheConfig{40u << 20, 128, 32, 16, 32, true},
          "NVIDIA A100: 40 MiB L2, 128-byte lines of 32-byte sectors; ways, fills, the hashed index and LRU assumed, not measured"},
     };

@@ -320,7 +320,7 @@ TEST_CASE("cache: presets and settings as the user writes them", "[cache]") {
 
     CHECK(parse_cache("h10").error == "unknown cache preset 'h10'; did you mean 'h100'?");
     CHECK(parse_cache("v100").error == "unknown cache preset 'v100'; did you mean 'h100'?");  // as near as a100: the first wins
-    CHECK(parse_cache("mi300").error == "unknown cache preset 'mi300' (presets: h100, a100)");
+    CHECK(parse_cache("mi300").error == "unknown cache preset 'mi300' (presets: h100, h200, a100)");
     CHECK(parse_cache("h100 sise=4MiB").error == "unknown cache setting 'sise'; did you mean 'size'?");
     CHECK(h100.config.hashed_index);
     CHECK(h100.config.dirty_limit_bytes == 24702976);  // gpu/results/l2_probe_h100.txt: 64 MiB written, 42,405,888 B of it reached DRAM
@@ -337,7 +337,7 @@ TEST_CASE("cache: presets and settings as the user writes them", "[cache]") {
     CHECK(parse_cache("size=50XB").error ==
           "cache size '50XB' is not a byte count (a whole number, optionally with B, KiB, MiB or GiB)");
     CHECK(parse_cache("size=4MiB ways=16KiB").error == "cache ways '16KiB' is not a whole number");
-    CHECK(parse_cache("line=64").error == "a cache needs a size (size=50MiB) or a preset (h100, a100)");
+    CHECK(parse_cache("line=64").error == "a cache needs a size (size=50MiB) or a preset (h100, h200, a100)");
     CHECK(parse_cache("ways=8 h100").error == "the preset 'h100' comes first, before the settings that change it");
     CHECK(parse_cache("size=50000000").error ==
           "a cache of 50000000 bytes is not a whole number of sets of 16 ways × 128-byte lines (2048 bytes each)");

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "gpu/kernels/kernels.h"
+#include "gpu/runtime/diff.h"
 #include "isa/machine.h"
 #include "sim/front/parser.h"
 #include "sim/timing/predict.h"
@@ -33,26 +34,35 @@ std::uint64_t& count(LaunchWork& w, Op op) { return w.instructions[static_cast<s
 
 }  // namespace
 
-TEST_CASE("machine: every h100 value is the figure on its row of the probe's results", "[time]") {
-    std::ifstream in(std::string(TOYSIM_SOURCE_DIR) + "/" + std::string(h100().results));
-    REQUIRE(in);
-    std::vector<std::string> lines;
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    for (int p = 0; p < kMachineParamCount; ++p) {
-        const MachineValue& v = h100().values[static_cast<size_t>(p)];
-        INFO(machine_param_info(static_cast<MachineParam>(p)).key << ": row " << v.row << ", figure " << v.figure);
-        bool found = false;
-        for (const std::string& line : lines)
-            found = found || (line.rfind(std::string(v.row) + " ", 0) == 0 && line.find(std::string(v.figure), v.row.size()) != std::string::npos);
-        CHECK(found);
-        // The figure's first number is the value.
-        const std::string figure(v.figure);
-        const auto digit = figure.find_first_of("0123456789");
-        REQUIRE(digit != std::string::npos);
-        CHECK(std::stod(figure.substr(digit)) == Approx(v.measured));
+TEST_CASE("machine: every value of every named machine is the figure on its row of its probe's results", "[time]") {
+    for (const MachineSpec& machine : machines()) {
+        INFO("machine " << machine.name << ", " << machine.results);
+        std::ifstream in(std::string(TOYSIM_SOURCE_DIR) + "/" + std::string(machine.results));
+        REQUIRE(in);
+        std::vector<std::string> lines;
+        for (std::string line; std::getline(in, line);) lines.push_back(line);
+        // The probe's first line names the device the figures are of.
+        REQUIRE_FALSE(lines.empty());
+        CHECK(lines[0].find(machine.name == "h100" ? "NVIDIA H100" : "NVIDIA H200") != std::string::npos);
+        for (int p = 0; p < kMachineParamCount; ++p) {
+            const MachineValue& v = machine.values[static_cast<size_t>(p)];
+            INFO(machine_param_info(static_cast<MachineParam>(p)).key << ": row " << v.row << ", figure " << v.figure);
+            bool found = false;
+            for (const std::string& line : lines)
+                found = found || (line.rfind(std::string(v.row) + " ", 0) == 0 && line.find(std::string(v.figure), v.row.size()) != std::string::npos);
+            CHECK(found);
+            // The figure's first number is the value.
+            const std::string figure(v.figure);
+            const auto digit = figure.find_first_of("0123456789");
+            REQUIRE(digit != std::string::npos);
+            CHECK(std::stod(figure.substr(digit)) == Approx(v.measured));
+        }
     }
-    CHECK(find_machine("h200") == nullptr);
-    CHECK(machine_names() == "h100");
+    CHECK(machine_names() == "h100, h200");
+    CHECK(find_machine("h200")->device == "NVIDIA H200 (SXM)");
+    CHECK((*find_machine("h200"))[MachineParam::DramBytesPerSecond] == 4487);
+    CHECK((*find_machine("h200"))[MachineParam::Sms] == 132);  // from h100(), read back from machine_h200.txt above
+    CHECK(find_machine("a100") == nullptr);
 }
 
 TEST_CASE("time: the products' bound on wgmma, and the busiest SM's extra block", "[time]") {
@@ -349,9 +359,25 @@ TEST_CASE("cost --machine: occupancy from the schedule, and each launch's predic
     CHECK(r.code == 2);
     CHECK(r.err == "programs/attention/schedules/fa2_v3_mma.toy: error: a block's tiles in registers need 292 registers a thread over 128 threads "
                    "(warps 4); a thread has at most 255\n");
-    r = run_cli({"cost", "programs/attention/fa2.toy", "--machine", "h200"});
+    // The H200: the same chip's figures but its memory (4487 GB/s against 3072) and clocks.
+    const std::vector<std::string> v3 = {"cost", "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=4096", "--set", "d=64", "--set", "Br=128",
+                                         "--set", "Bc=64", "--dtype", "fp16", "--heads", "16", "--format", "json"};
+    auto on = [&](const char* machine) {
+        std::vector<std::string> args = v3;
+        args.insert(args.end(), {"--machine", machine});
+        const CliResult c = run_cli(args);
+        REQUIRE(c.code == 0);
+        return nlohmann::json::parse(c.out).at("predicted_time");
+    };
+    const auto on_h100 = on("h100"), on_h200 = on("h200");
+    CHECK(on_h200.at("machine") == "h200");
+    CHECK(on_h200.at("seconds").get<double>() > 0);
+    CHECK(on_h200.at("seconds").get<double>() <= on_h100.at("seconds").get<double>());
+    CHECK(gpu::cache_preset_of("NVIDIA H200") == "h200");
+    CHECK(gpu::cache_preset_of("NVIDIA H100 80GB HBM3") == "h100");
+    r = run_cli({"cost", "programs/attention/fa2.toy", "--machine", "a100"});
     CHECK(r.code == 2);
-    CHECK(r.err == "programs/attention/fa2.toy: error: --machine 'h200': no such machine (the machines: h100; without it, the seeds' machine)\n");
+    CHECK(r.err == "programs/attention/fa2.toy: error: --machine 'a100': no such machine (the machines: h100, h200; without it, the seeds' machine)\n");
     r = run_cli({"cost", "programs/attention/fa2.toy", "--machine", "h100", "--workers", "4"});
     CHECK(r.code == 2);
     CHECK(r.err == "programs/attention/fa2.toy: error: --machine: a machine runs each top-level loop as a launch from a cold L2, on the blocks its "
@@ -376,9 +402,9 @@ TEST_CASE("run --machine: the run, then each launch's predicted time as cost --m
     const auto j = nlohmann::json::parse(json.out);
     CHECK(j.at("predicted_time").at("launches").size() == 1);
     CHECK(j.contains("counters"));
-    const CliResult bad = run_cli({"run", "programs/p1_c00.toy", "--machine", "h200"});
+    const CliResult bad = run_cli({"run", "programs/p1_c00.toy", "--machine", "a100"});
     CHECK(bad.code == 2);
-    CHECK(bad.err == "programs/p1_c00.toy: error: --machine 'h200': no such machine (the machines: h100; without it, the seeds' machine)\n");
+    CHECK(bad.err == "programs/p1_c00.toy: error: --machine 'a100': no such machine (the machines: h100, h200; without it, the seeds' machine)\n");
 }
 
 TEST_CASE("sweep --machine: each run's predicted time after the table, and --plot-y time draws it", "[time][cli][plot]") {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The time model's error table: for every recorded cold run of a catalog kernel
 # (traces/gpu/*.cold.json), each launch's time predicted on the named machine (sim/timing/,
-# isa/machine.h) against the median the run measured on the H100. Needs no GPU: it reads the
-# recorded runs back with `toysim diff --gpu FILE`. Writes traces/gpu/time_prediction.md.
+# isa/machine.h) against the median the run measured on its GPU (the H100's in traces/gpu, the
+# H200's in traces/gpu/h200: each run is predicted on the named machine of the device it names).
+# Needs no GPU: it reads the recorded runs back with `toysim diff --gpu FILE`. Writes
+# traces/gpu/time_prediction.md, or TOYSIM_RESULTS_DIR's; a run not recorded there is listed.
 #
 #   bash gpu/tools/time_table.sh [path/to/toysim] [TABLE]
 #
@@ -29,8 +31,12 @@ versions = {"fa2.n4096.fp16": "v0 CUDA cores", "fa2_v1_wmma.n4096.fp16": "v1 WMM
             "fa2_v3_mma.n4096.fp16": "v3 mma.sync, 4 warps", "fa2_v4_wgmma.n4096.fp16": "v4 wgmma + TMA"}
 parts = ["memory", "copies", "products", "special", "alu", "waits"]
 version_rows = []
+missing = []
 for name in runs:
     path = f"{out}/{name}.cold.json"
+    if not os.path.exists(path):  # a folder of another GPU's runs may hold some of them (traces/gpu/h200/)
+        missing.append(name)
+        continue
     recorded = json.load(open(path))
     # A kernel version's own schedule, where it has one (programs/attention/schedules/).
     program = recorded["program"]
@@ -67,6 +73,8 @@ lines += ["", "FA2's forward, v0 to v4 (n = 4096, d = 64, 16 heads, fp16): the c
           "(copies overlap the rest; the chain is memory + the longer of copies and the others)", "",
           "| version | memory | copies | products | special | alu | waits | predicted | measured |",
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"] + version_rows
+if missing:
+    lines += ["", "Not recorded in this folder: " + ", ".join(missing) + "."]
 if none:
     lines.append("")
     lines.append("No predicted time:")

@@ -79,7 +79,7 @@ struct Args {
 };
 
 // What --cache takes, said once for every command that has it.
-const char* const kCacheSpec = "a preset (h100, a100) or settings (size=1KiB line=64 sector=32 ways=2 fill=32 index=mod|hash), or both (h100 ways=8)";
+const char* const kCacheSpec = "a preset (h100, h200, a100) or settings (size=1KiB line=64 sector=32 ways=2 fill=32 index=mod|hash), or both (h100 ways=8)";
 
 Commands define_commands(CLI::App& app, Args& a) {
     app.set_version_flag("--version", fmt::format("toysim {} (commit {})", kVersion, kCommit));
@@ -128,7 +128,7 @@ Commands define_commands(CLI::App& app, Args& a) {
     add_force(c.run, a.run.force);
     add_cache(c.run, a.run);
     c.run->add_option("--machine", a.run.machine,
-                      "also predict each launch's time on a named machine (h100), as 'toysim cost --machine' does (one head)");
+                      "also predict each launch's time on a named machine (h100, h200), as 'toysim cost --machine' does (one head)");
     c.run->footer("\nexamples:\n"
                   "  toysim run programs/p1_c00.toy\n"
                   "  toysim run programs/p4_softmax_3pass.toy --set n=1000000\n"
@@ -197,7 +197,7 @@ Commands define_commands(CLI::App& app, Args& a) {
                         "predicted time on --machine)")
         ->check(CLI::IsMember({"traffic", "cycles", "time"}));
     c.sweep->add_option("--machine", a.sweep.machine,
-                        "also predict each run's time on a named machine (h100), as 'toysim cost --machine' does (one head): a line "
+                        "also predict each run's time on a named machine (h100, h200), as 'toysim cost --machine' does (one head): a line "
                         "after the table, and --plot-y time");
     c.sweep->footer("\nexamples:\n"
                     "  toysim sweep programs/p5_online_softmax.toy --set n=10,100,1000\n"
@@ -214,7 +214,7 @@ Commands define_commands(CLI::App& app, Args& a) {
     c.cost->add_flag("--cold-launches", a.cost.cold_launches,
                      "with a cache: each top-level loop is a GPU launch measured from a cold L2 (emptied before it)");
     c.cost->add_option("--machine", a.cost.machine,
-                       "also predict each launch's time on a named machine (h100): its occupancy from the program's schedule, its "
+                       "also predict each launch's time on a named machine (h100, h200): its occupancy from the program's schedule, its "
                        "L2 unless --cache or the program gives one");
     c.cost->add_option("--workers", a.cost.workers, "with a cache: the workers a grid runs on, as a GPU's resident blocks (default: the program's)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
@@ -341,7 +341,7 @@ Commands define_commands(CLI::App& app, Args& a) {
     c.diff->add_option("--plot", a.diff.plot, "with --sweep: write the traffic against the swept value as an SVG file");
     c.diff->add_option("--plot-y", a.diff.plot_y, "what --plot draws: traffic (simulated, L2, DRAM) or time (measured and predicted)")
         ->check(CLI::IsMember({"traffic", "time"}));
-    c.diff->add_option("--cache", a.diff.cache, std::string("the modeled L2 that predicts DRAM bytes (default: the device's preset, h100 on an H100): ") + kCacheSpec);
+    c.diff->add_option("--cache", a.diff.cache, std::string("the modeled L2 that predicts DRAM bytes (default: the device's preset, h100 on an H100, h200 on an H200): ") + kCacheSpec);
     c.diff->add_option("--workers", a.diff.workers, "the workers the prediction runs a grid on (default: resident blocks per SM × SMs, as recorded)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
     add_race_force(c.diff, a.diff.force);

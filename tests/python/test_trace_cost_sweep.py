@@ -120,8 +120,8 @@ def test_cost_on_a_machine_is_the_cli_cost():
     assert got == cli_json("cost", "programs/attention/schedules/fa2_forward.toy", *sets(**params), "--machine", "h100", "--heads", "16",
                            "--format", "json")
     assert got["predicted_time"]["occupancy"]["resident_blocks_per_sm"] == 2
-    with pytest.raises(toysim.ToyError, match=r"cost\(machine=\.\.\.\) 'h200': no such machine"):
-        p.cost(machine="h200")
+    with pytest.raises(toysim.ToyError, match=r"cost\(machine=\.\.\.\) 'a100': no such machine"):
+        p.cost(machine="a100")
 
 
 def test_tune_schedule_is_the_cli_tune():
