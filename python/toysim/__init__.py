@@ -165,8 +165,8 @@ class Program:
         text, formulas = self._p.cost(heads, workers or 0, cold_launches, machine or "")
         return Cost(self, _json.loads(text), _json.loads(formulas))
 
-    def tune(self, objective="time", machine="h100", heads=1, dtype="fp32", top=10, kernel=None, gpu=False, sample=5, repeats=20, **lists):
-        """A space of parameters ranked by the model: ``tune(objective="time", machine="h100", heads=1, dtype="fp32", top=10, kernel=None, gpu=False, sample=5, repeats=20, **lists) -> dict``.
+    def tune(self, objective="time", machine=None, heads=1, dtype="fp32", top=10, kernel=None, gpu=False, sample=5, repeats=20, **lists):
+        """A space of parameters ranked by the model: ``tune(objective="time", machine=None, heads=1, dtype="fp32", top=10, kernel=None, gpu=False, sample=5, repeats=20, **lists) -> dict``.
 
         As ``toysim tune --vary ... --format json``: ``p.tune(Br=[64, 128], Bc=[32, 64])`` ranks
         every combination (the program's own parameters otherwise) by ``objective`` (``"time"``,
@@ -177,9 +177,11 @@ class Program:
         each point as that kernel runs it; ``gpu=True`` (``--gpu``) runs the ``top`` points and
         ``sample`` of the rest (``None``: all) on the GPU: rows gain ``"measured_seconds"`` and
         ``["gpu"]`` holds the model's pick against the best measured and Spearman's ρ.
+        ``machine`` (``--machine``) names the machine that ranks them; ``None`` is the GPU's own
+        (``"h100"`` or ``"h200"``) with ``gpu=True``, else ``"h100"``.
         """
         vary = [f"{name}={','.join(str(v) for v in values)}" for name, values in lists.items()]
-        return _json.loads(self._p.tune(vary, objective, machine, heads, dtype, top, kernel or "", gpu, -1 if sample is None else sample, repeats))
+        return _json.loads(self._p.tune(vary, objective, machine or "", heads, dtype, top, kernel or "", gpu, -1 if sample is None else sample, repeats))
 
     def tune_schedule(self, registers=None):
         """The fewest cycles of this straight-line program's products: ``tune_schedule(registers=None) -> dict``.

@@ -247,7 +247,7 @@ RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const st
     if (request.objective != "time" && request.objective != "dram" && request.objective != "cycles")
         throw ToyError(fmt::format("tune: objective '{}': time, dram or cycles", request.objective));
     if (request.vary.empty()) throw ToyError("tune: give --vary NAME=V1,V2,... (the space), or --schedule");
-    const MachineSpec& machine = named_machine(request.machine, spelling);
+    const MachineSpec& machine = named_machine(request.machine.empty() ? "h100" : request.machine, spelling);
     const int element_bytes = tune_element_bytes(request.dtype);
     RankedSpace r;
     r.path = path;

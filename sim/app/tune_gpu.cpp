@@ -7,6 +7,7 @@
 
 #include "gpu/runtime/diff.h"
 #include "gpu/runtime/run.h"
+#include "isa/machine.h"
 #include "support/diag.h"
 
 namespace toysim::app {
@@ -36,9 +37,18 @@ TunedSpace tune_space_on_gpu(const std::shared_ptr<const ast::Program>& tree, co
     options.repeats = gpu_request.repeats;
     // Each point predicted as its kernel runs it, and dropped where the kernel refuses it.
     // (rank_space calls this from several threads at once.)
+    // Points that run on the GPU are ranked on its own machine unless the request names one.
+    SpaceTuneRequest on_device = request;
+    if (gpu_request.run && request.machine.empty()) {
+        const gpu::DeviceInfo device = gpu::query_device();  // no GPU: GpuError, before any point
+        on_device.machine = gpu::cache_preset_of(device.name);
+        if (!find_machine(on_device.machine))
+            throw ToyError(fmt::format("tune --gpu: no named machine models {} (the machines: {}): give --machine to rank on one anyway", device.name,
+                                       machine_names()));
+    }
     std::string kernel_name;
     std::once_flag named;
-    RankedSpace ranked = rank_space(tree, path, request, spelling, [&](const Program& program, const MachineSpec& machine) {
+    RankedSpace ranked = rank_space(tree, path, on_device, spelling, [&](const Program& program, const MachineSpec& machine) {
         const gpu::KernelChoice choice = gpu::choose_kernel(program, options);
         std::call_once(named, [&] { kernel_name = choice.generated ? "CUDA generated from the program" : "kernel " + std::string(choice.kernel->name); });
         return gpu::predict_run(program, machine, options, choice);

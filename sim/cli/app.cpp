@@ -232,7 +232,7 @@ Commands define_commands(CLI::App& app, Args& a) {
     c.tune->add_option("--vary", a.tune.vary, "NAME=V1,V2,...: the space, every combination of the lists (repeatable), e.g. --vary Br=32,64,128");
     c.tune->add_option("--objective", a.tune.objective, "what ranks the points: time (predicted on --machine), dram (bytes, its L2 walked) or cycles (the toy machine's)")
         ->check(CLI::IsMember({"time", "dram", "cycles"}));
-    c.tune->add_option("--machine", a.tune.machine, "the named machine whose time and L2 rank the points (default h100)");
+    c.tune->add_option("--machine", a.tune.machine, "the named machine whose time and L2 rank the points (default: with --gpu the GPU's own, h100 or h200; else h100)");
     c.tune->add_option("--heads", a.tune.heads, "independent copies of the problem, as a GPU's grid runs them (default 1)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
     c.tune->add_option("--dtype", a.tune.dtype, "the element size the L2 sees: fp32 (the default), fp16 or bf16")->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
