@@ -377,7 +377,6 @@ std::string KernelEmitter::fragment_declaration(size_t tile) const {
                        rows / fragment_rows(), cols / 8, t.loc.line, t.name, t.rows, t.cols, rows, cols);
 }
 
-// An instruction on tiles in registers (fragment_instruction holds).
 // The EXP at pc + 1 that takes the SUB at pc's result, both on tiles in registers of one shape:
 // the two run as one, e^(a − b) (the prelude's fast_exp_diff), and the SUB's own result is still
 // written (the compiler drops it where nothing reads it). nullptr where there is none.
@@ -393,8 +392,10 @@ const TileInst* KernelEmitter::exp_after_sub(std::int32_t pc, const TileInst& su
     return &e;
 }
 
+// An instruction on tiles in registers (fragment_instruction holds).
 void KernelEmitter::fragment_tile(std::int32_t pc, const TileInst& t) {
     if (pc == fused_exp_pc_) {
+        fused_exp_pc_ = -1;
         line("// (taken with the SUB before it: e^(a − b) in one exp2)");
         return;
     }
