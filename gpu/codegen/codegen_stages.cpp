@@ -36,13 +36,7 @@ template <int kRows> __device__ __forceinline__ int rows_apart(Swizzle128<kRows>
 // (the thread's own: a barrier after it makes every thread's visible). Rows as load_pieces
 // owns them (row i by warp i mod kWarps); where the pieces are not whole 16 bytes, the copy is
 // synchronous (the barrier before the tile's use covers it as well).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src));
-#else
-    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-#endif
-}
+// 16 bytes to shared memory's address dst (32 bits): asynchronous from sm_80, a plain copy before.
 __device__ __forceinline__ void cp_async16_shared(unsigned dst, const void* src) {
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src));
@@ -51,6 +45,7 @@ __device__ __forceinline__ void cp_async16_shared(unsigned dst, const void* src)
     asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 #endif
 }
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) { cp_async16_shared((unsigned)__cvta_generic_to_shared(dst), src); }
 __device__ __forceinline__ void cp_async_commit() {
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;");

@@ -35,17 +35,22 @@ TunedSpace tune_space_on_gpu(const std::shared_ptr<const ast::Program>& tree, co
     options.tensor_cores = gpu_request.tensor_cores;
     options.warmups = gpu_request.warmups;
     options.repeats = gpu_request.repeats;
-    // Each point predicted as its kernel runs it, and dropped where the kernel refuses it.
-    // (rank_space calls this from several threads at once.)
+    // The GPU, asked once (no GPU: GpuError, before any point runs).
+    std::optional<gpu::DeviceInfo> queried;
+    auto device = [&]() -> const gpu::DeviceInfo& {
+        if (!queried) queried = gpu::query_device();
+        return *queried;
+    };
     // Points that run on the GPU are ranked on its own machine unless the request names one.
     SpaceTuneRequest on_device = request;
     if (gpu_request.run && request.machine.empty()) {
-        const gpu::DeviceInfo device = gpu::query_device();  // no GPU: GpuError, before any point
-        on_device.machine = gpu::cache_preset_of(device.name);
+        on_device.machine = gpu::cache_preset_of(device().name);
         if (!find_machine(on_device.machine))
-            throw ToyError(fmt::format("tune --gpu: no named machine models {} (the machines: {}): give --machine to rank on one anyway", device.name,
-                                       machine_names()));
+            throw ToyError(fmt::format("tune --gpu: no named machine models {} (the machines: {}): give --machine to rank on one anyway",
+                                       device().name, machine_names()));
     }
+    // Each point predicted as its kernel runs it, and dropped where the kernel refuses it.
+    // (rank_space calls this from several threads at once.)
     std::string kernel_name;
     std::once_flag named;
     RankedSpace ranked = rank_space(tree, path, on_device, spelling, [&](const Program& program, const MachineSpec& machine) {
@@ -56,11 +61,10 @@ TunedSpace tune_space_on_gpu(const std::shared_ptr<const ast::Program>& tree, co
     ranked.kernel = kernel_name;
     if (all_passed) *all_passed = true;
     if (gpu_request.run && !ranked.ranked.empty()) {
-        const gpu::DeviceInfo device = gpu::query_device();  // no GPU: GpuError, before any point
-        ranked.device = device.name;
-        const std::string preset = gpu::cache_preset_of(device.name);
+        ranked.device = device().name;
+        const std::string preset = gpu::cache_preset_of(device().name);
         if (preset != ranked.machine)
-            throw ToyError(fmt::format("tune --gpu: the GPU is {}, but the points are ranked on machine {}{}", device.name, ranked.machine,
+            throw ToyError(fmt::format("tune --gpu: the GPU is {}, but the points are ranked on machine {}{}", device().name, ranked.machine,
                                        preset.empty() ? " (no named machine models this GPU)" : fmt::format(": give --machine {}", preset)));
         // Every point's program first: points that differ only in sizes the generated module
         // reads at run time (n, not the tiles) share one module, compiled once.
