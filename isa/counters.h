@@ -26,8 +26,8 @@
     X(Opcode, "{}", PerOpcode, "/by_opcode/{}", "  {}", "instructions", false, "instructions of one opcode executed")        \
     X(Work, "work({})", PerOpcode, "/work_by_opcode/{}", "work({})", "units of work", false,                                 \
       "units of work of one opcode: elements moved or produced, multiply-adds, or elements reduced")                        \
-    X(Reads, "reads", Run, "/dram/reads", "DRAM reads", "elements", true, "elements read from DRAM by LOAD")                 \
-    X(Writes, "writes", Run, "/dram/writes", "DRAM writes", "elements", true, "elements written to DRAM by STORE")           \
+    X(Reads, "reads", Run, "/dram/reads", "DRAM reads", "elements", true, "elements read from DRAM by LOAD, STORE_ADD and SEND")                 \
+    X(Writes, "writes", Run, "/dram/writes", "DRAM writes", "elements", true, "elements written to DRAM by STORE, STORE_ADD and RECV")           \
     X(Traffic, "traffic", Run, "/dram/traffic", "DRAM traffic", "elements", true, "reads + writes")                          \
     X(ArrayReads, "reads({})", PerArray, "/dram/arrays/{}/reads", "reads({})", "elements", true,                             \
       "elements of one array read from DRAM")                                                                                 \
@@ -43,6 +43,12 @@
       "every worker's busy cycles summed: cycles on one worker (shown with workers P > 1, where cycles is the makespan)")     \
     X(Utilization, "utilization", Run, "/workers/utilization", "utilization (work / (workers × cycles))", "ratio", false,      \
       "work / (workers × cycles): 1 when no worker is ever idle (shown with workers P > 1)")                                 \
+    X(Sent, "sent", Run, "/links/sent", "elements sent over links", "elements", false,                                       \
+      "elements SEND put on the links between devices, all links summed (shown with devices)")                               \
+    X(BusiestLink, "busiest_link", Run, "/links/busiest", "elements on the busiest link", "elements", false,                  \
+      "the most elements one link carried in one direction (shown with devices)")                                            \
+    X(ArraySent, "sent({})", PerArray, "/links/arrays/{}/sent", "sent({})", "elements", false,                               \
+      "elements of one array sent over links (shown with devices)")                                                          \
     X(CacheHits, "l2_hits", Run, "/l2/hits", "L2 hits", "sectors", false,                                                     \
       "sectors read or written that the modeled cache held (shown with a cache)")                                            \
     X(CacheMisses, "l2_misses", Run, "/l2/misses", "L2 misses", "sectors", false,                                             \
@@ -107,6 +113,8 @@ inline bool is_cache_counter(CounterKind k) {
         default: return false;
     }
 }
+// Counted on the links between devices: shown, and allowed in `expect`, only with devices.
+inline bool is_link_counter(CounterKind k) { return k == CounterKind::Sent || k == CounterKind::BusiestLink || k == CounterKind::ArraySent; }
 const CounterInfo& info(CounterKind kind);
 
 // A traffic counter's elements as bytes at a given element size (4 for fp32, 2 for bf16): what

@@ -22,6 +22,7 @@ OperandKind OpInfo::operand(int i) const {
         case 'R': return OperandKind::RegWrite;
         case 'm': return OperandKind::MemRead;
         case 'i': return OperandKind::Immediate;
+        case 'd': return OperandKind::Device;
         default: return OperandKind::MemWrite;
     }
 }

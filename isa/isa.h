@@ -62,8 +62,11 @@ inline constexpr GpuUnit kOpGpuUnit[] = {
 
 // STORE_ADD reads the element it writes (DRAM[dst] += Rs): one read and one write of each.
 inline constexpr bool accumulates(Op op) { return op == Op::STORE_ADD; }
-inline constexpr bool reads_dram(Op op) { return op == Op::LOAD || accumulates(op); }
-inline constexpr bool writes_dram(Op op) { return op == Op::STORE || accumulates(op); }
+// SEND reads its slice from the sender's DRAM, RECV writes its slice to the receiver's.
+inline constexpr bool reads_dram(Op op) { return op == Op::LOAD || op == Op::SEND || accumulates(op); }
+inline constexpr bool writes_dram(Op op) { return op == Op::STORE || op == Op::RECV || accumulates(op); }
+// SEND and RECV: instructions between devices (`devices D`), over a link.
+inline constexpr bool is_transfer(Op op) { return op == Op::SEND || op == Op::RECV; }
 
 // How an instruction touches DRAM: events say it, and race checking keeps it per element.
 // Accumulate: STORE_ADD, which reads each element and writes it back with the register added.
@@ -78,12 +81,12 @@ inline constexpr AccessKind access_kind(Op op) {
     return accumulates(op) ? AccessKind::Accumulate : writes_dram(op) ? AccessKind::Write : AccessKind::Read;
 }
 
-enum class OperandKind : std::uint8_t { RegRead, RegWrite, MemRead, MemWrite, Immediate };
+enum class OperandKind : std::uint8_t { RegRead, RegWrite, MemRead, MemWrite, Immediate, Device };
 
 struct OpInfo {
     Op op;
     std::string_view mnemonic;
-    std::string_view signature;  // one letter per operand: r R m M i
+    std::string_view signature;  // one letter per operand: r R m M i d
     std::string_view operands;   // "Ra, Rb, Rd": names for help and errors
     std::string_view meaning;    // "Rd = Ra + Rb"
     int cycles;                  // the seed's default cost

@@ -3,7 +3,7 @@
 // Each row: X(NAME, operand signature, operand names, meaning, cycles, class, shape, unit, gpu, semantics)
 //   signature   one letter per operand, in source order (destination last, as in the seed):
 //                 r = register read, R = register written, m = DRAM read, M = DRAM written,
-//                 i = immediate number (SET only)
+//                 i = immediate number (SET only), d = a device (@r+1: SEND and RECV, with `devices`)
 //               A register operand is a scalar register (R3) or a tile (a named register bank,
 //               see isa/README.md); the same row covers both: on tiles, MAC/MAC_Z are matrix
 //               products and the other operations are element-wise with broadcasting.
@@ -26,6 +26,9 @@
 //               the seed's one cycle per instruction holds for scalar programs
 //   class       Memory (LOAD/STORE), Move (MOV/SET) or Compute (counted in arithmetic intensity)
 //
+// SEND and RECV cost 0 cycles an element: the link moves the elements, and the device's clock
+// pays only for what it waits for (`devices D ... link C latency L`; sim/exec/links.h).
+//
 // Adding an opcode is one row here; parser, executor, disassembler, CLI help and the
 // language reference all read this table.
 #pragma once
@@ -47,4 +50,6 @@
     X(ROWMAX, "rR",   "Ra, Rd",         "Rd = max of each row of Ra",       1, Compute, RowReduce,   "element reduced", Alu, D.max(a, b)) \
     X(ROWSUM, "rR",   "Ra, Rd",         "Rd = sum of each row of Ra",       1, Compute, RowReduce,   "element reduced", Alu, D.add(a, b)) \
     X(SET,    "irR",  "imm, Ra, Rd",    "Rd = imm, one row per row of Ra",  1, Move,    Fill,        "element", Alu, D.constant(imm)) \
-    X(CAUSAL, "rR",   "Ra, Rd",         "Rd = Ra on and below the diagonal, −∞ above it", 1, Move, Mask, "element", Alu, D.constant(-INFINITY))
+    X(CAUSAL, "rR",   "Ra, Rd",         "Rd = Ra on and below the diagonal, −∞ above it", 1, Move, Mask, "element", Alu, D.constant(-INFINITY)) \
+    X(SEND,   "md",   "src, @device",   "the link to the device carries DRAM[src] there; goes on at once", 0, Memory, Memory, "element sent", Memory, a) \
+    X(RECV,   "dM",   "@device, dst",   "DRAM[dst] = what the device sent next on its link; waits for it", 0, Memory, Memory, "element received", Memory, a)

@@ -204,6 +204,7 @@ TEST_CASE("cache run: the count-only walk sees what the machine's run sees, for 
         for (const ParamSettings& settings : test_settings(*tree)) {
             Program p = compile(tree, settings);
             if (estimate_work(p).instructions > 200'000 || p.dram_size > 1'000'000) continue;
+            if (p.devices) continue;  // a cache does not model several devices (refused: test_devices.cpp)
             p.cache = make_program_cache("size=1KiB line=64 sector=32 ways=2 index=mod", Loc{});
             INFO(path << " " << p.params.size());
             RunResult r = run_to_verdict(p);

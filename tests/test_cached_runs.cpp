@@ -105,6 +105,7 @@ TEST_CASE("cached runs: runs of iterations count exactly what the element walk c
         for (const ParamSettings& settings : test_settings(*tree)) {
             const Program p = compile(tree, settings);
             if (estimate_work(p).instructions > kLargest || p.dram_size > 10'000'000) continue;
+            if (p.devices) continue;  // a cache does not model several devices (refused: test_devices.cpp)
             for (const char* cache : caches)
                 for (const Shape& s : shapes) {
                     INFO(path << " at" << shown(settings) << ", cache " << cache << ", " << s.heads << " heads, " << s.workers

@@ -56,6 +56,7 @@ const std::map<std::string, std::string> kShipped = {
     {"fa2_backward", "programs/attention/fa2_backward.toy"},
     {"fa2_parallel", "programs/attention/fa2.toy"},
     {"split_kv_decoding", "programs/attention/flash_decoding.toy"},
+    {"ring_attention", "programs/devices/ring_attention.toy"},
 };
 
 json grade_json(const std::string& exercise, const std::string& solution, const std::string& format, int& code) {
@@ -182,6 +183,14 @@ const std::vector<Wrong> kWrong = {
      {"shared_partial_row.toy:46:14: error: data race on Opart[0][0]: iteration sp = 1 of the parallel loop at line 24 writes it "
       "here, and iteration sp = 0 wrote it at line 46 (STORE o, Opart[0..1][0..d]); iterations of a parallel loop may share an "
       "element only by all reading it or all adding to it with STORE_ADD"}},
+    // Ring attention: 35 points, 5 tests of 2 + sent (2), cycles (2), reads(K). The starter sends
+    // each block D times and waits for each transfer before computing; on one device its SEND
+    // has no link (test 5).
+    {"ring_attention", "starter.toy", 12, {"partial", "partial", "partial", "partial", "fault"}, 1,
+     {"missed the target sent <= 768: 1024 sent; missed the target cycles <= 4880: 5288 cycles"}},
+    {"ring_attention", "receive_first.toy", 7, {"fault", "fault", "fault", "fault", "passed"}, 1,
+     {"receive_first.toy:22:9: error: deadlock: every device still running waits for a message that no device will send: device 0 "
+      "at line 22 (RECV @r-1, KB[r*N..r*N+N][0..d]) waits for device 3; device 1 at line 22"}},
 };
 
 }  // namespace

@@ -209,6 +209,7 @@ NvrtcCompiled compile_generated(const GeneratedProgram& g, int arch) { return co
 std::string GeneratedProgram::compile_unit() const { return device_prelude(block_threads / 32) + "\n" + source; }
 
 std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& p, DType dtype, bool tensor_cores) {
+    refuse_devices(p, "generated CUDA");
     auto out = std::make_shared<GeneratedProgram>();
     out->program_path = p.source ? p.source->path : "program";
     // Only the file's name: a module's text (and so its cache key) does not depend on where

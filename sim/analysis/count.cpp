@@ -391,6 +391,9 @@ WorkEstimate estimate_work(const Program& p) {
                 units = integer::saturating_mul(runs, tile_work_bound(p, t));
                 w.exact = false;
             }
+        } else if (in.code == Code::SEND || in.code == Code::RECV) {  // a unit an element it moves, at most its array's
+            const MemRef& m = p.mems[static_cast<size_t>(in.mem)];
+            units = estimate(p, pc, &m, static_cast<u64>(p.arrays[static_cast<size_t>(m.array)].size), budget, w.exact);
         }
         w.units = integer::saturating_add(w.units, units);
     }

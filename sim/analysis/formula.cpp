@@ -317,7 +317,7 @@ private:
             const ast::Loop& l = *std::get<std::unique_ptr<ast::Loop>>(s);
             // May add atoms: before the variable's.
             Poly lo = located(l.loc, [&] { return to_poly(*l.lo, scope_); });
-            Poly hi = located(l.loc, [&] { return to_poly(*l.hi, scope_); });
+            Poly hi = located(l.loc, [&] { return to_poly(l.hi ? *l.hi : *tree_.devices, scope_); });  // (on devices in a solution: the spec's D)
             Level level{l.var, static_cast<int>(atoms_.size()), std::move(lo), std::move(hi)};
             atoms_.push_back(Atom{Atom::Kind::Var, l.var, nullptr, {}, {}});
             // A grid: a parallel loop and the parallel loops directly nested in it (as the
@@ -693,7 +693,8 @@ private:
         const Poly iterations = grid_iterations_;
         grid_begin_ = -1;
         Poly workers = tree_.workers ? to_poly(*tree_.workers, {}) : pconst(1);
-        Poly rounds = workers == pconst(1) ? iterations : patom(opaque("cdiv", iterations, workers));
+        // `on devices`: D iterations on D devices, one round (the links' waits are not in it).
+        Poly rounds = l.devices ? pconst(1) : workers == pconst(1) ? iterations : patom(opaque("cdiv", iterations, workers));
         // One iteration, as the grid shows it: tiles of the loops around it count full. Within a
         // pass of those loops every iteration is alike, so the sums below stay exact.
         Poly one;

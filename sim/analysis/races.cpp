@@ -107,6 +107,12 @@ std::vector<RaceProof> prove_race_freedom(const Program& p) {
         if (!p.loops[k].grid_outer) continue;
         RaceProof proof;
         proof.loop = static_cast<int>(k);
+        if (p.loops[k].devices) {
+            proof.vars.push_back(p.loops[k].var);
+            proof.proven = proof.devices = true;
+            proofs.push_back(std::move(proof));
+            continue;
+        }
         // A grid's loops are each the whole body of the one before: consecutive in Program::loops.
         std::vector<int> grid_slots;
         size_t inner = k;
@@ -173,6 +179,7 @@ std::string describe_race_proof(const Program& p, const RaceProof& proof) {
             out += (i == 0 ? "" : i + 1 == arrays.size() ? " and " : ", ") + p.arrays[static_cast<size_t>(arrays[i])].name;
         return out;
     };
+    if (proof.devices) return "race-free: each device touches only the elements in its own DRAM, which a run checks at every access";
     if (proof.proven) {
         if (proof.written_arrays.empty() && proof.added_arrays.empty()) return "race-free: its iterations only read DRAM";
         std::string what;

@@ -42,6 +42,9 @@ struct RaceProof {
     // Proven: the arrays that iterations write (each at elements of its own), and those they
     // only add to with STORE_ADD (shared elements allowed: adds commute).
     std::vector<int> written_arrays, added_arrays;
+    // `on devices`: race-free whatever the subscripts, since each device touches only its own
+    // elements (which a run checks, access by access).
+    bool devices = false;
 };
 
 // One per parallel loop or grid, in program order.

@@ -4,6 +4,7 @@
 
 #include "sim/check/fill.h"
 #include "sim/exec/dram_cache.h"
+#include "sim/exec/parallel.h"
 
 namespace toysim {
 
@@ -57,6 +58,7 @@ template <class Value>
 struct TraceRecorder final : EventSink<Value> {
     Trace* trace;
     std::vector<Value>* values;
+    bool devices = false;  // the cycle a step ended on is its device's clock (a RECV's wait included)
     void keep_block(const Value* data, std::int64_t rows, std::int64_t cols, TraceStep& s, bool old) {
         auto r = static_cast<std::int32_t>(std::min<std::int64_t>(rows, kTraceBlock));
         auto c = static_cast<std::int32_t>(std::min<std::int64_t>(cols, kTraceBlock));
@@ -72,7 +74,7 @@ struct TraceRecorder final : EventSink<Value> {
         TraceStep s;
         s.pc = e.pc;
         s.op = e.op;
-        s.cycle = e.cycle;
+        s.cycle = devices ? worker_clock(e.parallel, e.cycle) : e.cycle;
         s.cost = e.cost;
         s.work = e.work;
         s.worker = e.parallel.worker;
@@ -120,6 +122,7 @@ void record(const Program& p, Machine<Domain>& m, Trace& t, std::vector<typename
     TraceRecorder<typename Domain::Value> recorder;
     recorder.trace = &t;
     recorder.values = &values;
+    recorder.devices = p.devices != 0;
     std::optional<DramCache> cache;
     std::optional<CacheSink<typename Domain::Value>> cache_sink;
     if (p.cache) cache_sink.emplace(cache.emplace(p), &recorder);
@@ -131,8 +134,15 @@ void record(const Program& p, Machine<Domain>& m, Trace& t, std::vector<typename
     }
     t.counters = m.counters();
     if (cache) t.counters.cache = cache->counts();
-    for (int r = 0; r < p.scalar_registers; ++r)
-        if (m.state().written[static_cast<size_t>(r)]) t.registers_used.push_back(r);
+    // Any worker's (or device's): on several, each has its own file, and a run that stopped in a
+    // grid holds the running one's in the machine and the others' in their contexts.
+    const auto& s = m.state();
+    for (int r = 0; r < p.scalar_registers; ++r) {
+        const auto at = static_cast<size_t>(r);
+        bool used = s.written[at] != 0;
+        for (const auto& c : s.contexts) used = used || (at < c.written.size() && c.written[at] != 0);
+        if (used) t.registers_used.push_back(r);
+    }
 }
 
 }  // namespace

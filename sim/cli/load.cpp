@@ -40,7 +40,10 @@ Program load_program(const std::string& path, const ParamSettings& settings, Con
 }
 
 void apply_cache_options(Program& program, const CacheArgs& o) {
-    if (!o.cache.empty()) program.cache = make_program_cache(o.cache, Loc{}, fmt::format("--cache {}: ", flag_subject(o.cache)));
+    if (!o.cache.empty()) {
+        refuse_devices(program, "--cache");
+        program.cache = make_program_cache(o.cache, Loc{}, fmt::format("--cache {}: ", flag_subject(o.cache)));
+    }
     if (!o.dtype_given) return;
     if (!program.cache)
         throw ToyError(fmt::format("--dtype {}: the element size is what the modeled cache sees; give a cache too (--cache h100, or "

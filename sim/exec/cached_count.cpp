@@ -721,6 +721,7 @@ void add(CacheCounts& sum, const CacheCounts& more) {
 
 CachedCount count_through_cache(const Program& program, const CachedCountOptions& options) {
     if (!program.cache) throw ToyError("internal: count_through_cache needs a program with a cache");
+    refuse_devices(program, "the count-only walk through a cache");
     if (options.heads < 1) throw ToyError(fmt::format("heads must be at least 1, not {}", options.heads));
     return Walk(program, options).run();
 }

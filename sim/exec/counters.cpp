@@ -1,5 +1,6 @@
 #include "sim/exec/counters.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace toysim {
@@ -26,6 +27,9 @@ CounterValue Counters::value(const CounterRef& c) const {
         case CounterKind::Compute: return count(compute_ops);
         case CounterKind::ArithmeticIntensity: return CounterValue{0, arithmetic_intensity(), true};
         case CounterKind::TotalWork: return count(work);
+        case CounterKind::Sent: return count(sent());
+        case CounterKind::BusiestLink: return count(busiest_link());
+        case CounterKind::ArraySent: return count(arrays[static_cast<size_t>(c.array)].sent);
         case CounterKind::Utilization: return CounterValue{0, utilization(), true};
         case CounterKind::CacheHits:
         case CounterKind::ArrayCacheHits: return count(stats().hits());
@@ -44,6 +48,16 @@ CounterValue Counters::value(const CounterRef& c) const {
     return {};
 }
 
+std::uint64_t Counters::sent() const {
+    std::uint64_t total = 0;
+    for (std::uint64_t e : link_elements) total += e;
+    return total;
+}
+
+std::uint64_t Counters::busiest_link() const {
+    return link_elements.empty() ? 0 : *std::max_element(link_elements.begin(), link_elements.end());
+}
+
 OpcodeSet opcodes_used(const Program& p) {
     OpcodeSet used{};
     for (const auto& row : all_ops()) used[static_cast<size_t>(row.op)] = p.uses(row.op);
@@ -60,16 +74,18 @@ std::vector<CounterRef> counters_of(const Program& p, const OpcodeSet* opcodes) 
                 // Work and utilization say something only when there is more than one worker.
                 if ((row.kind == CounterKind::TotalWork || row.kind == CounterKind::Utilization) && p.workers == 1) break;
                 if (is_cache_counter(row.kind) && !p.cache) break;
+                if (is_link_counter(row.kind) && !p.devices) break;
                 out.push_back({row.kind});
                 break;
             case CounterScope::PerOpcode:
                 // Units of work differ from instruction counts only for tile instructions.
                 if (row.kind == CounterKind::Work && !p.has_tiles()) break;
-                for (const auto& op : all_ops())
-                    if ((*opcodes)[static_cast<size_t>(op.op)]) out.push_back({row.kind, op.op});
+                for (const auto& op : all_ops())  // (SEND and RECV only with devices)
+                    if ((*opcodes)[static_cast<size_t>(op.op)] && (p.devices || !is_transfer(op.op))) out.push_back({row.kind, op.op});
                 break;
             case CounterScope::PerArray:
                 if (is_cache_counter(row.kind) && !p.cache) break;
+                if (is_link_counter(row.kind) && !p.devices) break;
                 for (size_t a = 0; a < p.arrays.size(); ++a)
                     if ((row.kind != CounterKind::ArrayWrites && row.kind != CounterKind::ArrayCacheDramWritten) ||
                         p.arrays[a].role != ast::Role::Input)

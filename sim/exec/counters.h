@@ -16,6 +16,7 @@ struct ArrayStats {
     std::uint64_t reads = 0, writes = 0;
     std::uint64_t elements_read = 0;   // distinct elements read at least once
     std::uint64_t max_reads = 0;       // the most any one element was read (reuse from DRAM)
+    std::uint64_t sent = 0;            // elements SEND put on a link (devices)
     std::map<std::uint64_t, std::uint64_t> read_histogram;  // reads per element -> elements
 };
 
@@ -49,6 +50,11 @@ struct Counters {
     std::int64_t workers = 1;
     std::vector<std::uint64_t> busy;
     std::optional<CacheCounts> cache;  // a run with a cache (Program::cache)
+    // Devices (`devices D`): elements each link carried, link from·D + to (empty without devices).
+    std::int64_t devices = 0;
+    std::vector<std::uint64_t> link_elements;
+    std::uint64_t sent() const;
+    std::uint64_t busiest_link() const;
     double utilization() const {
         return cycles ? static_cast<double>(work) / (static_cast<double>(workers) * static_cast<double>(cycles)) : 0.0;
     }

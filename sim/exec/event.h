@@ -104,6 +104,10 @@ inline std::vector<std::pair<CounterRef, std::uint64_t>> counter_deltas(const Pr
             out.push_back({{CounterKind::Writes}, n});
             out.push_back({{CounterKind::ArrayWrites, Op::LOAD, a.array}, n});
         }
+        if (op == Op::SEND) {  // (busiest_link is a most, not a sum: no step adds to it)
+            out.push_back({{CounterKind::Sent}, n});
+            out.push_back({{CounterKind::ArraySent, Op::LOAD, a.array}, n});
+        }
     }
     return out;
 }

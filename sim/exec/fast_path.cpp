@@ -17,7 +17,7 @@ std::vector<FastInst> decode_fast_path(const Program& p) {
         if (in.code == Code::LoopBegin || in.code == Code::LoopEnd) {
             const LoopInfo& l = p.loops[static_cast<size_t>(in.loop)];
             // A parallel loop begins in the general executor; on one worker it may end here.
-            if (l.parallel && (in.code == Code::LoopBegin || p.workers > 1)) continue;
+            if (l.parallel && (in.code == Code::LoopBegin || p.workers > 1 || l.devices)) continue;
             f.kind = in.code == Code::LoopBegin ? FastKind::LoopBegin : l.parallel ? FastKind::ParallelEnd : FastKind::LoopEnd;
             f.mem = in.loop;
             f.reg[0] = l.slot;

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "sim/exec/faults.h"
+#include "sim/exec/links.h"
 #include "sim/exec/parallel.h"
 
 namespace toysim {
@@ -171,8 +172,30 @@ void end_interleaved_iteration(const Program& p, MachineState<Value>& m, std::si
     s.worker_iteration[s.worker] = 0;
     std::pop_heap(s.ready.begin(), s.ready.end(), LaterWorker{&s});  // it is on top: off the heap
     s.ready.pop_back();
-    if (!s.ready.empty()) switch_to(m, s.ready.front());
-    else end_interleaved_grid(p, m, outer);
+    if (!s.ready.empty()) {
+        switch_to(m, s.ready.front());
+        return;
+    }
+    if (p.devices) {  // devices: none may still wait, and every message must have been received
+        if (std::any_of(m.links.waiting.begin(), m.links.waiting.end(), [](std::int64_t w) { return w >= 0; }))
+            fail_deadlock(p, m.links.waiting, m.links.waiting_pc);
+        check_links_drained(p, m.links);
+    }
+    end_interleaved_grid(p, m, outer);
+}
+
+// The running device waits in the RECV at pc for a message from device `from`: it leaves the
+// workers that run (it is on top of the heap) until that message is sent, and the earliest of
+// the others runs. When none is left, every device still running waits: a deadlock.
+template <class Value>
+void wait_for_message(const Program& p, MachineState<Value>& m, std::int32_t pc, std::int64_t from) {
+    ParallelState& s = m.parallel;
+    m.links.waiting[s.worker] = from;
+    m.links.waiting_pc[s.worker] = pc;
+    std::pop_heap(s.ready.begin(), s.ready.end(), LaterWorker{&s});
+    s.ready.pop_back();
+    if (s.ready.empty()) fail_deadlock(p, m.links.waiting, m.links.waiting_pc);
+    switch_to(m, s.ready.front());
 }
 
 // After an instruction of `cost` cycles on the running worker: its clock moves on; then the
@@ -189,8 +212,14 @@ void account_interleaved(MachineState<Value>& m, std::uint64_t cost) {
 
 template <class Value>
 void switch_interleaved(MachineState<Value>& m) {
-    reorder_top(m.parallel);
-    switch_to(m, m.parallel.ready.front());
+    ParallelState& s = m.parallel;
+    if (s.reheap) {  // a device woke: the running one need not be on top any more
+        std::make_heap(s.ready.begin(), s.ready.end(), LaterWorker{&s});
+        s.reheap = false;
+    } else {
+        reorder_top(s);
+    }
+    switch_to(m, s.ready.front());
 }
 
 }  // namespace toysim

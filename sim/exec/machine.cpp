@@ -9,6 +9,7 @@
 #include "sim/exec/fast_exec.h"
 #include "sim/exec/faults.h"
 #include "sim/exec/interleave.h"
+#include "sim/exec/links.h"
 #include "sim/exec/parallel.h"
 #include "sim/exec/tile_exec.h"
 
@@ -154,7 +155,7 @@ void execute(const Program& p, const FastInst* fast, Domain& dom, MachineState<t
                 const LoopInfo& l = loops[in.loop];
                 if (!l.lo.eval_checked(vars, vars[l.slot]) || !l.hi.eval_checked(vars, limit[l.slot])) fail_loop_bound(p, pc, vars);
                 if (__builtin_expect(l.parallel, 0)) {
-                    if (p.workers > 1 && l.grid_outer) {
+                    if ((p.workers > 1 || l.devices) && l.grid_outer) {
                         if (vars[l.slot] < limit[l.slot]) {
                             sync_out();
                             begin_interleaved_grid(p, s, static_cast<size_t>(in.loop));
@@ -203,6 +204,7 @@ void execute(const Program& p, const FastInst* fast, Domain& dom, MachineState<t
                 TOYSIM_STEP();
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
+                if (__builtin_expect(p.devices != 0, 0)) check_owner(p, s, pc, m, at, at, false, vars);
                 if (!m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
                 if (__builtin_expect(in_parallel, 0) && m.race_tracked) {
                     RaceCell& cell = race_cell(s, m, at);
@@ -229,8 +231,9 @@ void execute(const Program& p, const FastInst* fast, Domain& dom, MachineState<t
                 V v = read(in, R, 0);
                 const MemRef& m = mems[in.mem];
                 std::int64_t at = address(m);
+                if (__builtin_expect(p.devices != 0, 0)) check_owner(p, s, pc, m, at, at, true, vars);
                 if (accumulate && !m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
-                if (__builtin_expect(in_parallel, 0)) {  // a write: its array is followed
+                if (__builtin_expect(in_parallel, 0) && m.race_tracked) {  // a write in a parallel loop (not on devices, which cannot race)
                     RaceCell& cell = race_cell(s, m, at);
                     if constexpr (Listening) ev.race_old.push_back(cell);
                     race_access(p, s, cell, at, pc, vars, kind);
@@ -248,6 +251,67 @@ void execute(const Program& p, const FastInst* fast, Domain& dom, MachineState<t
                 dram[at] = v;
                 present[at] = 1;
                 dom.stored(v, at);
+                break;
+            }
+            // Devices (links.h): a slice or one element, over the link to or from another device.
+            case Code::SEND: {
+                TOYSIM_STEP();
+                (void)R;
+                const MemRef& m = mems[in.mem];
+                const SliceGeometry g = slice_geometry(p, pc, m, vars);
+                const std::int64_t last = g.address + (g.rows - 1) * g.row_stride + (g.cols - 1) * g.col_stride;
+                check_owner(p, s, pc, m, g.address, last, false, vars);
+                std::vector<V> values;
+                values.reserve(static_cast<size_t>(g.rows * g.cols));
+                for (std::int64_t i = 0; i < g.rows; ++i)
+                    for (std::int64_t j = 0; j < g.cols; ++j) {
+                        const std::int64_t at = g.address + i * g.row_stride + j * g.col_stride;
+                        if (!m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
+                        values.push_back(dom.load(dram[at], at));
+                    }
+                for (std::int64_t i = 0; i < g.rows; ++i)
+                    for (std::int64_t j = 0; j < g.cols; ++j) ++reads[g.address + i * g.row_stride + j * g.col_stride];
+                if constexpr (Listening) ev.accesses.push_back({m.array, AccessKind::Read, g.address, g.rows, g.cols, g.row_stride, g.col_stride});
+                link_send(p, s, pc, device_operand(p, in, vars), std::move(values), g.rows, g.cols, vars);
+                last_units = static_cast<std::uint64_t>(g.rows * g.cols);
+                work[pc] += last_units;
+                break;
+            }
+            case Code::RECV: {
+                const std::int64_t from = device_operand(p, in, vars);
+                const Message<V>* msg = link_peek(p, s, from);
+                if (!msg) {  // nothing sent yet: this device waits, another runs (not a step)
+                    sync_out();
+                    wait_for_message(p, s, pc, from);
+                    sync_in();
+                    continue;
+                }
+                TOYSIM_STEP();
+                (void)R;
+                const MemRef& m = mems[in.mem];
+                const SliceGeometry g = slice_geometry(p, pc, m, vars);
+                const std::int64_t last = g.address + (g.rows - 1) * g.row_stride + (g.cols - 1) * g.col_stride;
+                check_owner(p, s, pc, m, g.address, last, true, vars);
+                if (static_cast<std::int64_t>(msg->values.size()) != g.rows * g.cols)
+                    fail_message_size(p, pc, running_device(s), from, msg->pc, static_cast<std::int64_t>(msg->values.size()), g.rows * g.cols, vars);
+                Message<V> got = link_take(p, s, from);
+                std::uint64_t& clock = s.parallel.worker_free[s.parallel.worker];
+                clock = std::max(clock, got.arrival);  // it waits for the last element (idle, not work)
+                if constexpr (Listening) ev.accesses.push_back({m.array, AccessKind::Write, g.address, g.rows, g.cols, g.row_stride, g.col_stride});
+                for (std::int64_t i = 0, k = 0; i < g.rows; ++i)
+                    for (std::int64_t j = 0; j < g.cols; ++j, ++k) {
+                        const std::int64_t at = g.address + i * g.row_stride + j * g.col_stride;
+                        if constexpr (Listening) {
+                            ev.dram_old.push_back(dram[at]);
+                            ev.dram_was_present.push_back(present[at]);
+                            ev.dram_new.push_back(got.values[static_cast<size_t>(k)]);
+                        }
+                        dram[at] = got.values[static_cast<size_t>(k)];
+                        present[at] = 1;
+                        dom.stored(dram[at], at);
+                    }
+                last_units = static_cast<std::uint64_t>(g.rows * g.cols);
+                work[pc] += last_units;
                 break;
             }
             // Register-to-register instructions, one case per row of the ISA table: read the
@@ -285,7 +349,7 @@ void execute(const Program& p, const FastInst* fast, Domain& dom, MachineState<t
         // opcode's cost, for the running worker's clock and for the listener.
         if (Listening || __builtin_expect(interleaved, 0)) {
             const Op op = p.op_at(pc);
-            const std::uint64_t units = in.code == Code::Tile ? last_units : 1;
+            const std::uint64_t units = in.code == Code::Tile || in.code == Code::SEND || in.code == Code::RECV ? last_units : 1;
             const std::uint64_t cost = units * static_cast<std::uint64_t>(p.cycles[static_cast<size_t>(op)]);
             if (interleaved) account_interleaved(s, cost);
             if constexpr (Listening) {
@@ -336,6 +400,7 @@ Counters tally(const Program& p, const MachineState<Value>& s) {
             ArrayStats& st = c.arrays[static_cast<size_t>(p.mems[static_cast<size_t>(mem)].array)];
             if (reads_dram(op)) st.reads += units;
             if (writes_dram(op)) st.writes += units;
+            if (op == Op::SEND) st.sent += units;
         }
     }
     for (const auto& row : all_ops()) {
@@ -365,6 +430,10 @@ Counters tally(const Program& p, const MachineState<Value>& s) {
             c.peak_registers += any;
         }
     };
+    if (p.devices) {
+        c.devices = p.devices;
+        c.link_elements = s.links.elements;
+    }
     count_touched(s.written, &WorkerContext<Value>::written);
     count_touched(s.tile_touched, &WorkerContext<Value>::tile_touched);
     if (p.has_parallel) {
@@ -401,6 +470,7 @@ MachineState<Value> fresh_state(const Program& p) {
     if (p.has_parallel) {
         s.race.assign(static_cast<size_t>(p.race_cells), RaceCell{});
         if (p.workers > 1) s.race_sharers.assign(static_cast<size_t>(p.race_cells), RaceSharer{});
+        if (p.devices) start_links(p, s.links);
         s.parallel.worker_free.assign(static_cast<size_t>(p.workers), 0);
         s.parallel.busy.assign(static_cast<size_t>(p.workers), 0);
     }

@@ -64,7 +64,36 @@ struct ParallelState {
     // The next iteration to hand out: its grid variables, and its grid loops' ends.
     std::array<std::int64_t, kMaxLoopDepth> next_vars{}, next_limit{};
     bool next_exists = false;
+    // A worker came back to `ready` during the last instruction (a RECV's message was sent):
+    // the heap is rebuilt before the next choice, not just its top moved (interleave.h).
+    bool reheap = false;
     bool operator==(const ParallelState&) const = default;
+};
+
+// Devices (`devices D`, sim/exec/links.h): a SEND's elements on their way to the receiver,
+// which takes them with a RECV once they have arrived.
+template <class Value>
+struct Message {
+    std::uint32_t from = 0;
+    std::int32_t pc = 0;        // the SEND
+    std::uint64_t arrival = 0;  // the cycle its last element reaches the receiver
+    std::int64_t rows = 1, cols = 1;
+    std::vector<Value> values;  // as the SEND read them
+    bool operator==(const Message&) const = default;
+};
+
+// The links between devices: per link (from·D + to) the messages in flight, oldest first from
+// `head`, when the link is next free, and the elements it carried; per device, the device whose
+// message its RECV waits for (-1: none) and that RECV.
+template <class Value>
+struct LinkState {
+    std::vector<std::vector<Message<Value>>> queue;
+    std::vector<std::size_t> head;
+    std::vector<std::uint64_t> free_at, elements;
+    std::vector<std::int64_t> waiting;
+    std::vector<std::int32_t> waiting_pc;
+    std::uint64_t in_flight = 0;  // bytes of the messages sent and not yet received
+    bool operator==(const LinkState&) const = default;
 };
 
 // One worker's own part of the machine (sim/exec/parallel.h): where it is and its register
@@ -116,6 +145,7 @@ struct MachineState {
     // Per worker, while a grid runs interleaved and after it: the workers' own parts (the running
     // worker's entry is stale: its part is the machine's, above).
     std::vector<WorkerContext<Value>> contexts;
+    LinkState<Value> links;  // with devices (Program::devices > 0); empty otherwise
 
     bool operator==(const MachineState&) const = default;
 };
@@ -141,10 +171,12 @@ WorkerContext<Value> copy_context(const MachineState<Value>& s) {
 }
 
 
-// The units of work the instruction at pc has done so far: a scalar one is one unit a run.
+// The units of work the instruction at pc has done so far: a scalar one is one unit a run (SEND
+// and RECV: the elements they moved, a slice or one element).
 template <class Value>
 std::uint64_t units_done(const Program& p, const MachineState<Value>& s, size_t pc) {
-    return p.code[pc].code == Code::Tile ? s.work[pc] : s.executed[pc];
+    const Code code = p.code[pc].code;
+    return code == Code::Tile || code == Code::SEND || code == Code::RECV ? s.work[pc] : s.executed[pc];
 }
 
 // Bytes a run holds per DRAM element: the value, its present flag and its read count. The

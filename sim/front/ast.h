@@ -46,9 +46,9 @@ using ExprPtr = std::unique_ptr<Expr>;
 // A bare name (no subscripts) is a tile when a tile of that name is declared; the parser
 // leaves that to the compiler, which knows the declarations.
 struct Operand {
-    enum class Kind { Register, IndexedRegister, Memory, Immediate } kind = Kind::Register;
+    enum class Kind { Register, IndexedRegister, Memory, Immediate, Device } kind = Kind::Register;
     int reg = 0;               // Register: R<reg>
-    ExprPtr reg_index;         // IndexedRegister: R[expr]
+    ExprPtr reg_index;         // IndexedRegister: R[expr]; Device: @expr, the device's number (modulo D)
     std::string array;         // Memory: array[sub][sub]... (or a tile's name)
     Loc array_loc;
     std::vector<ExprPtr> subscripts;
@@ -73,6 +73,11 @@ struct Loop {
     // writes an element another one reads or writes (a data race).
     bool parallel = false;
     Loc parallel_loc;  // the word 'parallel'
+    // `on devices r { ... }`: the body runs on every device (`devices D`), r its number 0..D−1,
+    // all at once, each with its own registers, tiles and DRAM. A parallel loop from 0 to D
+    // whose iterations are the devices: lo is 0 and hi a copy of the `devices` expression, or
+    // null where the file declares no devices (a solution: its exercise's spec does).
+    bool devices = false;
     std::string var;
     Loc var_loc;
     ExprPtr lo, hi;  // half-open: lo <= var < hi
@@ -99,6 +104,11 @@ struct Array {
     Role role = Role::Input;
     std::string name;
     std::vector<ExprPtr> dims;
+    // `split` (with `devices D`): the rows of its first dimension are spread over the devices,
+    // D equal parts in order, each in its own device's DRAM; `split 1` its dimension 1 (from 0).
+    bool split = false;
+    int split_dim = 0;
+    Loc split_loc;
     Fill fill;
     Loc loc;  // the name
 };
@@ -239,6 +249,13 @@ struct Program {
     ExprPtr registers;
     ExprPtr workers;  // `workers P`: the machine's workers (null: 1)
     Loc workers_loc;
+    // `devices D [ring] [link C] [latency L]`: D machines joined by links (null: one machine, no
+    // links), in a ring (a link to each neighbour) or all to all; a link moves an element in C
+    // cycles (null: 1) after L cycles of latency a transfer (null: 0).
+    ExprPtr devices;
+    Loc devices_loc;
+    bool ring = false;
+    ExprPtr link_cycles, link_latency;
     ExprPtr warps;    // `warps W`: on a GPU, the warps of a worker, over which a product's rows split (null: 4)
     std::string products;  // `products wgmma`: on a GPU, the unit tile products run on ("": CUDA cores)
     Loc products_loc;

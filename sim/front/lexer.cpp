@@ -65,7 +65,7 @@ std::vector<Token> lex(const SourceFile& source) {
                        ((ch == '<' || ch == '>') && i + 1 < line.size() && line[i + 1] == '=')) {
                 tokens.push_back({Tok::Punct, line.substr(i, 2), at(i, 2)});
                 i += 2;
-            } else if (std::string_view("[](){},=+-*/%:.").find(ch) != std::string_view::npos) {
+            } else if (std::string_view("[](){},=+-*/%:.@").find(ch) != std::string_view::npos) {
                 if (ch == '(' || ch == '[') ++depth;
                 if ((ch == ')' || ch == ']') && depth > 0) --depth;
                 tokens.push_back({Tok::Punct, line.substr(i, 1), at(i, 1)});

@@ -15,7 +15,7 @@ namespace toysim {
 const std::vector<std::string_view>& statement_keywords() {
     static const std::vector<std::string_view> words = {"registers", "param", "let",    "tile", "input", "output",
                                                         "scratch",   "check", "cost",   "expect", "test",  "gpu", "for",
-                                                        "workers",   "parallel", "cache", "warps", "products", "require"};
+                                                        "workers",   "parallel", "cache", "warps", "products", "require", "devices"};
     return words;
 }
 
@@ -72,6 +72,21 @@ private:
     std::shared_ptr<const SourceFile> source_;
     std::shared_ptr<const SourceFile> lexed_;  // the source with titles blanked (null: none), which tokens point into
     int loop_depth_ = 0;  // 'for' loops open
+    const Expr* devices_ = nullptr;  // `devices D`: D, which `on devices` loops up to
+
+    // A copy of an expression (at most kMaxExprDepth deep, as the parser built it).
+    static ExprPtr copy(const Expr& e) {
+        auto out = std::make_unique<Expr>();
+        out->kind = e.kind;
+        out->value = e.value;
+        out->name = e.name;
+        out->op = e.op;
+        out->height = e.height;
+        out->loc = e.loc;
+        if (e.lhs) out->lhs = copy(*e.lhs);
+        if (e.rhs) out->rhs = copy(*e.rhs);
+        return out;
+    }
 
     std::vector<ExprPtr> subscripts() {
         std::vector<ExprPtr> subs;
@@ -125,6 +140,29 @@ private:
             if (program.workers) throw ToyError(head.loc, "the number of workers is already declared");
             program.workers_loc = head.loc;
             program.workers = expr();
+            end_of_statement();
+        } else if (word == "devices") {
+            next();
+            if (program.devices) throw ToyError(head.loc, "the devices are already declared");
+            program.devices_loc = head.loc;
+            program.devices = expr();
+            devices_ = program.devices.get();
+            for (;;) {
+                if (at_word("ring") || at_word("all")) {
+                    program.ring = next().text == "ring";
+                } else if (at_word("link")) {
+                    next();
+                    if (program.link_cycles) throw ToyError(tokens_[pos_ - 1].loc, "the link's cycles an element are already given");
+                    program.link_cycles = expr();
+                } else if (at_word("latency")) {
+                    next();
+                    if (program.link_latency) throw ToyError(tokens_[pos_ - 1].loc, "the link's latency is already given");
+                    program.link_latency = expr();
+                } else {
+                    break;
+                }
+            }
+            if (!at(Tok::Newline) && !at(Tok::End)) fail(peek(), "'ring', 'all', 'link C' (cycles an element), 'latency L' or the end of the line");
             end_of_statement();
         } else if (word == "warps") {
             next();
@@ -413,6 +451,16 @@ private:
         a.name = std::string(name.text);
         a.loc = name.loc;
         a.dims = subscripts();
+        if (at_word("split")) {
+            a.split = true;
+            a.split_loc = next().loc;
+            if (at(Tok::Integer)) {  // split K: the dimension (from 0), at most 3
+                const Token& dim = next();
+                if (dim.text.size() != 1 || dim.text[0] > '3') throw ToyError(dim.loc, fmt::format("an array has at most 4 dimensions: split 0 to split 3, not split {}", dim.text));
+                a.split_dim = dim.text[0] - '0';
+                a.split_loc = span(a.split_loc, dim.loc);
+            }
+        }
         if (at_punct("=")) {
             next();
             a.fill.loc = peek().loc;
@@ -543,6 +591,7 @@ private:
         const Token& head = peek();
         if (head.kind != Tok::Ident) fail(head, "an instruction or 'for'");
         if (head.text == "for" || head.text == "parallel") return loop();
+        if (head.text == "on" && peek(1).kind == Tok::Ident && peek(1).text == "devices") return loop();
         auto op = find_op(head.text);
         if (!op) {
             refuse_out_of_mode(head);
@@ -584,6 +633,13 @@ private:
         if (t.kind == Tok::Integer || t.kind == Tok::Real || at_punct("-") || (t.kind == Tok::Ident && t.text == "inf")) {
             o.kind = Operand::Kind::Immediate;
             o.immediate = real_literal();
+            o.loc = span(t.loc, tokens_[pos_ - 1].loc);
+            return o;
+        }
+        if (at_punct("@")) {  // @expr: a device (SEND, RECV)
+            next();
+            o.kind = Operand::Kind::Device;
+            o.reg_index = expr();
             o.loc = span(t.loc, tokens_[pos_ - 1].loc);
             return o;
         }
@@ -629,12 +685,19 @@ private:
 
     std::unique_ptr<Loop> loop() {
         auto l = std::make_unique<Loop>();
-        if (at_word("parallel")) {
+        if (at_word("on")) {  // on devices r { ... }: a parallel loop over 0..D
+            l->parallel = l->devices = true;
+            l->parallel_loc = l->loc = next().loc;
+            next();  // 'devices'
+            l->lo = std::make_unique<Expr>();
+            l->lo->loc = l->loc;
+            if (devices_) l->hi = copy(*devices_);  // else null: an exercise's solution, whose spec says D
+        } else if (at_word("parallel")) {
             l->parallel = true;
             l->parallel_loc = next().loc;
             if (!at_word("for")) fail(peek(), "'for' ('parallel' marks a loop: parallel for i in 0..n { ... })");
         }
-        l->loc = next().loc;  // 'for'
+        if (!l->devices) l->loc = next().loc;  // 'for'
         // Checked here, before the body is parsed (recursively): any depth ends in this error.
         if (loop_depth_ >= kMaxLoopDepth) throw ToyError(l->loc, fmt::format("loops may nest at most {} deep", kMaxLoopDepth));
         struct Open {
@@ -645,17 +708,19 @@ private:
         const Token& var = expect_ident("a loop variable");
         l->var = std::string(var.text);
         l->var_loc = var.loc;
-        if (!at_word("in")) fail(peek(), "'in'");
-        next();
-        l->lo = expr();
-        expect_punct("..");
-        l->hi = expr();
+        if (!l->devices) {
+            if (!at_word("in")) fail(peek(), "'in'");
+            next();
+            l->lo = expr();
+            expect_punct("..");
+            l->hi = expr();
+        }
         expect_punct("{");
         end_of_statement();
         for (;;) {
             if (accept_newline()) continue;
             if (at(Tok::End))
-                throw ToyError(l->loc, "this 'for' loop is never closed: expected '}'");
+                throw ToyError(l->loc, l->devices ? "this 'on devices' block is never closed: expected '}'" : "this 'for' loop is never closed: expected '}'");
             if (at_punct("}")) {
                 next();
                 end_of_statement();

@@ -122,6 +122,7 @@ void Compiler::bind_machine() {
         p_.workers = w;
         p_.workers_loc = tree_->workers->loc;
     }
+    if (tree_->devices) bind_devices();
     if (tree_->warps) {
         std::int64_t w = constant(*tree_->warps, "the number of warps");
         if (w < 1 || w > kMaxWarps) throw ToyError(tree_->warps->loc, fmt::format("a worker has 1 to {} warps, not {}", kMaxWarps, w));
@@ -143,7 +144,10 @@ void Compiler::bind_machine() {
             throw ToyError(tree_->product_patches_loc, fmt::format("warp or block says how the CUDA cores' lanes split a product, not {}'s", p_.products));
         p_.block_patches = patches == "block";
     }
-    if (tree_->cache) p_.cache = make_program_cache(tree_->cache->text, tree_->cache->loc);
+    if (tree_->cache) {
+        p_.cache = make_program_cache(tree_->cache->text, tree_->cache->loc);
+        refuse_devices(p_, "a modeled cache");
+    }
     bind_tiles();
     definitely_written_.assign(static_cast<size_t>(p_.scalar_registers), false);
     clobbered_.assign(static_cast<size_t>(p_.scalar_registers), -1);
@@ -201,6 +205,33 @@ void Compiler::bind_tiles() {
     p_.scalar_registers = static_cast<int>(p_.registers - p_.tile_elements);
 }
 
+// `devices D [ring] [link C] [latency L]`: the machine runs the devices as D workers, each
+// with its own DRAM (sim/exec/links.h).
+void Compiler::bind_devices() {
+    const ast::Program& t = *tree_;
+    if (t.workers)
+        throw ToyError(t.workers_loc, "with 'devices', each device is one worker: drop 'workers' (a device's workers are not modeled yet)");
+    std::int64_t d = constant(*t.devices, "the number of devices");
+    if (d < 1 || d > kMaxDevices) throw ToyError(t.devices->loc, fmt::format("the machine must have 1 to {} devices, not {}", kMaxDevices, d));
+    p_.devices = d;
+    p_.workers = d;
+    p_.devices_loc = t.devices_loc;
+    p_.workers_loc = t.devices_loc;
+    p_.ring = t.ring;
+    // Both at most 2^20: a transfer's time (cycles × elements + latency) stays far from 2^63.
+    constexpr std::int64_t kMaxLinkFigure = std::int64_t{1} << 20;
+    if (t.link_cycles) {
+        p_.link_cycles = constant(*t.link_cycles, "the link's cycles an element");
+        if (p_.link_cycles < 0 || p_.link_cycles > kMaxLinkFigure)
+            throw ToyError(t.link_cycles->loc, fmt::format("a link takes 0 to {} cycles an element, not {}", kMaxLinkFigure, p_.link_cycles));
+    }
+    if (t.link_latency) {
+        p_.link_latency = constant(*t.link_latency, "the link's latency");
+        if (p_.link_latency < 0 || p_.link_latency > kMaxLinkFigure)
+            throw ToyError(t.link_latency->loc, fmt::format("a link's latency is 0 to {} cycles, not {}", kMaxLinkFigure, p_.link_latency));
+    }
+}
+
 std::string Compiler::bank_shape(const Tile& b) {
     return b.rank == 2 ? fmt::format("{}×{}", b.rows, b.cols) : fmt::format("{}", b.cols);
 }
@@ -234,6 +265,21 @@ void Compiler::bind_arrays() {
                 throw ToyError(d->loc, fmt::format("array {} is too large (at most {} elements in all)", quoted_name(a.name), kMaxDram));
             info.dims.push_back(extent);
             info.size = *size;
+        }
+        if (a.split) {
+            if (!tree_->devices) throw ToyError(a.split_loc, "'split' spreads an array's rows over the devices: declare 'devices D' first");
+            if (info.dims.empty()) throw ToyError(a.split_loc, fmt::format("{} has no rows to split: it is one element", quoted_name(a.name)));
+            const auto k = static_cast<size_t>(a.split_dim);
+            if (k >= info.dims.size())
+                throw ToyError(a.split_loc, fmt::format("{} {}, counted from 0: there is no dimension {} to split", quoted_name(a.name),
+                                                        info.dimensions_text(), k));
+            const std::string what = k == 0 ? "rows" : fmt::format("indices of dimension {}", k);
+            if (info.dims[k] % p_.devices != 0)
+                throw ToyError(a.split_loc, fmt::format("'split' gives each of the {} devices an equal part of the {} {} of {}: {} is not a multiple of {}",
+                                                        p_.devices, info.dims[k], what, quoted_name(a.name), info.dims[k], p_.devices));
+            info.split = true;
+            info.split_dim = a.split_dim;
+            info.rows_per_device = info.dims[k] / p_.devices;
         }
         info.strides.assign(info.dims.size(), 1);
         for (int i = static_cast<int>(info.dims.size()) - 2; i >= 0; --i)  // each at most size: no overflow
@@ -388,6 +434,10 @@ void Compiler::bind_expects() {
         if (is_cache_counter(name->kind) && !tree_->cache)
             throw ToyError(e.loc, fmt::format("{} is counted by a modeled cache, and this program declares none: add a `cache` line "
                                               "(cache h100, or cache size=1KiB line=64 ways=2)",
+                                              info(name->kind).name_for(e.array)));
+        if (is_link_counter(name->kind) && !tree_->devices)
+            throw ToyError(e.loc, fmt::format("{} is counted on the links between devices, and this program declares none: add a "
+                                              "`devices D` line",
                                               info(name->kind).name_for(e.array)));
         if (info(name->kind).scope == CounterScope::PerOpcode) spec.counter.op = *find_op(name->subject);
         if (info(name->kind).scope == CounterScope::PerArray) spec.counter.array = array_named(e.array, e.array_loc);

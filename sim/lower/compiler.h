@@ -35,6 +35,7 @@ private:
     std::vector<std::pair<std::string, int>> scope_;  // loop variables in scope, outermost first
     std::vector<Interval> ranges_;                   // per slot: every value the variable can take
     std::vector<int> open_loops_;
+    bool in_devices_ = false;  // lowering the body of `on devices r { ... }`
     std::vector<bool> definitely_written_;  // per register, at the point being lowered
     // Inside a parallel loop's body, each iteration has registers and tiles of its own: a read
     // needs a write earlier in the same iteration. tile_written_ is definitely_written_ for
@@ -82,6 +83,7 @@ private:
     void bind_params(const ParamSettings& settings);
     void check_requires();
     void bind_machine();
+    void bind_devices();
     void bind_tiles();
     static std::string bank_shape(const Tile& b);
     void bind_arrays();
@@ -104,6 +106,7 @@ private:
     bool is_tile_instruction(const ast::Instruction& in) const;
     void check_operand_count(const ast::Instruction& in, const OpInfo& op);
     [[noreturn]] void wrong_operand(const ast::Operand& o, const OpInfo& op, int i, std::string_view want);
+    void lower_transfer(const ast::Instruction& in, const OpInfo& op);
     void lower_tile_instruction(const ast::Instruction& in, const OpInfo& op);
     void check_slice_widths(const MemRef& m, const Tile& b, bool column, Loc loc);
     void lower_instruction(const ast::Instruction& in);

@@ -45,6 +45,10 @@ std::string render_instruction(const Program& p, std::int32_t pc, const std::int
             for (size_t d = 0; d < m.subscripts.size(); ++d)
                 out += m.is_range[d] ? fmt::format("[{}..{}]", value_text(m.subscripts[d], vars), value_text(m.ends[d], vars))
                                      : fmt::format("[{}]", value_text(m.subscripts[d], vars));
+        } else if (kind == OperandKind::Device) {  // "@1": the device, modulo D
+            std::int64_t v = 0;
+            const Affine& device = p.device_operands[static_cast<size_t>(in.jump)];
+            out += device.eval_checked(vars, v) ? fmt::format("@{}", (v % p.devices + p.devices) % p.devices) : "@(overflow)";
         } else if (tile) {
             const TileOperand& a = tile->args[static_cast<size_t>(reg++)];
             out += a.kind == TileOperand::Kind::Tile ? p.tiles[static_cast<size_t>(a.index)].name + (a.transposed ? ".T" : "")

@@ -152,7 +152,7 @@ bool Compiler::collect_dynamic_writes(const std::vector<ast::Statement>& body, s
         if (const auto* loop = std::get_if<std::unique_ptr<ast::Loop>>(&st)) {
             const ast::Loop& l = **loop;
             if (static_cast<int>(scope_.size()) >= kMaxLoopDepth) return false;  // lower_loop says so at its line
-            const Interval values = integer::loop_values(range(affine(*l.lo)), range(affine(*l.hi)));
+            const Interval values = integer::loop_values(range(affine(*l.lo)), range(l.hi ? affine(*l.hi) : Affine{p_.devices}));
             const int slot = static_cast<int>(scope_.size());
             scope_.emplace_back(l.var, slot);
             ranges_.resize(scope_.size());

@@ -34,7 +34,14 @@ void Compiler::lower_loop(const ast::Loop& l) {
         if (name == l.var) throw ToyError(l.var_loc, fmt::format("loop variable {} is already used by an enclosing loop", quoted_name(l.var)));
     if (!has_instructions(l.body))
         throw ToyError(l.loc, "this loop contains no instructions: it would only spin (loops cost nothing and show nothing)");
-    LoopInfo info{static_cast<int>(scope_.size()), affine(*l.lo), affine(*l.hi), l.var, l.loc};
+    if (l.devices) {
+        if (!p_.devices) throw ToyError(l.loc, "'on devices' runs its body on every device: declare 'devices D' above it");
+        if (!open_loops_.empty()) throw ToyError(l.loc, "'on devices' is a block of the program's top level, not inside a loop");
+    } else if (l.parallel && in_devices_) {
+        throw ToyError(l.parallel_loc, "a parallel loop inside 'on devices': each device is one worker here (a device's workers are not modeled yet)");
+    }
+    LoopInfo info{static_cast<int>(scope_.size()), affine(*l.lo), l.hi ? affine(*l.hi) : Affine{p_.devices}, l.var, l.loc};
+    info.devices = l.devices;
     // A parallel loop directly inside another (the whole of its body) adds a dimension to the
     // other's grid; anywhere else inside one it would be parallelism within one worker.
     const LoopInfo* outer = open_loops_.empty() ? nullptr : &p_.loops[static_cast<size_t>(open_loops_.back())];
@@ -96,7 +103,9 @@ void Compiler::lower_loop(const ast::Loop& l) {
     }
     ++run_;  // a new run of code: what the last one wrote by R[expr] is no longer "the same register"
     run_writes_.clear();
+    in_devices_ = in_devices_ || l.devices;
     lower_body(l.body);
+    if (l.devices) in_devices_ = false;
     ++run_;
     run_writes_.clear();
     if (starts_iteration) {
@@ -201,7 +210,9 @@ bool Compiler::has_instructions(const std::vector<ast::Statement>& body) {
 }
 
 std::string_view Compiler::kind_name(ast::Operand::Kind k) {
-    return k == ast::Operand::Kind::Memory ? "a DRAM element" : k == ast::Operand::Kind::Immediate ? "a number" : "a register";
+    return k == ast::Operand::Kind::Memory ? "a DRAM element" : k == ast::Operand::Kind::Immediate ? "a number"
+           : k == ast::Operand::Kind::Device                               ? "a device"
+                                                                           : "a register";
 }
 
 bool Compiler::names_tile(const ast::Operand& o) const {
@@ -327,9 +338,39 @@ void Compiler::check_slice_widths(const MemRef& m, const Tile& b, bool column, L
     }
 }
 
+// SEND src, @device and RECV @device, dst: a DRAM element or slice, and a device's number
+// (affine in the loop variables, taken modulo D when it runs).
+void Compiler::lower_transfer(const ast::Instruction& in, const OpInfo& op) {
+    if (!in_devices_)
+        throw ToyError(in.loc, fmt::format("{} moves data between devices: it belongs inside 'on devices r {{ ... }}'{}", op.mnemonic,
+                                           p_.devices ? "" : " (and the program declares 'devices D')"));
+    Inst inst{static_cast<Code>(in.op)};
+    for (int i = 0; i < op.operand_count(); ++i) {
+        const ast::Operand& o = in.operands[static_cast<size_t>(i)];
+        OperandKind want = op.operand(i);
+        if (want == OperandKind::Device) {
+            if (o.kind != ast::Operand::Kind::Device) wrong_operand(o, op, i, "a device such as @r+1");
+            p_.device_operands.push_back(affine(*o.reg_index));
+            inst.jump = static_cast<std::int32_t>(p_.device_operands.size()) - 1;
+            continue;
+        }
+        if (o.kind != ast::Operand::Kind::Memory || names_tile(o)) wrong_operand(o, op, i, "a DRAM element or slice such as K[r*N..r*N+N][0..d]");
+        if (o.transposed) throw ToyError(o.loc, "a transposed tile (.T) is a source of MAC or MAC_Z, a matrix product");
+        inst.mem = lower_memory(o, want == OperandKind::MemWrite, op);
+    }
+    int at = emit_plain(inst.code);
+    p_.code[static_cast<size_t>(at)] = inst;
+    p_.origin[static_cast<size_t>(at)] = &in;
+}
+
 void Compiler::lower_instruction(const ast::Instruction& in) {
     const OpInfo& op = info(in.op);
     check_operand_count(in, op);
+    if (p_.devices && !in_devices_)
+        throw ToyError(in.loc, "with 'devices', instructions run on the devices: put this one inside 'on devices r { ... }'");
+    if (is_transfer(in.op)) return lower_transfer(in, op);
+    for (const auto& o : in.operands)
+        if (o.kind == ast::Operand::Kind::Device) throw ToyError(o.loc, fmt::format("{} takes no device: only SEND and RECV do", op.mnemonic));
     if (is_tile_instruction(in)) return lower_tile_instruction(in, op);
     Inst inst{static_cast<Code>(in.op)};
     for (int i = 0; i < op.operand_count(); ++i) {

@@ -95,6 +95,15 @@ std::string Program::element_ref_at(std::int64_t address) const {
     return element_ref(array, address - arrays[static_cast<size_t>(array)].base);
 }
 
+std::int64_t Program::owner_of(int array, std::int64_t offset) const {
+    const ArrayInfo& a = arrays[static_cast<size_t>(array)];
+    if (a.split) {
+        const auto k = static_cast<size_t>(a.split_dim);
+        return offset / a.strides[k] % a.dims[k] / a.rows_per_device;
+    }
+    return a.role == ast::Role::Input ? -1 : 0;
+}
+
 int Program::array_of_address(std::int64_t address) const {
     for (size_t i = 0; i < arrays.size(); ++i)
         if (address >= arrays[i].base && address < arrays[i].base + arrays[i].size) return static_cast<int>(i);
@@ -102,6 +111,13 @@ int Program::array_of_address(std::int64_t address) const {
 }
 
 ast::Program parse_file(const std::string& path) { return parse(SourceFile::read(path)); }
+
+void refuse_devices(const Program& program, std::string_view what) {
+    if (!program.devices) return;
+    throw ToyError(program.devices_loc, fmt::format("{} does not model several devices yet: a program with 'devices' runs on the toy machine "
+                                                    "(run, trace, step, view, cost's traffic formulas)",
+                                                    what));
+}
 
 namespace {
 
@@ -113,7 +129,8 @@ void plan_race_checking(Program& p) {
         const std::int32_t mem = p.memref_at(static_cast<std::int32_t>(pc));
         if (mem < 0 || !writes_dram(p.op_at(static_cast<std::int32_t>(pc)))) continue;
         const auto& loops = p.enclosing_loops[pc];
-        if (std::any_of(loops.begin(), loops.end(), [&](int l) { return p.loops[static_cast<size_t>(l)].parallel; }))
+        // Devices cannot race: each element is one device's, and only it touches the element.
+        if (std::any_of(loops.begin(), loops.end(), [&](int l) { return p.loops[static_cast<size_t>(l)].parallel && !p.loops[static_cast<size_t>(l)].devices; }))
             written[static_cast<size_t>(p.mems[static_cast<size_t>(mem)].array)] = true;
     }
     for (size_t a = 0; a < p.arrays.size(); ++a)
@@ -153,7 +170,7 @@ void plan_unchecked(Program& p) {
         if (static_cast<int>(in.code) >= kOpCount) continue;  // tiles, loop control, the end
         // On several workers a parallel loop's instructions run interleaved: each is followed by
         // a choice of the next worker, which the fast path would skip.
-        bool unchecked = !in.dynamic_registers && in.unproven_reads == 0 && !(p.workers > 1 && in_parallel[pc]);
+        bool unchecked = !in.dynamic_registers && in.unproven_reads == 0 && !((p.workers > 1 || p.devices > 0) && in_parallel[pc]);
         if (info(static_cast<Op>(in.code)).klass == OpClass::Memory) {
             const MemRef& m = p.mems[static_cast<size_t>(in.mem)];
             unchecked = unchecked && m.bounds_proven && (m.always_present || !reads_dram(static_cast<Op>(in.code)));

@@ -27,6 +27,8 @@ inline constexpr std::int64_t kMaxRunDram = std::int64_t{1} << 26;
 inline constexpr std::int64_t kMaxWarps = 32, kDefaultWarps = 4;
 // `workers P` takes 1 to this many (a GPU has at most a few hundred SMs).
 inline constexpr std::int64_t kMaxWorkers = 1024;
+// `devices D` takes 1 to this many (a host holds 8 GPUs; a rack's NVLink domain 72).
+inline constexpr std::int64_t kMaxDevices = 64;
 
 struct Affine {
     std::int64_t constant = 0;
@@ -101,6 +103,12 @@ struct ArrayInfo {
     ast::Fill fill;
     std::vector<int> fill_args;  // Reference fill: the arrays it is computed from
     Loc loc;
+    // `split [K]` (with `devices D`): device k holds indices k·rows_per_device ..
+    // (k+1)·rows_per_device − 1 of its dimension split_dim (0: its rows). An array that is not
+    // split is device 0's, but for an input, which every device holds a copy of.
+    bool split = false;
+    int split_dim = 0;
+    std::int64_t rows_per_device = 0;
     // Every element holds a value before the program runs: an input, or a constant start (= 0).
     bool starts_filled() const { return role == ast::Role::Input || fill.kind == ast::Fill::Kind::Constant; }
     // Its first element as the language writes it: "x" (a scalar), "x[0]", "x[0][0]", ...
@@ -196,7 +204,7 @@ struct Inst {
     std::array<std::int32_t, kMaxRegisterOperands> reg{};  // register operands in source order; -1-k: dynamic entry k
     std::int32_t mem = -1;              // MemRef index (LOAD/STORE); Tile: TileInst; SET: immediate
     std::int32_t loop = -1;             // LoopInfo index (LoopBegin/LoopEnd)
-    std::int32_t jump = -1;             // LoopBegin: its LoopEnd; LoopEnd: its LoopBegin
+    std::int32_t jump = -1;             // LoopBegin: its LoopEnd; LoopEnd: its LoopBegin; SEND, RECV: Program::device_operands index
 };
 static_assert(sizeof(Inst) == 32, "the executor indexes code by a shift: keep an instruction 32 bytes");
 
@@ -210,6 +218,8 @@ struct LoopInfo {
     // (both, for a grid of one loop).
     bool parallel = false;
     bool grid_outer = false, grid_inner = false;
+    // `on devices r { ... }`: a parallel loop over 0..D whose iteration k runs on device k.
+    bool devices = false;
     std::pair<std::int32_t, std::int32_t> body{0, 0};  // its body's code: pcs first..last + 1
     // A parallel loop whose body is scalar instructions only: the cycles of one iteration (each
     // runs every instruction once); -1 otherwise.
@@ -286,6 +296,14 @@ struct Program {
     std::vector<std::pair<std::string, std::int64_t>> params;  // in declaration order (lets too)
     int registers = 0;           // the register file (SRAM) in elements: tiles and scalar registers
     std::int64_t workers = 1;    // `workers P`: each with its own register file; DRAM is shared
+    // `devices D`: D machines, each a worker with its own DRAM, joined by links (0: no devices
+    // declared, one machine). The machine runs the devices as D interleaved workers (workers = D).
+    std::int64_t devices = 0;
+    Loc devices_loc;
+    bool ring = false;                 // a link from each device to its two neighbours only (else every pair)
+    std::int64_t link_cycles = 1;      // cycles a link takes an element
+    std::int64_t link_latency = 0;     // cycles from a transfer's last element leaving to its arrival
+    std::vector<Affine> device_operands;  // SEND's and RECV's @device, taken modulo D
     std::optional<ProgramCache> cache;  // `cache ...` or --cache: none, DRAM is the only memory
     Loc workers_loc;             // where `workers` is declared (none: the default, 1)
     // `warps W`: on a GPU, the warps a worker's products split their rows over, each reading
@@ -341,7 +359,14 @@ struct Program {
     std::string element_ref_at(std::int64_t address) const;
     std::vector<std::int64_t> element_index(int array, std::int64_t offset) const;
     int array_of_address(std::int64_t address) const;
+    // The device whose DRAM holds the element at `offset` of the array, or -1 when every device
+    // holds it (an input that is not split). Only with devices.
+    std::int64_t owner_of(int array, std::int64_t offset) const;
 };
+
+// What does not model several devices yet (a cache, the GPU, the time model) refuses a program
+// with `devices`, at that line: "`WHAT` does not model several devices yet ...". No-op without.
+void refuse_devices(const Program& program, std::string_view what);
 
 using ParamSettings = std::vector<std::pair<std::string, std::int64_t>>;
 

@@ -36,8 +36,12 @@ std::string time_text(const Program& p, const TimeFormulas& t, const std::vector
     const char* mark = exact_here ? "" : " *";
     out += fmt::format("{}work   = {} = {}{}   (the cycles of every instruction: `cycles` on one worker)\n", md ? "- " : "", t.work.text(),
                        value_text(p, t.work), mark);
-    out += fmt::format("{}cycles = {} = {}{}   (the makespan on {} worker{})\n", md ? "- " : "", t.cycles.text(), value_text(p, t.cycles),
-                       mark, p.workers, p.workers == 1 ? "" : "s");
+    if (p.devices)  // the links' waits depend on when each SEND and RECV runs: only a run has them
+        out += fmt::format("{}cycles ≥ {} = {}{}   (the busiest of {} device{}; what its RECVs wait for comes on top: `toysim run` counts it)\n",
+                           md ? "- " : "", t.cycles.text(), value_text(p, t.cycles), mark, p.devices, p.devices == 1 ? "" : "s");
+    else
+        out += fmt::format("{}cycles = {} = {}{}   (the makespan on {} worker{})\n", md ? "- " : "", t.cycles.text(), value_text(p, t.cycles),
+                           mark, p.workers, p.workers == 1 ? "" : "s");
     if (!t.exact && exact_here) {
         std::string conditions;
         for (const auto& [width, dim] : t.exact_when) conditions += fmt::format("{}{} divides {}", conditions.empty() ? "" : " and ", width.text(), dim.text());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/front/ast.h"
+#include "sim/lower/program.h"
 
 namespace toysim {
 
@@ -35,6 +36,9 @@ std::string role_name(ast::Role role);
 
 // "1 step", "3 steps".
 std::string plural(std::uint64_t n, std::string_view word);
+
+// What runs an iteration of a parallel loop: "worker", or with `devices D`, "device".
+inline std::string_view worker_word(const Program& p) { return p.devices ? "device" : "worker"; }
 
 // Bytes as megabytes (10⁶ bytes), 2 decimals: "6.35 MB".
 std::string megabytes(double bytes);

@@ -112,6 +112,25 @@ std::vector<CounterRow> counter_rows(const Program& p, const Counters& c, const 
     return rows;
 }
 
+std::vector<LinkCount> link_counts(const Program& p, const Counters& c) {
+    std::vector<LinkCount> out;
+    for (size_t link = 0; link < c.link_elements.size(); ++link)
+        if (c.link_elements[link])
+            out.push_back({static_cast<std::int64_t>(link) / p.devices, static_cast<std::int64_t>(link) % p.devices, c.link_elements[link]});
+    return out;
+}
+
+std::string format_links(const Program& p, const Counters& c, Format format) {
+    Table t{{"link", "elements", "cycles busy"}, {false, true, true}, {}};
+    for (const LinkCount& l : link_counts(p, c))
+        t.rows.push_back({fmt::format("device {} → {}", l.from, l.to), std::to_string(l.elements),
+                          std::to_string(l.elements * static_cast<std::uint64_t>(p.link_cycles))});
+    std::string out = fmt::format("{} devices{}, a link {} cycle{} an element and {} of latency\n", p.devices, p.ring ? " in a ring" : ", every pair linked",
+                                  p.link_cycles, p.link_cycles == 1 ? "" : "s", plural(static_cast<std::uint64_t>(p.link_latency), "cycle"));
+    if (t.rows.empty()) return out + "no link carried anything\n";
+    return out + render_table(t, format);
+}
+
 nlohmann::ordered_json counters_json(const Program& p, const Counters& c) {
     using json = nlohmann::ordered_json;
     json k = json::object();
@@ -125,9 +144,18 @@ nlohmann::ordered_json counters_json(const Program& p, const Counters& c) {
         // is what it was before workers existed.)
         bool workers_only = row.kind == CounterKind::TotalWork || row.kind == CounterKind::Utilization;
         if (is_cache_counter(row.kind)) continue;  // under "l2", below
+        if (is_link_counter(row.kind) && !p.devices) continue;  // (and SEND, RECV: the JSON of a program without devices is as before them)
         if (row.scope == CounterScope::Run && (!workers_only || p.workers > 1)) put({row.kind});
         if (row.scope == CounterScope::PerOpcode)
-            for (const auto& op : all_ops()) put({row.kind, op.op});
+            for (const auto& op : all_ops())
+                if (p.devices || !is_transfer(op.op)) put({row.kind, op.op});
+    }
+    if (p.devices) {
+        json links = json::array();
+        for (const LinkCount& l : link_counts(p, c)) links.push_back({{"from", l.from}, {"to", l.to}, {"elements", l.elements}});
+        k["links"]["per_link"] = links;
+        k["links"]["arrays"] = json::object();
+        for (size_t a = 0; a < p.arrays.size(); ++a) k["links"]["arrays"][p.arrays[a].name]["sent"] = c.arrays[a].sent;
     }
     if (p.workers > 1) {
         k["workers"]["count"] = p.workers;
@@ -176,7 +204,11 @@ nlohmann::ordered_json run_json(const Program& p, const RunResult& r, bool stats
     j["params"] = json::object();
     for (const auto& [name, value] : p.params) j["params"][name] = value;
     j["machine"]["registers"] = p.registers;
-    for (const auto& row : all_ops()) j["machine"]["cycle_costs"][std::string(row.mnemonic)] = p.cycles[static_cast<size_t>(row.op)];
+    for (const auto& row : all_ops())
+        if (p.devices || !is_transfer(row.op)) j["machine"]["cycle_costs"][std::string(row.mnemonic)] = p.cycles[static_cast<size_t>(row.op)];
+    if (p.devices)
+        j["machine"]["devices"] = {{"count", p.devices}, {"topology", p.ring ? "ring" : "all"}, {"link_cycles", p.link_cycles},
+                                   {"link_latency", p.link_latency}};
     j["ok"] = r.checks_ok() && r.expects_ok();
     j["fault"] = fault_json(p, r.fault);
     j["counters"] = counters_json(p, c);
@@ -283,6 +315,7 @@ std::string format_run(const Program& p, const RunResult& r, Format format, bool
                                fmt::format("{} of {}", s.elements_read, info.size), std::to_string(s.max_reads)});
     }
     out += render_table(arrays, format);
+    if (p.devices) out += "\n" + format_links(p, c, format);
     if (c.cache && p.cache) out += "\n" + format_cache_counts(p, *c.cache, format);
     if (stats) {
         double rate = r.seconds > 0 ? static_cast<double>(c.instructions) / r.seconds : 0.0;

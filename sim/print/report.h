@@ -29,6 +29,13 @@ nlohmann::ordered_json counters_json(const Program& program, const Counters& cou
 // (per array and in total), for a run with a cache.
 std::string cache_summary(const ProgramCache& cache);
 std::string format_cache_counts(const Program& program, const CacheCounts& counts, Format format);
+// Devices: what each link carried, one direction a row (links that carried nothing left out).
+struct LinkCount {
+    std::int64_t from = 0, to = 0;
+    std::uint64_t elements = 0;
+};
+std::vector<LinkCount> link_counts(const Program& program, const Counters& counters);
+std::string format_links(const Program& program, const Counters& counters, Format format);
 // The cache's counters as JSON (what goes under "counters"/"l2"), with the cache's description.
 nlohmann::ordered_json cache_counters_json(const Program& program, const CacheCounts& counts);
 // `toysim cost --cache`: the count-only walk's counts (cached_count.h), in any format.

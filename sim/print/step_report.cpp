@@ -162,8 +162,8 @@ std::string step_text(const Session<Domain>& s, const StepStyle& style) {
     int line = line_of(p, e->pc);
     // On several workers: the cycle it ended on, on the clock of the worker that ran it, and the
     // work done so far on all of them (what the cycle is on one worker).
-    std::string out = p.workers > 1 ? fmt::format("step {}, cycle {} on worker {}, work {}  {}:{}\n", e->step,
-                                                  worker_clock(e->parallel, e->cycle), e->parallel.worker, e->cycle, path, line)
+    std::string out = p.workers > 1 ? fmt::format("step {}, cycle {} on {} {}, work {}  {}:{}\n", e->step,
+                                                  worker_clock(e->parallel, e->cycle), worker_word(p), e->parallel.worker, e->cycle, path, line)
                                     : fmt::format("step {}, cycle {}  {}:{}\n", e->step, e->cycle, path, line);
     out += source_line(p, line);
     if (p.has_tiles()) {
@@ -259,8 +259,8 @@ std::string format_stop(const Session<Domain>& s, const Stop& stop, const StepSt
         case Stop::Reason::Interrupted: head = "interrupted\n"; break;
         case Stop::Reason::End:
             // On several workers, its cycles are the makespan, and its work what one would take.
-            tail = p.workers > 1 ? fmt::format("the program has ended: {}, {} on {} workers, work {}\n", plural(s.position(), "step"),
-                                               plural(s.counters().cycles, "cycle"), p.workers, s.cycle())
+            tail = p.workers > 1 ? fmt::format("the program has ended: {}, {} on {}, work {}\n", plural(s.position(), "step"),
+                                               plural(s.counters().cycles, "cycle"), plural(static_cast<std::uint64_t>(p.workers), worker_word(p)), s.cycle())
                                  : fmt::format("the program has ended: {}, {}\n", plural(s.position(), "step"), plural(s.cycle(), "cycle"));
             break;
         case Stop::Reason::Fault:

@@ -67,7 +67,9 @@ std::vector<std::string> step_row(const Program& p, std::uint64_t step, std::uin
 }
 
 bool unit_costs(const Program& p) {
-    return std::all_of(p.cycles.begin(), p.cycles.end(), [](int c) { return c == 1; });
+    // SEND and RECV (0 cycles) exist only with devices.
+    return std::all_of(all_ops().begin(), all_ops().end(),
+                       [&](const OpInfo& op) { return (is_transfer(op.op) && !p.devices) || p.cycles[static_cast<size_t>(op.op)] == 1; });
 }
 
 namespace {
@@ -83,7 +85,7 @@ std::string trace_summary(const Program& p, const Counters& c) {
     std::string registers = p.has_tiles() ? fmt::format("{} of {} registers used", c.peak_registers, p.registers)
                                           : fmt::format("{} used", plural(static_cast<std::uint64_t>(c.peak_registers), "register"));
     // On several workers, cycles is the makespan: say so, with the work (the cycles on one).
-    std::string cycles = c.workers > 1 ? fmt::format("{} on {} workers (work {})", plural(c.cycles, "cycle"), c.workers, c.work)
+    std::string cycles = c.workers > 1 ? fmt::format("{} on {} (work {})", plural(c.cycles, "cycle"), plural(static_cast<std::uint64_t>(c.workers), worker_word(p)), c.work)
                                        : plural(c.cycles, "cycle");
     std::string cache;  // what reached DRAM past the cache
     if (c.cache) {
@@ -246,7 +248,7 @@ std::string finish_trace(const Program& p, const Trace& tr, const TraceOptions& 
 // On several workers: a Worker column after Step, the worker that ran each row's step.
 void add_worker_column(const Program& p, const Trace& tr, Table& t) {
     if (p.workers < 2 || t.rows.size() != tr.steps.size()) return;
-    t.header.insert(t.header.begin() + 1, "Worker");
+    t.header.insert(t.header.begin() + 1, p.devices ? "Device" : "Worker");
     t.right_aligned.insert(t.right_aligned.begin() + 1, true);
     for (size_t i = 0; i < t.rows.size(); ++i) t.rows[i].insert(t.rows[i].begin() + 1, std::to_string(tr.steps[i].worker));
 }
@@ -297,7 +299,7 @@ std::string format_trace(const Program& p, const Trace& tr, const TraceOptions& 
         }
         std::vector<std::string>& current = files[std::min<size_t>(s.worker, files.size() - 1)];
         std::vector<std::string> previous = shown.empty() ? current : shown;
-        if (s.reg >= 0) current[column[s.reg]] = vt.scalar(s, false);
+        if (auto col = column.find(s.reg); s.reg >= 0 && col != column.end()) current[col->second] = vt.scalar(s, false);
         shown = current;
         std::string instruction = render_instruction(p, s.pc, s.vars.data());
         if (options.format == Format::Json) {

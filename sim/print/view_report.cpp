@@ -107,7 +107,8 @@ json build(const Program& p, const Recording<Value>& r, bool symbolic, const Tex
     for (const auto& a : p.arrays) j["arrays"].push_back(array_json(a));
     std::vector<CounterRef> counters = counters_of(p);
     // The viewer replays the machine's own counters; the cache's are `toysim run`'s.
-    std::erase_if(counters, [](const CounterRef& c) { return is_cache_counter(c.kind); });
+    // busiest_link is the most of the links' counts, which no step's delta gives.
+    std::erase_if(counters, [](const CounterRef& c) { return is_cache_counter(c.kind) || c.kind == CounterKind::BusiestLink; });
     j["counters"] = json::array();
     for (const auto& c : counters) j["counters"].push_back(p.counter_name(c));
 

@@ -460,6 +460,7 @@ Occupancy kernel_occupancy(const KernelBlock& block, const Program& p, const Mac
 }
 
 Program on_machine_cache(const Program& program, const MachineSpec& machine) {
+    refuse_devices(program, "the time model of a named machine");
     Program on_machine = program;
     if (!on_machine.cache) on_machine.cache = make_program_cache(std::string(machine.name), Loc{});
     return on_machine;

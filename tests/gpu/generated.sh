@@ -41,6 +41,7 @@ for file in programs/*.toy programs/attention/*.toy; do
 done
 for dir in programs/exercises/*/; do
   [[ -n $filter && $dir != *$filter* ]] && continue
+  grep -q '^devices ' "$dir/exercise.toy" && continue  # several devices: the toy machine only
   mapfile -t tests < <(grep -E '^test ' "$dir/exercise.toy" | settings)
   [ ${#tests[@]} -eq 0 ] && tests=("")
   for t in "${tests[@]}"; do run "$dir/solution.toy" fp32 "$t" --exercise "$dir"; done
