@@ -173,3 +173,21 @@ TEST_CASE("a program with devices is refused where devices are not modeled, at c
     CHECK(compile_error("registers 4\nexpect sent = 0\n") ==
           "2:8: sent is counted on the links between devices, and this program declares none: add a `devices D` line");
 }
+
+TEST_CASE("run lists each link's elements, cost bounds cycles from below and calls the devices race-free", "[devices]") {
+    using toysim::testing::contains;
+    auto run = toysim::testing::run_cli({"run", "programs/devices/ring_attention.toy"});
+    REQUIRE(run.code == 0);
+    CHECK(contains(run.out, "4 devices in a ring, a link 1 cycle an element and 16 cycles of latency\n"
+                            "link          elements  cycles busy\n"
+                            "------------  --------  -----------\n"
+                            "device 0 → 1       192          192\n"));
+    auto cost = toysim::testing::run_cli({"cost", "programs/devices/ring_attention.toy"});
+    REQUIRE(cost.code == 0);
+    CHECK(contains(cost.out, " = 4880 *   (the busiest of 4 devices; what its RECVs wait for comes on top: `toysim run` counts it)\n"));
+    CHECK(contains(cost.out, "cycles ≥ "));
+    CHECK(contains(cost.out, "race-free: each device touches only the elements in its own DRAM, which a run checks at every access"));
+    auto gpu = toysim::testing::run_cli({"gpu", "run", "programs/devices/ring_attention.toy"});
+    CHECK(gpu.code == 2);
+    CHECK(contains(gpu.err, "generated CUDA does not model several devices yet"));
+}

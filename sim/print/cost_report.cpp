@@ -110,6 +110,8 @@ nlohmann::ordered_json cost_json(const Program& p, const std::vector<ArrayFormul
         json& t = j["time"];
         t["work"] = formula(time->work);
         t["cycles"] = formula(time->cycles);
+        // With devices, the busiest device's instructions: what its RECVs wait for comes on top.
+        if (p.devices) t["cycles"]["at_least"] = true;
         t["workers"] = p.workers;
         t["exact"] = time->exact;
         t["exact_here"] = time->exact_at(p.params);
