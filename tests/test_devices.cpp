@@ -191,3 +191,20 @@ TEST_CASE("run lists each link's elements, cost bounds cycles from below and cal
     CHECK(gpu.code == 2);
     CHECK(contains(gpu.err, "generated CUDA does not model several devices yet"));
 }
+
+TEST_CASE("toysim step: info devices shows each device's clock, next line and wait, and the messages on the links", "[devices][step]") {
+    using toysim::testing::contains;
+    // Eleven steps: both devices have sent, worked and device 0 has received (at cycle 26).
+    std::string script;
+    for (int i = 0; i < 11; ++i) script += "n\n";
+    script += "info devices\nq\n";
+    auto r = toysim::testing::run_cli_input({"step", "tests/fuzz/corpus/devices_ring_swap.toy"}, script);
+    REQUIRE(r.code == 0);
+    CHECK(contains(r.out, "device  clock  next line  state\n"
+                          "------  -----  ---------  ---------\n"
+                          "     0     26         15  ready\n"
+                          "     1      4         14  runs next\n"
+                          "on the links:\n"
+                          "  device 0 → 1: 1 message in flight, 4 elements (the first arrives at cycle 26)\n"));
+    CHECK(contains(r.out, "step 11, cycle 26 on device 0, work 8  tests/fuzz/corpus/devices_ring_swap.toy:14\n"));
+}

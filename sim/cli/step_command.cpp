@@ -158,7 +158,8 @@ bool execute_step_command(Session<Domain>& s, const std::string& line, const Ste
             out << format_registers(s, style);
         }
         else if (arg == "checkpoints") out << format_checkpoints(s);
-        else throw ToyError("info breakpoints, info registers or info checkpoints");
+        else if (arg == "workers" || arg == "devices") out << format_workers(s);
+        else throw ToyError("info breakpoints, info registers, info checkpoints or info workers (info devices)");
     } else if (word == "print" || word == "p") {
         if (size_t colon = arg.find(':'); colon != std::string::npos && colon > 0 &&
                                            arg.find_first_not_of("0123456789") == colon)

@@ -86,7 +86,8 @@ std::string scalar_row(const Session<Domain>& s, const Event<typename Domain::Va
         }
         cells.push_back(text);
     }
-    t.rows.push_back(step_row(p, e.step, e.cycle, e.pc, e.vars.data(), cells));
+    // With devices, the cycle on the clock of the device that ran it (its RECVs' waits included), as the trace shows it.
+    t.rows.push_back(step_row(p, e.step, p.devices ? worker_clock(e.parallel, e.cycle) : e.cycle, e.pc, e.vars.data(), cells));
     if (e.reg >= 0) {
         std::vector<std::string> caret_row(t.header.size() - carets.size(), "");
         caret_row.insert(caret_row.end(), carets.begin(), carets.end());
@@ -423,6 +424,47 @@ std::string format_breakpoints(const std::vector<Breakpoint>& breakpoints) {
     return render_table(t, Format::Table);
 }
 
+// Each worker (or device) side by side: the line it runs next, its clock, and whether it has
+// finished or waits in a RECV; with devices, the messages on the links.
+template <class Domain>
+std::string format_workers(const Session<Domain>& s) {
+    const Program& p = s.program();
+    const auto& m = s.state();
+    const ParallelState& par = m.parallel;
+    const std::string_view who = worker_word(p);
+    if (!par.interleaved)
+        return fmt::format("no {} is running: {}\n", p.devices ? "'on devices' block" : "parallel loop on several workers",
+                           p.workers > 1 ? fmt::format("{} 0 runs alone", who) : "the machine has one worker");
+    auto line_at = [&](std::int32_t pc) {
+        const Inst& in = p.code[static_cast<size_t>(pc)];
+        if (in.code == Code::LoopBegin || in.code == Code::LoopEnd) return p.loops[static_cast<size_t>(in.loop)].loc.line;
+        const ast::Instruction* origin = p.origin[static_cast<size_t>(pc)];
+        return origin ? origin->loc.line : 0;
+    };
+    Table t{{std::string(who), "clock", "next line", "state"}, {true, true, true, false}, {}};
+    for (std::uint32_t w = 0; w < par.worker_free.size(); ++w) {
+        const bool done = w >= par.worker_iteration.size() || par.worker_iteration[w] == 0;
+        const std::int32_t pc = w == par.worker ? m.pc : m.contexts[w].pc;
+        std::string state = done ? "finished" : w == par.worker ? "runs next" : "ready";
+        if (!done && p.devices && m.links.waiting[w] >= 0)
+            state = fmt::format("waits for device {} (RECV at line {})", m.links.waiting[w], line_at(m.links.waiting_pc[w]));
+        t.rows.push_back({std::to_string(w), std::to_string(par.worker_free[w]), done ? "-" : std::to_string(line_at(pc)), state});
+    }
+    std::string out = render_table(t, Format::Table);
+    if (!p.devices) return out;
+    std::string links;
+    for (size_t link = 0; link < m.links.queue.size(); ++link) {
+        const auto& q = m.links.queue[link];
+        const size_t head = m.links.head[link];
+        if (head >= q.size()) continue;
+        std::uint64_t elements = 0;
+        for (size_t k = head; k < q.size(); ++k) elements += q[k].values.size();
+        links += fmt::format("  device {} → {}: {} in flight, {} (the first arrives at cycle {})\n", link / static_cast<size_t>(p.devices),
+                             link % static_cast<size_t>(p.devices), plural(q.size() - head, "message"), plural(elements, "element"), q[head].arrival);
+    }
+    return out + (links.empty() ? "no message on the links\n" : "on the links:\n" + links);
+}
+
 template <class Domain>
 std::string format_checkpoints(const Session<Domain>& s) {
     return fmt::format("{} (every {} steps), {:.1f} MiB; the end {}\n", plural(s.checkpoint_count(), "checkpoint"), s.checkpoint_interval(),
@@ -454,6 +496,7 @@ std::string step_help() {
            "  list [LINE], l               the source around the current instruction\n"
            "  where                        the current step again\n"
            "  info checkpoints             the snapshots reverse stepping replays from\n"
+           "  info workers, info devices   each worker or device side by side: its clock, next line, whether it waits\n"
            "  help, h;  quit, q (or end of input)\n";
 }
 
@@ -465,7 +508,8 @@ std::string step_help() {
     template std::string format_memory(const Session<D>&, std::string_view, std::int64_t, const StepStyle&); \
     template std::string format_session_counters(const Session<D>&);                                        \
     template std::string format_listing(const Session<D>&, std::optional<int>);                             \
-    template std::string format_checkpoints(const Session<D>&);
+    template std::string format_checkpoints(const Session<D>&);                                             \
+    template std::string format_workers(const Session<D>&);
 TOYSIM_STEP_REPORTS(NumericDomain)
 TOYSIM_STEP_REPORTS(SymbolicDomain)
 #undef TOYSIM_STEP_REPORTS

@@ -53,6 +53,9 @@ std::string format_listing(const Session<Domain>& session, std::optional<int> li
 std::string format_breakpoints(const std::vector<Breakpoint>& breakpoints);
 template <class Domain>
 std::string format_checkpoints(const Session<Domain>& session);
+// `info workers` / `info devices`: each one's clock, next line and state; the links' messages.
+template <class Domain>
+std::string format_workers(const Session<Domain>& session);
 // A symbolic session's names: every value the run can show, named once as the whole trace
 // names it (a run to the end, of at most kSymbolicSessionSteps steps, then back to step 0), as
 // `toysim step` and the browser's engine start one. Throws ToyError when the run is longer.
