@@ -471,3 +471,17 @@ TEST_CASE("causal attention on workers: Q tiles handed out heaviest first keep e
         CHECK(in_order.cycles == (workers == 4 ? 22'216'704u : 13'321'728u));
     }
 }
+
+TEST_CASE("toysim step on two workers: each step's row shows the registers of the worker that ran it", "[parallel][step]") {
+    // Steps 1 and 2 load X[0] and X[1] on workers 0 and 1; step 3 is worker 0's MOV, whose R0
+    // is X0 (worker 1's next instruction is what the machine stands at, holding X1).
+    const std::string program = "workers 2\nregisters 2\ninput X[2]\noutput Y[2]\nparallel for i in 0..2 {\n    LOAD X[i], R0\n"
+                                "    MOV R0, R1\n    STORE R1, Y[i]\n}\n";
+    const auto path = std::filesystem::temp_directory_path() / "toysim_step_two_workers.toy";
+    { std::ofstream(path) << program; }
+    CliResult r = toysim::testing::run_cli_input({"step", path.string()}, "n\nn\nn\nq\n");
+    std::filesystem::remove(path);
+    REQUIRE(r.code == 0);
+    CHECK(contains(r.out, "     2  LOAD X[1], R0  X1\n"));
+    CHECK(contains(r.out, "     3  MOV R0, R1   X0  X0\n"));
+}

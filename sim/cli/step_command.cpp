@@ -123,6 +123,7 @@ bool execute_step_command(Session<Domain>& s, const std::string& line, const Ste
     auto move = [&](auto&& how) {
         InterruptGuard guard(interactive);
         Stop stop = how();
+        StepWorkerShown<Domain> shown(s);  // the registers of the worker that ran the step, not the next one's
         out << format_stop(s, stop, style);
     };
     if (word == "step" || word == "s" || word == "next" || word == "n") {
