@@ -124,19 +124,6 @@ std::unique_ptr<Expr> make_balanced(char op, std::vector<std::unique_ptr<Expr>> 
     }
     return std::move(items.front());
 }
-// Recursion as deep as the expression: at most kMaxExprDepth and a few (see poly.h).
-std::unique_ptr<Expr> clone(const Expr& e) {
-    auto out = std::make_unique<Expr>();
-    out->kind = e.kind;
-    out->value = e.value;
-    out->name = e.name;
-    out->op = e.op;
-    out->height = e.height;
-    out->loc = e.loc;
-    if (e.lhs) out->lhs = clone(*e.lhs);
-    if (e.rhs) out->rhs = clone(*e.rhs);
-    return out;
-}
 
 int precedence(const Expr& e) {
     if (e.kind == Expr::Kind::Binary) return e.op == '+' || e.op == '-' ? 1 : 2;

@@ -48,7 +48,7 @@ std::unique_ptr<Expr> make_binary(char op, std::unique_ptr<Expr> l, std::unique_
 std::unique_ptr<Expr> make_call(const std::string& fn, std::unique_ptr<Expr> l, std::unique_ptr<Expr> r);
 // op over the items (at least one), as a balanced tree: a long sum stays shallow.
 std::unique_ptr<Expr> make_balanced(char op, std::vector<std::unique_ptr<Expr>> items);
-std::unique_ptr<Expr> clone(const Expr& e);
+using ast::clone;  // (sim/front/ast.h)
 
 // The source expression in the formulas' notation: "j·Bc + Bc", "cdiv(n, Br)". With `math`,
 // cdiv(a, b) is ⌈a/b⌉ and a/b (integer division) is ⌊a/b⌋.

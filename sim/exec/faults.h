@@ -45,6 +45,8 @@ std::string shape_text(std::int64_t rows, std::int64_t cols);  // "4×64"
 struct SliceGeometry {
     std::int64_t address = 0;  // first element
     std::int64_t rows = 1, cols = 1, row_stride = 0, col_stride = 0;
+    std::int64_t at(std::int64_t i, std::int64_t j) const { return address + i * row_stride + j * col_stride; }
+    std::int64_t last() const { return at(rows - 1, cols - 1); }  // its last element
 };
 std::string slice_text(const Program& p, const MemRef& m, const std::int64_t* vars);  // "K[64..128][0..64]"
 // Throws a located error for a slice that starts outside its array or is empty.

@@ -259,18 +259,18 @@ void execute(const Program& p, const FastInst* fast, Domain& dom, MachineState<t
                 (void)R;
                 const MemRef& m = mems[in.mem];
                 const SliceGeometry g = slice_geometry(p, pc, m, vars);
-                const std::int64_t last = g.address + (g.rows - 1) * g.row_stride + (g.cols - 1) * g.col_stride;
-                check_owner(p, s, pc, m, g.address, last, false, vars);
+                check_owner(p, s, pc, m, g.address, g.last(), false, vars);
                 std::vector<V> values;
                 values.reserve(static_cast<size_t>(g.rows * g.cols));
                 for (std::int64_t i = 0; i < g.rows; ++i)
                     for (std::int64_t j = 0; j < g.cols; ++j) {
-                        const std::int64_t at = g.address + i * g.row_stride + j * g.col_stride;
+                        const std::int64_t at = g.at(i, j);
                         if (!m.always_present && !present[at]) fail_unwritten_element(p, pc, m, vars);
                         values.push_back(dom.load(dram[at], at));
                     }
+                // Counted once every element is known to hold a value (a fault changes nothing).
                 for (std::int64_t i = 0; i < g.rows; ++i)
-                    for (std::int64_t j = 0; j < g.cols; ++j) ++reads[g.address + i * g.row_stride + j * g.col_stride];
+                    for (std::int64_t j = 0; j < g.cols; ++j) ++reads[g.at(i, j)];
                 if constexpr (Listening) ev.accesses.push_back({m.array, AccessKind::Read, g.address, g.rows, g.cols, g.row_stride, g.col_stride});
                 link_send(p, s, pc, device_operand(p, in, vars), std::move(values), g.rows, g.cols, vars);
                 last_units = static_cast<std::uint64_t>(g.rows * g.cols);
@@ -290,8 +290,7 @@ void execute(const Program& p, const FastInst* fast, Domain& dom, MachineState<t
                 (void)R;
                 const MemRef& m = mems[in.mem];
                 const SliceGeometry g = slice_geometry(p, pc, m, vars);
-                const std::int64_t last = g.address + (g.rows - 1) * g.row_stride + (g.cols - 1) * g.col_stride;
-                check_owner(p, s, pc, m, g.address, last, true, vars);
+                check_owner(p, s, pc, m, g.address, g.last(), true, vars);
                 if (static_cast<std::int64_t>(msg->values.size()) != g.rows * g.cols)
                     fail_message_size(p, pc, running_device(s), from, msg->pc, static_cast<std::int64_t>(msg->values.size()), g.rows * g.cols, vars);
                 Message<V> got = link_take(p, s, from);
@@ -300,7 +299,7 @@ void execute(const Program& p, const FastInst* fast, Domain& dom, MachineState<t
                 if constexpr (Listening) ev.accesses.push_back({m.array, AccessKind::Write, g.address, g.rows, g.cols, g.row_stride, g.col_stride});
                 for (std::int64_t i = 0, k = 0; i < g.rows; ++i)
                     for (std::int64_t j = 0; j < g.cols; ++j, ++k) {
-                        const std::int64_t at = g.address + i * g.row_stride + j * g.col_stride;
+                        const std::int64_t at = g.at(i, j);
                         if constexpr (Listening) {
                             ev.dram_old.push_back(dram[at]);
                             ev.dram_was_present.push_back(present[at]);

@@ -172,7 +172,7 @@ std::uint64_t execute_tile(const Program& p, Domain& D, MachineState<typename Do
             std::swap(g.row_stride, g.col_stride);
         }
         const AccessKind kind = access_kind(t.op);
-        if (p.devices) check_owner(p, s, pc, m, g.address, g.address + (g.rows - 1) * g.row_stride + (g.cols - 1) * g.col_stride, kind != AccessKind::Read, vars);
+        if (p.devices) check_owner(p, s, pc, m, g.address, g.last(), kind != AccessKind::Read, vars);
         if constexpr (Listening) ev->accesses.push_back({m.array, kind, g.address, g.rows, g.cols, g.row_stride, g.col_stride});
         // Before anything changes: an element read must hold a value, and no access may race.
         if (reads_dram(t.op) && !m.always_present)

@@ -43,6 +43,21 @@ struct Expr {
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
+// A copy of an expression. Recursion as deep as the expression: at most kMaxExprDepth and a few
+// (the parser's bound; the formulas' rewrites add a few levels).
+inline ExprPtr clone(const Expr& e) {
+    auto out = std::make_unique<Expr>();
+    out->kind = e.kind;
+    out->value = e.value;
+    out->name = e.name;
+    out->op = e.op;
+    out->height = e.height;
+    out->loc = e.loc;
+    if (e.lhs) out->lhs = clone(*e.lhs);
+    if (e.rhs) out->rhs = clone(*e.rhs);
+    return out;
+}
+
 // A bare name (no subscripts) is a tile when a tile of that name is declared; the parser
 // leaves that to the compiler, which knows the declarations.
 struct Operand {

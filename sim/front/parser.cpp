@@ -74,20 +74,6 @@ private:
     int loop_depth_ = 0;  // 'for' loops open
     const Expr* devices_ = nullptr;  // `devices D`: D, which `on devices` loops up to
 
-    // A copy of an expression (at most kMaxExprDepth deep, as the parser built it).
-    static ExprPtr copy(const Expr& e) {
-        auto out = std::make_unique<Expr>();
-        out->kind = e.kind;
-        out->value = e.value;
-        out->name = e.name;
-        out->op = e.op;
-        out->height = e.height;
-        out->loc = e.loc;
-        if (e.lhs) out->lhs = copy(*e.lhs);
-        if (e.rhs) out->rhs = copy(*e.rhs);
-        return out;
-    }
-
     std::vector<ExprPtr> subscripts() {
         std::vector<ExprPtr> subs;
         while (at_punct("[")) {
@@ -691,7 +677,7 @@ private:
             next();  // 'devices'
             l->lo = std::make_unique<Expr>();
             l->lo->loc = l->loc;
-            if (devices_) l->hi = copy(*devices_);  // else null: an exercise's solution, whose spec says D
+            if (devices_) l->hi = clone(*devices_);  // else null: an exercise's solution, whose spec says D
         } else if (at_word("parallel")) {
             l->parallel = true;
             l->parallel_loc = next().loc;
