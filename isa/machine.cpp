@@ -16,12 +16,26 @@ constexpr MachineParamInfo kInfo[] = {
 
 // One value of a machine: what was measured, the row of its probe's results and the figure on it
 // that it is, and the published figure.
-void set(MachineSpec& m, MachineParam p, double measured, std::string_view row, std::string_view figure, std::string_view published) {
-    m.values[static_cast<size_t>(p)] = {measured, row, figure, published};
+void set(MachineSpec& m, MachineParam p, double measured, std::string_view row, std::string_view figure, std::string_view published,
+         std::string_view results = {}) {
+    m.values[static_cast<size_t>(p)] = {measured, row, figure, published, results};
 }
 
 constexpr std::string_view kH100Results = "gpu/results/machine_h100.txt";
 constexpr std::string_view kH200Results = "gpu/results/machine_h200.txt";
+
+// Generated products on the CUDA cores (a + b · reads a multiply-add, each loop its own) and
+// loads into fp32 tiles, measured on the H200 (gpu/tools/generated_probe.sh; the 4 × 4 patch
+// checks each loop's a and b: -12.3% an element at a time, +4.4% 16 bytes at a time). `results`:
+// the file the rows are on, where it is not the machine's own.
+void generated_cuda_core_rows(MachineSpec& m, std::string_view results) {
+    using P = MachineParam;
+    set(m, P::GeneratedElementMacPs, 5.66, "generated element MAC", "5.66 ps/SM", "", results);
+    set(m, P::GeneratedElementReadPs, 13.46, "generated element read", "13.46 ps/SM", "", results);
+    set(m, P::GeneratedScalarMacPs, 2.74, "generated scalar MAC", "2.74 ps/SM", "", results);
+    set(m, P::GeneratedScalarReadPs, 43.98, "generated scalar read", "43.98 ps/SM", "", results);
+    set(m, P::GeneratedLoadRate, 29.27, "generated load", "29.27 G elements/s/SM", "", results);
+}
 
 MachineSpec h100() {
     MachineSpec m;
@@ -78,6 +92,9 @@ MachineSpec h100() {
     // Tiles in the fragment layout (gpu/codegen/codegen_fragment.cpp): straight-line code on
     // registers, at the FP32 lanes' and mma.sync's own rates (119 additions a clock of an SM's
     // 128 lanes at 1978 MHz; 607 TFLOP/s over the GPU, near the mma_f16 row's 645).
+    // Measured on the H200, whose SM is the H100's (the probe's other generated rows agree
+    // within 1-4% on the two), since no H100 was lent after the probe gained them.
+    generated_cuda_core_rows(m, kH200Results);
     set(m, P::GeneratedRegisterElementRate, 236.1, "generated op in registers", "236.1 G elements/s/SM", "");
     set(m, P::GeneratedRegisterMacRate, 2298.0, "generated product (mma.sync)", "2298.0 G MACs/s/SM", "");
     // A launch's own time as `toysim gpu run` times a stage: between two events around the
@@ -119,16 +136,21 @@ MachineSpec h200() {
     set(m, P::L2Latency, 270, "global load, L2 hit", "270 cycles", "");
     set(m, P::AluLatency, 4.9, "FFMA", "4.9 cycles", "4 cycles (Hopper microbenchmarks, Luo et al. 2024)");
     set(m, P::SfuLatency, 17.1, "MUFU.EX2", "17.1 cycles", "");
+    // The generated-code rows of the probe's last run (2026-11-29 12:16 UTC, the generator that
+    // pads a row of 60 columns to 68: the tile instruction's 4 × 4 tiles are now 12 floats a
+    // row, not 8, and it fell from 22.3 to 18.9 ns); its products into tiles in registers issue
+    // wgmma on Hopper where their b is in the 128-byte swizzle (the probe's are): the h100 row
+    // above is from before that, mma.sync's rate.
     set(m, P::GeneratedElementRate, 21.08, "generated element-wise op", "21.08 G elements/s/SM", "");
-    set(m, P::GeneratedMacRate, 159.6, "generated product (tf32 wmma)", "159.6 G MACs/s/SM", "");
-    set(m, P::GeneratedProductStepNs, 123.21, "generated product step", "123.21 ns", "");
-    set(m, P::GeneratedScalarStepNs, 3.49, "generated scalar product step", "3.49 ns", "");
-    set(m, P::GeneratedElementStepNs, 5.83, "generated element product step", "5.83 ns", "");
-    set(m, P::GeneratedRegisterElementRate, 235.1, "generated op in registers", "235.1 G elements/s/SM", "");
-    // Measured with today's generator, whose products into tiles in registers issue wgmma on
-    // Hopper where their b is in the 128-byte swizzle (the probe's are); the h100 row above is
-    // from before that, mma.sync's rate.
-    set(m, P::GeneratedRegisterMacRate, 3386.8, "generated product (mma.sync)", "3386.8 G MACs/s/SM", "");
+    set(m, P::GeneratedMacRate, 158.4, "generated product (tf32 wmma)", "158.4 G MACs/s/SM", "");
+    set(m, P::GeneratedInstructionNs, 18.9, "generated tile instruction", "18.9 ns/SM", "");
+    set(m, P::GeneratedInstructionLatencyNs, 75.3, "generated instruction latency", "75.3 ns", "");
+    set(m, P::GeneratedProductStepNs, 124.07, "generated product step", "124.07 ns", "");
+    set(m, P::GeneratedScalarStepNs, 3.45, "generated scalar product step", "3.45 ns", "");
+    set(m, P::GeneratedElementStepNs, 5.88, "generated element product step", "5.88 ns", "");
+    generated_cuda_core_rows(m, {});
+    set(m, P::GeneratedRegisterElementRate, 235.6, "generated op in registers", "235.6 G elements/s/SM", "");
+    set(m, P::GeneratedRegisterMacRate, 3292.4, "generated product (mma.sync)", "3292.4 G MACs/s/SM", "");
     set(m, P::LaunchMicroseconds, 2.78, "empty kernel between events", "2.78 us", "");
     return m;
 }

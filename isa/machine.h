@@ -50,6 +50,11 @@ namespace toysim {
     X(GeneratedProductStepNs, "generated_product_step", "ns", "a step of a generated product in shared memory (wmma m16n16k8, tf32) that waits for the one before") \
     X(GeneratedScalarStepNs, "generated_scalar_step", "ns", "a step of k of a generated product on the CUDA cores, read 16 bytes at a time, that waits for the one before") \
     X(GeneratedElementStepNs, "generated_element_step", "ns", "a step of k of a generated product on the CUDA cores, read an element at a time, that waits for the one before") \
+    X(GeneratedElementMacPs, "generated_element_mac", "ps/SM", "an SM's time for a multiply-add of a generated product on the CUDA cores whose loop reads an element at a time, beyond its reads") \
+    X(GeneratedElementReadPs, "generated_element_read", "ps/SM", "an SM's time for a read of 4 bytes from shared memory in that loop") \
+    X(GeneratedScalarMacPs, "generated_scalar_mac", "ps/SM", "an SM's time for a multiply-add of a generated product on the CUDA cores whose loop reads 16 bytes at a time, beyond its reads") \
+    X(GeneratedScalarReadPs, "generated_scalar_read", "ps/SM", "an SM's time for a read of 16 bytes from shared memory in that loop") \
+    X(GeneratedLoadRate, "generated_load", "G/s/SM", "elements generated CUDA loads into tiles in shared memory, each converted to fp32, a second, per SM (the bytes from L1 or the L2)") \
     X(GeneratedRegisterElementRate, "generated_elementwise_registers", "G/s/SM", "elements of element-wise instructions on tiles generated CUDA keeps in registers, a second, per SM") \
     X(GeneratedRegisterMacRate, "generated_mma", "G/s/SM", "multiply-adds of products into tiles generated CUDA keeps in registers (mma.sync, fp16), a second, per SM") \
     X(LaunchMicroseconds, "launch", "µs", "a launch's own time: an empty kernel between two events, as a run times a stage")            \
@@ -84,6 +89,9 @@ struct MachineValue {
     std::string_view row;         // "HBM read"
     std::string_view figure;      // "median 3072"
     std::string_view published;   // the published figure, with its source; "" where none
+    // The probe's output the row is on where it is not the machine's own (MachineSpec::results):
+    // a figure of the SM measured on another machine with the same SM.
+    std::string_view results = {};
 };
 
 struct MachineSpec {

@@ -125,8 +125,10 @@ TEST_CASE("codegen: a serial loop around a grid is a loop on the host", "[codege
     CHECK(g->kernels[static_cast<size_t>(loop.body[1].kernel)].grid.size() == 1);
     // The grid reads worker 0's k and v from the register file; the serial kernel keeps them there.
     CHECK(contains(g->source, "const long long j = host.v[0];  // line 72: the host's loop"));
-    CHECK(contains(g->source, "tile_copy(k, 8, regfile + 0, 4, k_rows, k_cols);"));
-    CHECK(contains(g->source, "tile_copy(regfile + 0, 4, k, 8, k_rows, k_cols);"));
+    // k's rows of 4 columns are 12 floats apart in shared memory (3 pieces of 16 bytes: an odd
+    // count, so 8 rows read 16 bytes at a time hit 8 different groups of banks); 4 in the file.
+    CHECK(contains(g->source, "tile_copy(k, 12, regfile + 0, 4, k_rows, k_cols);"));
+    CHECK(contains(g->source, "tile_copy(regfile + 0, 4, k, 12, k_rows, k_cols);"));
     // Tiles named as arrays get a suffix; the running state O, m, ℓ stays in fp32.
     CHECK(contains(g->source, "float* const m_tile = smem +"));
     CHECK(contains(g->source, "but O, m, l (read and written: a running state) as fp32"));

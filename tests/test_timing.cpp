@@ -35,18 +35,24 @@ std::uint64_t& count(LaunchWork& w, Op op) { return w.instructions[static_cast<s
 }  // namespace
 
 TEST_CASE("machine: every value of every named machine is the figure on its row of its probe's results", "[time]") {
-    for (const MachineSpec& machine : machines()) {
-        INFO("machine " << machine.name << ", " << machine.results);
-        std::ifstream in(std::string(TOYSIM_SOURCE_DIR) + "/" + std::string(machine.results));
-        REQUIRE(in);
+    // A probe's output, its lines; its first names the device the figures are of.
+    const auto read_results = [](std::string_view results) {
+        std::ifstream in(std::string(TOYSIM_SOURCE_DIR) + "/" + std::string(results));
         std::vector<std::string> lines;
         for (std::string line; std::getline(in, line);) lines.push_back(line);
-        // The probe's first line names the device the figures are of.
-        REQUIRE_FALSE(lines.empty());
-        CHECK(lines[0].find(machine.name == "h100" ? "NVIDIA H100" : "NVIDIA H200") != std::string::npos);
+        return lines;
+    };
+    for (const MachineSpec& machine : machines()) {
+        INFO("machine " << machine.name << ", " << machine.results);
+        const std::vector<std::string> own = read_results(machine.results);
+        REQUIRE_FALSE(own.empty());
+        CHECK(own[0].find(machine.name == "h100" ? "NVIDIA H100" : "NVIDIA H200") != std::string::npos);
         for (int p = 0; p < kMachineParamCount; ++p) {
             const MachineValue& v = machine.values[static_cast<size_t>(p)];
-            INFO(machine_param_info(static_cast<MachineParam>(p)).key << ": row " << v.row << ", figure " << v.figure);
+            INFO(machine_param_info(static_cast<MachineParam>(p)).key << ": row " << v.row << ", figure " << v.figure << ", results " << v.results);
+            // A figure measured on another machine with the same SM is on that machine's rows.
+            const std::vector<std::string> lines = v.results.empty() ? own : read_results(v.results);
+            REQUIRE_FALSE(lines.empty());
             bool found = false;
             for (const std::string& line : lines)
                 found = found || (line.rfind(std::string(v.row) + " ", 0) == 0 && line.find(std::string(v.figure), v.row.size()) != std::string::npos);
@@ -178,6 +184,63 @@ TEST_CASE("time: a block's chain, an instruction at a time, with its latency", "
     w.by_pc[0].writes_shared = false;
     t = predict_launch(h100(), w, c, shape);
     CHECK(t.each[static_cast<size_t>(TimeBound::Chain)] == Approx((256 + 17) / 1.978e9).epsilon(1e-6));
+}
+
+TEST_CASE("time: generated CUDA's products on the CUDA cores cost their multiply-adds and reads, its loads their conversions", "[time]") {
+    // One 64 × 61 by 61 × 64 product a block (249,856 multiply-adds, shapes that are not whole
+    // fragments), 132 blocks of 8 warps: an SM's time is a + b · reads a multiply-add, each
+    // loop its own a and b (the H200's probe rows, which the h100 machine takes: the same SM),
+    // plus what any generated instruction costs the SM (22.3 ns); its waits are shorter.
+    LaunchWork w;
+    w.by_pc.resize(1);
+    InstructionWork& mac = w.by_pc[0];
+    mac.op = static_cast<int>(Op::MAC);
+    mac.in_grid = mac.writes_shared = true;
+    LaunchShape shape;
+    shape.blocks = 132;
+    shape.warps = 8;
+    shape.generated = true;
+    units(w, Op::MAC) = mac.work = 64 * 64 * 61 * 132;
+    count(w, Op::MAC) = mac.executions = 132;
+    mac.scalar_product_steps = 61 * 132;
+    const auto chain = [&] { return predict_launch(h100(), w, CacheCounts{}, shape).each[static_cast<size_t>(TimeBound::Chain)]; };
+    // A thread's one result, an element at a time: 2 reads a multiply-add (one of a, one of b).
+    mac.by_element = true;
+    mac.thread_rows = mac.thread_cols = 1;
+    CHECK(chain() == Approx(249856 * (5.66 + 2 * 13.46) * 1e-12 + 22.3e-9).epsilon(1e-6));
+    // 2 × 2 results a thread, 16 bytes at a time: a read of 4 steps of k feeds 2 results, so
+    // (1/2 + 1/2) / 4 reads a multiply-add.
+    mac.by_element = false;
+    mac.thread_rows = mac.thread_cols = 2;
+    CHECK(chain() == Approx(249856 * (2.74 + 0.25 * 43.98) * 1e-12 + 22.3e-9).epsilon(1e-6));
+    // Without the code generator's blocking (a catalog kernel's product) the term is not taken.
+    mac.thread_rows = mac.thread_cols = 0;
+    CHECK(chain() < 249856 * (2.74 + 0.25 * 43.98) * 1e-12);
+
+    // A LOAD of a fp16 tile into a fp32 one: each element converted and stored at the probe's
+    // 29.27 G elements a second on an SM, where that is slower than its bytes through the L2
+    // (on the H200, every access a hit: 2 bytes at 9254 GB/s over 132 SMs, 28.5 ps an element,
+    // against 34.2). 2048 and 4096 elements a block are one round of a lane's loads each (8
+    // warps × 32 lanes × 4 loads of 4 elements), so they wait alike and differ by 2048
+    // conversions.
+    LaunchWork l;
+    l.by_pc.resize(1);
+    InstructionWork& load = l.by_pc[0];
+    load.op = static_cast<int>(Op::LOAD);
+    load.in_grid = true;
+    count(l, Op::LOAD) = load.executions = 132;
+    CacheCounts hits;
+    hits.total.read_hits = 1;
+    shape.tile_element_bytes = 2;
+    const MachineSpec& h200 = *find_machine("h200");
+    const auto load_chain = [&](std::uint64_t elements) {
+        units(l, Op::LOAD) = load.work = load.shared_elements = elements * 132;
+        return predict_launch(h200, l, hits, shape).each[static_cast<size_t>(TimeBound::Chain)];
+    };
+    CHECK(load_chain(4096) - load_chain(2048) == Approx(2048 / 29.27e9).epsilon(1e-6));
+    // A tile kept as fp16 is copied, not converted: its bytes decide.
+    load.stored = true;
+    CHECK(load_chain(4096) - load_chain(2048) == Approx(2048 * 2 / (9254e9 / 132)).epsilon(1e-6));
 }
 
 TEST_CASE("time: a last, partial round shares the units, and waits as long", "[time]") {

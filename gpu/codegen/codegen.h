@@ -67,6 +67,15 @@ struct KernelLaunchFacts {
     // element at a time (tile_product: b not transposed and a lane's columns not 4, or strides
     // or shapes not multiples of 4), not 16 bytes at a time (tile_product4): their pcs.
     std::vector<std::int32_t> element_products;
+    // Products on the CUDA cores: the results each thread computes (rows × columns of the
+    // result) at the tiles' full shapes, from which the time model counts the shared-memory
+    // reads a multiply-add takes (an element of a read for each of a thread's rows, one of b for
+    // each of its columns).
+    struct ThreadBlocking {
+        std::int32_t pc = 0;
+        int rows = 0, cols = 0;
+    };
+    std::vector<ThreadBlocking> thread_blockings;
     // Per tile: the stages of its LOADs where they are asynchronous copies (the program's `stages
     // S`, on a tile kept as T that a loop loads first thing: cp.async, S − 1 tiles ahead), else 0;
     // empty where none is.

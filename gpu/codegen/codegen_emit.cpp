@@ -174,11 +174,13 @@ std::string KernelEmitter::stride(int tile) const {
     // (layout() names the swizzle; the pieces of 8 rows are in 8 different groups already).
     if (is_swizzled(tile)) return std::to_string(cols);
     if (is_stored(tile)) return std::to_string((cols + 7) / 8 * 8 + 8);
-    // Rows of a multiple of 4 columns are padded by 4 floats: 16-byte reads along a row stay
-    // aligned, and 8 threads reading 16 bytes of 8 consecutive rows (a transposed operand of a
-    // product) hit 8 different groups of 4 banks. Other even rows are padded by 1 (an odd
-    // stride: a warp reading a column hits 32 banks).
-    if (cols % 4 == 0) return std::to_string(cols + 4);
+    // Rows of a multiple of 4 columns are padded to an odd number of 16-byte pieces (by 4
+    // floats, or by 8 where 4 would make it even: 60 columns padded by 4 are 64, and every row
+    // starts in the same bank): 16-byte reads along a row stay aligned, and 8 threads reading 16
+    // bytes of 8 consecutive rows (a transposed operand of a product) hit 8 different groups of
+    // 4 banks. Other even rows are padded by 1 (an odd stride: a warp reading a column hits 32
+    // banks).
+    if (cols % 4 == 0) return std::to_string(cols % 8 == 0 ? cols + 4 : cols + 8);
     return std::to_string(cols > 1 && cols % 2 == 0 ? cols + 1 : cols);
 }
 
@@ -390,6 +392,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     fragment_notes_.clear();
     live_floats_ = 0;
     element_products_.clear();
+    thread_blockings_.clear();
     stages_.clear();
     staged_heads_.clear();
     stage_notes_.clear();
@@ -581,6 +584,7 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     out.spill_floats = spilled;
     if (std::find(stored_.begin(), stored_.end(), true) != stored_.end()) out.tiles_stored = stored_;
     out.element_products = element_products_;
+    out.thread_blockings = thread_blockings_;
     if (!staged_heads_.empty()) out.tile_stages = stages_;
     // A block kernel asks for as many blocks an SM as leave a thread 128 registers (65,536 an
     // SM): 2 of 256 threads, 4 of 128 (a program's `warps 4`).

@@ -82,8 +82,14 @@ Program as_generated(const Program& p, const GeneratedProgram& g) {
             if (t < k.tile_stages.size() && k.tile_stages[t] > 1) q.tiles[t].stages = k.tile_stages[t];
         }
     }
-    for (const GeneratedKernel& k : g.kernels)
+    for (const GeneratedKernel& k : g.kernels) {
         for (std::int32_t pc : k.element_products) q.tile_insts.at(static_cast<size_t>(q.code.at(static_cast<size_t>(pc)).mem)).by_element = true;
+        for (const KernelLaunchFacts::ThreadBlocking& b : k.thread_blockings) {
+            TileInst& t = q.tile_insts.at(static_cast<size_t>(q.code.at(static_cast<size_t>(b.pc)).mem));
+            t.thread_rows = b.rows;
+            t.thread_cols = b.cols;
+        }
+    }
     return q;
 }
 

@@ -12,6 +12,11 @@
 #     16 × 16 × 16, over 14; on the CUDA cores, a step of k: 4 × 128 × 4 less 4 × 16 × 4, over
 #     112, at the same shape of result so that only k's chain differs, on the loop that reads 16
 #     bytes at a time and on the one that reads an element);
+#   - gpu/tools/generated_probe_products.toy: the throughput of the two loops a product takes on
+#     the CUDA cores where its shapes are not whole fragments (k = 60: read 16 bytes at a time;
+#     k = 61: an element at a time), at 1, 4 and 16 results a thread; and generated_probe.toy's
+#     loads into a fp32 tile (x's 64 × 64 fp16 rows loaded again, from L1 or the L2: their bytes
+#     are not what bounds it);
 #   - gpu/tools/generated_probe_registers.toy (tiles in the tensor cores' fragment layout, in
 #     registers): the rates of additions and mma.sync products there, from the difference
 #     between two counts of them (the loads before them would hide a small count).
@@ -67,6 +72,29 @@ one_mac_l, _, _ = run(shared, B=B1, E=4, K=Kl, Kw=Kl, Ke=0, Km=Kp)
 one_element_l, _, _ = run(shared, B=B1, E=4, K=Kl, Kw=Kl, Ke=0, Km=0, Kg=Kp)
 scalar_step = ((one_mac_l - one_base_l) - (one_mac_s - one_base_s)) / Kp / (Kl - Ks)
 element_step = ((one_element_l - one_base_l) - (one_element_s - one_base_s)) / Kp / (Kl - Ks)
+# Products on the CUDA cores (generated_probe_products.toy): an SM's time for a multiply-add is
+# a + b · the reads from shared memory it takes, each loop its own a and b (a thread's tm × tn
+# results read tm elements of a and tn of b a step of k: 1/tm + 1/tn reads a multiply-add an
+# element at a time, a quarter of that 16 bytes at a time). Each loop's a and b from 1 × 1 and
+# 2 × 2 results a thread (4 blocks an SM each); the 4 × 4 patch (3 an SM) checks them, printed
+# with its error.
+products_probe = "gpu/tools/generated_probe_products.toy"
+Kc = 64
+def mac_seconds(R, C, K, loop):
+    extra = {"Kn": Kc, "Kt": 0} if loop == "element" else {"Kn": 0, "Kt": Kc}
+    none, resident, _ = run(products_probe, B=B, R=R, C=C, K=K, Kn=0, Kt=0)
+    some, _, _ = run(products_probe, B=B, R=R, C=C, K=K, **extra)
+    return (some - none) * sms / (B * Kc * R * C * K), resident
+def reads(tm, loop): return 2 / tm / (1 if loop == "element" else 4)
+loops = {}
+for loop, K in (("element", 61), ("16 bytes", 60)):
+    (t1, r1), (t2, r2), (t4, r4) = mac_seconds(8, 32, K, loop), mac_seconds(32, 32, K, loop), mac_seconds(64, 64, K, loop)
+    read = (t1 - t2) / (reads(1, loop) - reads(2, loop))
+    mac = t1 - read * reads(1, loop)
+    loops[loop] = (mac, read, [(1, t1, r1), (2, t2, r2), (4, t4, r4)], K)
+# A load into a tile in shared memory: x's rows loaded again Kc times (fp16 to fp32).
+loads, _, _ = run(shared, B=B, E=64, Ke=0, Km=0, Kl=Kc)
+per_load = B * Kc * 64 * 64 / (loads - base) / sms
 Br = 2112
 Ke1, Ke2, Km1, Km2 = 2048, 4096, 512, 1024  # two counts each: the difference is the work's own time
 reg_add1, reg_resident, _ = run(registers, B=Br, Ke=Ke1, Km=0)
@@ -90,6 +118,14 @@ row("generated instruction latency", f"{latency * 1e9:.1f} ns", f"generated_prob
 row("generated product step", f"{step * 1e9:.2f} ns", f"generated_probe.toy, fp16, {B1} blocks, {Kp} MACs 64x64x64 (16 steps) less {Kp} 16x16x16 (2), per step")
 row("generated scalar product step", f"{scalar_step * 1e9:.2f} ns", f"generated_probe.toy E=4, fp16, {B1} blocks, {Kp} MACs 4x{Kl}x4 less {Kp} 4x{Ks}x4, per step of k")
 row("generated element product step", f"{element_step * 1e9:.2f} ns", f"generated_probe.toy E=4, fp16, {B1} blocks, {Kp} MACs x·w 4x{Kl}x4 less {Kp} 4x{Ks}x4, per step of k")
+for loop, name, unit in (("element", "element", "4 bytes"), ("16 bytes", "scalar", "16 bytes")):
+    mac, read, points, K = loops[loop]
+    row(f"generated {name} MAC", f"{mac * 1e12:.2f} ps/SM", f"generated_probe_products.toy K={K} ({loop}), fp16, {B} blocks: 1x1 and 2x2 results a thread, {Kc} MACs, a of a + b x reads")
+    row(f"generated {name} read", f"{read * 1e12:.2f} ps/SM", f"the same two: b, a read of {unit} (a MAC's: 2/t of t x t results a thread" + (")" if loop == "element" else ", over 4)"))
+    for t, measured, resident in points:
+        model = mac + read * reads(t, loop)
+        print(f"#   {loop:8} {t}x{t} results a thread ({resident} blocks an SM): {measured * 1e12:.2f} ps a MAC an SM; a + b x {reads(t, loop):.3f} reads = {model * 1e12:.2f} ({(model / measured - 1) * 100:+.1f}%)")
+row("generated load", f"{per_load / 1e9:.2f} G elements/s/SM", how + f", {Kc} LOADs of 64x64 fp16 into fp32 less none")
 row("generated op in registers", f"{reg_element / 1e9:.1f} G elements/s/SM", howr + f", {Ke2} ADDs of 128x64 less {Ke1}")
 row("generated product (mma.sync)", f"{reg_mac / 1e9:.1f} G MACs/s/SM", howr + f", {Km2} MACs 128x64x64 less {Km1}")
 PY

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# `toysim tune --gpu` over the course's attention programs on the H100: at each shape, every
+# `toysim tune --gpu` over the course's attention programs on the H100 (MACHINE=h200: on the H200,
+# each point ranked by that machine's model, into gpu/results/tune_grid_h200/): at each shape, every
 # tile the kernel takes is ranked by the model and then run (--sample all), so that the model's
 # pick is measured against the best of the whole grid and the two orders are compared
 # (Spearman's rho). Issue 37's benchmark; docs/gpu.md, "Choosing tiles".
 #
 #   bash gpu/tools/tune_grid.sh run  [toysim] [group]   # on the GPU: one JSON a cell into $OUT_DIR
 #   bash gpu/tools/tune_grid.sh rescore [toysim]        # here: the current model's predictions against the cells' measured times
-#   bash gpu/tools/tune_grid.sh table                   # the cells' JSON -> gpu/results/tune_grid_h100.md
+#   bash gpu/tools/tune_grid.sh table                   # the cells' JSON -> gpu/results/tune_grid_$MACHINE.md
 #
 # rescore ranks each cell's points again with `toysim tune` (no GPU) and keeps each point's
 # measured time, so that a change to the model is judged on the same measurements; the cell
 # says which commit's model ranked it ("predicted_by").
 #
-# group: fwd (fa2 on v3 and generated), rest (fa2_backward at n = 1024, fa2_causal, flash_decoding),
+# group: fwd (fa2 on v3 and generated), rest (fa2_backward at n = 1024, fa2_causal, flash_decoding), decoding (flash_decoding alone),
 # all (both), v3 (fa2_v3_mma alone), generated (generated fa2 alone), backward (fa2_backward's three cells), backward4096 (fa2_backward at n = 4096, d = 64), fwd16384 (generated fa2 at n = 16384, d = 128).
 # Heads: the forward programs at heads·n = 65,536 (64, 16 and 4 heads); flash_decoding (one query
 # a head) at 262,144; fa2_backward at n = 1024 with 16 heads and at n = 4096, d = 64 with 4: its
@@ -20,7 +21,8 @@
 # at one head), a minute a point at n = 4096, d = 128.
 set -euo pipefail
 mode=${1:-table}
-dir=${OUT_DIR:-gpu/results/tune_grid_h100}
+machine=${MACHINE:-h100}
+dir=${OUT_DIR:-gpu/results/tune_grid_$machine}
 if [[ $mode == run ]]; then
   toysim=${2:-build/toysim}
   group=${3:-all}
@@ -28,7 +30,7 @@ if [[ $mode == run ]]; then
   cell() {  # name program kernel n d heads vary...
     local name=$1 program=$2 kernel=$3 n=$4 d=$5 heads=$6
     shift 6
-    local args=(tune "$program" --set n="$n" --set d="$d" "$@" --heads "$heads" --dtype fp16 --gpu --sample all --repeats 10 --format json)
+    local args=(tune "$program" --set n="$n" --set d="$d" "$@" --heads "$heads" --dtype fp16 --machine "$machine" --gpu --sample all --repeats 10 --format json)
     [[ -n $kernel ]] && args+=(--kernel "$kernel")
     echo "== $name n=$n d=$d heads=$heads" >&2
     "$toysim" "${args[@]}" > "$dir/$name.n$n.d$d.json" || echo "   $name n=$n d=$d: exit $?" >&2
@@ -44,6 +46,8 @@ if [[ $mode == run ]]; then
       fi
       if [[ $group == rest || $group == all ]]; then
         cell fa2_causal programs/attention/schedules/fa2_causal.toy "" $n $d $heads --vary B=16,32,64,128
+      fi
+      if [[ $group == rest || $group == all || $group == decoding ]]; then
         cell flash_decoding programs/attention/flash_decoding.toy generated $n $d $((262144 / n)) --vary S=4,8,16,32,64 --vary Bc=16,32,64
       fi
       if [[ $group == rest || $group == all || $group == backward ]]; then
@@ -61,9 +65,10 @@ if [[ $mode == run ]]; then
   done
   exit 0
 fi
-python3 - "$mode" "$dir" "${2:-build/toysim}" <<'PY'
+python3 - "$mode" "$dir" "${2:-build/toysim}" "$machine" <<'PY'
 import glob, json, os, re, statistics, subprocess, sys
-mode, dir, toysim = sys.argv[1], sys.argv[2], sys.argv[3]
+mode, dir, toysim, machine = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+gpu_name = machine.upper()
 order = ["fa2_v3_mma", "fa2_generated", "fa2_backward", "fa2_causal", "flash_decoding"]
 
 def ranks(v):
@@ -96,7 +101,7 @@ if mode == "rescore":
         for r in j["ranked"] + j["dropped"]:
             for k, v in r["params"].items(): vary.setdefault(k, []).append(v)
         args = [toysim, "tune", j["program"], "--set", f"n={n}", "--set", f"d={d}", "--heads", str(j["heads"]), "--dtype", j["dtype"],
-                "--top", "1000", "--format", "json"]
+                "--top", "1000", "--format", "json", "--machine", j.get("machine", machine)]
         for k, v in vary.items(): args += ["--vary", f"{k}=" + ",".join(str(x) for x in sorted(set(v)))]
         if j["kernel"] == "CUDA generated from the program": args += ["--kernel", "generated"]
         elif j["kernel"].startswith("kernel "): args += ["--kernel", j["kernel"].split()[1]]
@@ -124,9 +129,9 @@ def ms(s): return f"{s * 1e3:.3f} ms"
 def params(p): return " ".join(f"{k}={v}" for k, v in p.items())
 def passed(r): return "measured_seconds" in r and r["checks_passed"] and r["traffic_equal"]
 
-out = ["# `toysim tune --gpu` on the H100: the model's pick against the best measured", "",
-       "Written by `bash gpu/tools/tune_grid.sh table` from the cells' JSON in `gpu/results/tune_grid_h100/`, which",
-       "`bash gpu/tools/tune_grid.sh run build/toysim GROUP` measured on the H100 (every tile the kernel takes at each shape: `--sample all`,",
+out = [f"# `toysim tune --gpu` on the {gpu_name}: the model's pick against the best measured", "",
+       f"Written by `{'MACHINE=' + machine + ' ' if machine != 'h100' else ''}bash gpu/tools/tune_grid.sh table` from the cells' JSON in `gpu/results/tune_grid_{machine}/`, which",
+       f"`bash gpu/tools/tune_grid.sh run build/toysim GROUP` measured on the {gpu_name} (every tile the kernel takes at each shape: `--sample all`,",
        "fp16, the median of 10 launches). *pick / best*: the measured time of the model's first choice over the fastest measured point",
        "whose checks passed; *rho*: Spearman's rank correlation of predicted and measured times over those points; *error*: the median",
        "|predicted − measured| / measured over them. Predictions are those of the model at the commit each cell names (`predicted_by`:",

@@ -332,7 +332,12 @@ private:
                 each.in_grid = w.in_grid;
                 each.writes_shared = writes_shared(in);
                 each.stored = loads_stored(in);
-                each.by_element = in.code == Code::Tile && p_.tile_insts[static_cast<size_t>(in.mem)].by_element;
+                if (in.code == Code::Tile) {
+                    const TileInst& t = p_.tile_insts[static_cast<size_t>(in.mem)];
+                    each.by_element = t.by_element;
+                    each.thread_rows = t.thread_rows;
+                    each.thread_cols = t.thread_cols;
+                }
             }
             each.work += units;
             each.shared_elements += launch_work_.shared_elements - shared_before;

@@ -103,6 +103,7 @@ struct InstructionWork {
     bool writes_shared = false;  // its destination is a tile in shared memory
     bool stored = false;         // a LOAD into a tile kept as the storage type (Tile::stored)
     bool by_element = false;     // a product whose loop reads an element at a time (TileInst::by_element)
+    int thread_rows = 0, thread_cols = 0;  // and the results a thread computes (TileInst::thread_rows)
     bool in_grid = false;        // run by a grid's blocks (else by the launch's serial code)
 };
 

@@ -171,6 +171,8 @@ struct TileInst {
     // Generated CUDA (gpu::as_generated): a product whose loop on the CUDA cores reads its
     // operands an element at a time (else 16 bytes at a time).
     bool by_element = false;
+    // And the results a thread of it computes, rows × columns (0: not generated CUDA).
+    int thread_rows = 0, thread_cols = 0;
 };
 
 // Internal codes beyond the ISA's opcodes: loop control and the end of the program.

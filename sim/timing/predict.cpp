@@ -155,7 +155,8 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
     Split sync, compute, copies;
     std::array<Split, kChainPartCount> split{};
     auto phase = [&](int op, double executions, double units, double shared, double product_shared, double sums, bool async, bool writes_shared,
-                     double lanes, double product_steps, double scalar_steps, bool stored, bool by_element, double active_warps) {
+                     double lanes, double product_steps, double scalar_steps, bool stored, bool by_element, double active_warps,
+                     int thread_rows, int thread_cols) {
         if (executions <= 0) return;
         const double w = units / executions, sh = shared / executions, psh = product_shared / executions, lw = lanes / executions;
         const GpuUnit unit = kOpGpuUnit[op];
@@ -185,6 +186,11 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
             case GpuUnit::Memory: {
                 const double bytes = together * w * shape.tile_element_bytes * moved;
                 busy = std::max({busy, bytes / l2_share, bytes * (1 - hit_share) / dram_share});
+                // Generated CUDA converts each element it loads into a fp32 tile (a tile kept as
+                // the storage type is a copy, not measured apart) at the rate the probe's loads
+                // from L1 and the L2 ran at.
+                if (shape.generated && op == static_cast<int>(Op::LOAD) && sh > 0 && !async && !stored)
+                    busy = std::max(busy, together * w / (m[MachineParam::GeneratedLoadRate] * 1e9));
                 // A load waits; a store does not. A block's threads load a tile into shared memory
                 // 4 elements a thread at a time, each round stored before the next is loaded (a
                 // load does not pass a store to memory it may alias): ⌈elements / 4T⌉ waits in
@@ -201,6 +207,15 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
             case GpuUnit::Matrix:
                 busy = std::max(busy, together * w / (product_rate(m, shape.products) * unit_reach));
                 if (shape.generated) busy = std::max(busy, together * w / (generated_rate(MachineParam::GeneratedMacRate, MachineParam::GeneratedRegisterMacRate) * reach));
+                // Generated CUDA on the CUDA cores: a multiply-add costs an SM its loop's share
+                // and its reads from shared memory: a thread's tm × tn results read tm elements
+                // of a and tn of b a step of k (a quarter as many reads 16 bytes at a time).
+                if (shape.generated && in_shared && scalar_steps > 0 && thread_rows > 0 && thread_cols > 0) {
+                    const double reads = (1.0 / thread_rows + 1.0 / thread_cols) / (by_element ? 1 : 4);
+                    const double picoseconds = by_element ? m[MachineParam::GeneratedElementMacPs] + reads * m[MachineParam::GeneratedElementReadPs]
+                                                          : m[MachineParam::GeneratedScalarMacPs] + reads * m[MachineParam::GeneratedScalarReadPs];
+                    busy = std::max(busy, together * w * picoseconds * 1e-12);
+                }
                 latency = product_latency * cycle;
                 break;
             case GpuUnit::Special:
@@ -257,12 +272,13 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
         phase(op, copies_of * static_cast<double>(i.executions), copies_of * static_cast<double>(i.work),
               copies_of * static_cast<double>(i.shared_elements), copies_of * static_cast<double>(i.product_shared_elements),
               copies_of * static_cast<double>(i.shared_sum_elements), i.async, i.writes_shared, copies_of * i.lane_work,
-              copies_of * i.product_steps, copies_of * i.scalar_product_steps, i.stored, i.by_element, copies_of * i.active_warps);
+              copies_of * i.product_steps, copies_of * i.scalar_product_steps, i.stored, i.by_element, copies_of * i.active_warps, i.thread_rows,
+              i.thread_cols);
     }
     // The scalar instructions counted in runs: one instruction, one unit each.
     for (int op = 0; op < kOpCount; ++op) {
         const double rest = static_cast<double>(work.instructions[static_cast<size_t>(op)] - executions[static_cast<size_t>(op)]);
-        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false, rest, 0, 0, false, false, 0);
+        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false, rest, 0, 0, false, false, 0, 0, 0);
     }
     // The busiest SM runs ⌈B/S⌉ average blocks, `together` at a time: its units are busy for
     // ⌈B/S⌉/R rounds' work, and it waits ⌈⌈B/S⌉/R⌉ rounds' latencies (a last, partial round

@@ -44,7 +44,9 @@
 // and the launch's own time (an empty kernel's, once for each grid it reaches) is added.
 // CUDA generated from the program (LaunchShape::generated) runs as the code generator writes
 // it: an instruction on tiles in shared memory costs its elements at the generated loops'
-// rates plus a fixed share of the SM, and takes at least what one block alone waits for it
+// rates plus a fixed share of the SM (a product on the CUDA cores, each multiply-add its loop's
+// a + b · the shared-memory reads it takes, fewer where a thread computes more results; a LOAD
+// into a fp32 tile, each element's conversion), and takes at least what one block alone waits for it
 // (its barrier, a product's steps in turn); one on tiles in registers (the fragment layout)
 // runs at the lanes' and mma.sync's rates; each rate and wait is a row of the machine,
 // measured on a probe program (gpu/tools/generated_probe.sh). Its blocks wait on latencies,
