@@ -119,7 +119,21 @@ struct HostArray {
         std::size_t offset = 0, count = 0;
     };
     std::vector<Span> sample;
+    // Or filled on the device before the launch, from arrays uploaded before it: a reference
+    // (attention's O or its row statistic L) too costly for the CPU at these shapes
+    // (gpu/runtime/reference_fill.cu). q is n × d, k m × d, v m × dv, each head's after the last.
+    struct DeviceFill {
+        enum class Kind : std::uint8_t { None, Attention, AttentionLse };
+        Kind kind = Kind::None;
+        bool causal = false;  // query i sees keys 0..i
+        int q = -1, k = -1, v = -1;
+        std::int64_t n = 0, m = 0, d = 0, dv = 0;
+    };
+    DeviceFill device_fill;
 };
+
+// The widest row a device fill takes (d and dv): a warp's lanes hold 8 elements each.
+inline constexpr std::int64_t kDeviceFillMaxWidth = 256;
 
 // Whether a launch's hardware traffic is measured (CUPTI), and from which L2 state.
 enum class L2State : std::uint8_t {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <unistd.h>
 
@@ -76,6 +77,40 @@ std::vector<size_t> row_arguments(std::string_view function, const Shapes& s) {
 }
 
 constexpr double kRelativeFloor = 1e-2;
+
+// A reference fill the device can compute (gpu/runtime/reference_fill.cu): attention's O and L,
+// plain or causal, on matrices whose rows fit a warp's lanes. None: the CPU's.
+// Compares one head's results with its reference into `out`: its largest errors and its
+// mismatches, the first described by `where` (the element's index among the head's).
+void compare_head(ArrayCheckResult& out, const std::vector<double>& expected, const double* got, const std::function<std::string(std::size_t)>& where) {
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        const double want = expected[i], have = got[i];
+        const double abs_error = std::fabs(have - want);
+        const double rel_error = abs_error / std::max(std::fabs(want), 1e-30);
+        const bool ok = std::isfinite(have) ? abs_error <= out.tolerance * std::max(1.0, std::fabs(want)) : have == want;
+        if (std::isfinite(abs_error)) {
+            out.max_abs_error = std::max(out.max_abs_error, abs_error);
+            // Relative error means little near zero (an output element of 1e-5 off by 1e-5): it is
+            // taken where the reference is at least kRelativeFloor.
+            if (std::fabs(want) >= kRelativeFloor) out.max_rel_error = std::max(out.max_rel_error, rel_error);
+        }
+        if (!ok && out.mismatches++ == 0) out.first_mismatch = fmt::format("{}: {} but the reference is {}", where(i), value_text(have), value_text(want));
+    }
+}
+
+HostArray::DeviceFill device_fill_for(std::string_view function, const std::vector<int>& args, const Shapes& s) {
+    using Kind = HostArray::DeviceFill::Kind;
+    HostArray::DeviceFill f;
+    const bool causal = function.starts_with("causal_");
+    const std::string_view plain = causal ? function.substr(7) : function;
+    const Kind kind = plain == "attention" ? Kind::Attention : plain == "attention_lse" ? Kind::AttentionLse : Kind::None;
+    const std::size_t operands = kind == Kind::Attention ? 3 : 2;
+    if (kind == Kind::None || args.size() != operands || std::any_of(s.begin(), s.end(), [](const auto& x) { return x.size() != 2; })) return f;
+    const std::int64_t dv = kind == Kind::Attention ? s[2][1] : 0;
+    if (s[0][1] > kDeviceFillMaxWidth || dv > kDeviceFillMaxWidth) return f;
+    f = {kind, causal, args[0], args[1], kind == Kind::Attention ? args[2] : -1, s[0][0], s[1][0], s[0][1], dv};
+    return f;
+}
 
 double tolerance_for(DType t) {
     switch (t) {
@@ -425,6 +460,13 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
         if (a.fill.kind == ast::Fill::Kind::Reference) {
             std::vector<int> args = kernel_arrays(p, kernel, a.fill_args);
             double work = reference_work(a.fill.function, shapes_of(info, args)) * double(heads);
+            // Past the CPU's budget, attention's O and L are the device's (checked at sampled rows
+            // after the launch): poisoned here, filled there before the kernel runs.
+            if (work > options.check_budget) h.device_fill = device_fill_for(a.fill.function, args, shapes_of(info, args));
+            if (h.device_fill.kind != HostArray::DeviceFill::Kind::None) {
+                h.upload = false;
+                continue;
+            }
             if (work > 10 * options.check_budget)
                 throw ToyError(ErrorKind::Input, a.fill.loc,
                                fmt::format("filling {} = {}(...) for {} heads needs about {:.2g} multiply-adds on the CPU: lower --heads or n",
@@ -474,6 +516,13 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
             h.sample.push_back({0, heads_checked * size});
         }
     }
+
+    // An input filled on the device comes back whole: the checks read inputs from the host.
+    for (HostArray& h : host)
+        if (h.device_fill.kind != HostArray::DeviceFill::Kind::None) {
+            h.download = true;
+            h.sample.clear();
+        }
 
     // ---- launch ----
     LaunchPlan plan{&kernel, nullptr, nullptr, params, options.heads, options.dtype, options.warmups, options.repeats, options.measure, {}};
@@ -588,29 +637,60 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
             expected_of[hd] = reference(c.function, args, sample).data;
         });
         for (std::size_t hd = 0; hd < expected_of.size(); ++hd) {
-            const std::vector<double>& expected = expected_of[hd];
             const double* got = rows_sampled ? host[target].values.data() + hd * tb.blocks * sample_rows.size() * target_row
                                              : host[target].values.data() + hd * target_size;
-            for (std::size_t i = 0; i < expected.size(); ++i) {
-                const double want = expected[i], have = got[i];
-                const double abs_error = std::fabs(have - want);
-                const double rel_error = abs_error / std::max(std::fabs(want), 1e-30);
-                const bool ok = std::isfinite(have) ? abs_error <= out.tolerance * std::max(1.0, std::fabs(want)) : have == want;
-                if (std::isfinite(abs_error)) {
-                    out.max_abs_error = std::max(out.max_abs_error, abs_error);
-                    // Relative error means little near zero (an output element of 1e-5 off by 1e-5):
-                    // it is taken where the reference is at least kRelativeFloor.
-                    if (std::fabs(want) >= kRelativeFloor) out.max_rel_error = std::max(out.max_rel_error, rel_error);
-                }
-                if (ok) continue;
-                if (out.mismatches++ == 0) {
-                    const std::size_t kept = i / target_row;  // the row among those that came back, block by block
-                    const std::int64_t row_index = rows_sampled ? sample_rows[kept % kept_rows] : static_cast<std::int64_t>(kept % kept_rows);
-                    const std::string block = tb.blocks > 1 ? fmt::format(", K/V head {}", kept / kept_rows) : "";
-                    out.first_mismatch = fmt::format("{} of head {}{}, row {}, element {}: {} but the reference is {}", out.array, hd, block,
-                                                     row_index, i % target_row, value_text(have), value_text(want));
-                }
+            compare_head(out, expected_of[hd], got, [&](std::size_t i) {
+                const std::size_t kept = i / target_row;  // the row among those that came back, block by block
+                const std::int64_t row_index = rows_sampled ? sample_rows[kept % kept_rows] : static_cast<std::int64_t>(kept % kept_rows);
+                const std::string block = tb.blocks > 1 ? fmt::format(", K/V head {}", kept / kept_rows) : "";
+                return fmt::format("{} of head {}{}, row {}, element {}", out.array, hd, block, row_index, i % target_row);
+            });
+        }
+        result.checks.push_back(std::move(out));
+    }
+
+    // ---- inputs filled on the device: sampled rows of every head against the CPU's reference ----
+    for (std::size_t k = 0; k < narrays; ++k) {
+        const HostArray::DeviceFill& f = host[k].device_fill;
+        if (f.kind == HostArray::DeviceFill::Kind::None) continue;
+        const ArrayInfo& a = *info[k];
+        const std::vector<int> args = kernel_arrays(p, kernel, a.fill_args);
+        ArrayCheckResult out;
+        out.array = std::string(kernel.arrays[k].name);
+        std::string names;
+        for (int arg : args) names += (names.empty() ? "" : ", ") + std::string(kernel.arrays[static_cast<size_t>(arg)].name);
+        out.expression = fmt::format("{}({}), filled on the device", a.fill.function, names);
+        out.heads = out.heads_checked = options.heads;
+        out.rows = f.n;
+        out.tolerance = tolerance_floor;
+        // The first and last row and evenly between, 2 to 8 a head within the CPU's budget.
+        const double per_row = double(f.m) * double(f.d + f.dv);
+        const std::int64_t r = std::clamp<std::int64_t>(static_cast<std::int64_t>(options.check_budget / (per_row * double(heads))),
+                                                        std::min<std::int64_t>(2, f.n), std::min<std::int64_t>(8, f.n));
+        std::vector<std::int64_t> rows;
+        for (std::int64_t i = 0; i < r; ++i) rows.push_back(r == 1 ? 0 : i * (f.n - 1) / (r - 1));
+        out.rows_checked = r;
+        const std::size_t width = f.kind == HostArray::DeviceFill::Kind::Attention ? static_cast<std::size_t>(f.dv) : 1;
+        const std::vector<std::size_t> row_args{0};
+        std::vector<std::vector<double>> expected_of(heads);
+        for_each_index(heads, [&](std::size_t hd) {
+            std::vector<Tensor> tensors;
+            for (int arg : args) tensors.push_back(head_tensor(static_cast<size_t>(arg), hd));
+            Tensor q{{r, f.d}, {}};
+            for (std::int64_t row : rows)
+                q.data.insert(q.data.end(), tensors[0].data.begin() + row * f.d, tensors[0].data.begin() + (row + 1) * f.d);
+            tensors[0] = std::move(q);
+            expected_of[hd] = reference(a.fill.function, tensors, RowSample{row_args, rows, f.n, 0}).data;
+        });
+        for (std::size_t hd = 0; hd < heads; ++hd) {
+            std::vector<double> got;
+            for (std::int64_t row : rows) {
+                const double* from = host[k].values.data() + hd * static_cast<std::size_t>(a.size) + static_cast<std::size_t>(row) * width;
+                got.insert(got.end(), from, from + width);
             }
+            compare_head(out, expected_of[hd], got.data(), [&](std::size_t i) {
+                return fmt::format("{} of head {}, row {}, element {}", out.array, hd, rows[i / width], i % width);
+            });
         }
         result.checks.push_back(std::move(out));
     }

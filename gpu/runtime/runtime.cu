@@ -17,6 +17,7 @@
 #include "gpu/runtime/generated_launch.cuh"
 #include "gpu/runtime/l2_flush.cuh"
 #include "gpu/runtime/profiler.h"
+#include "gpu/runtime/reference_fill.h"
 
 namespace toysim::gpu {
 
@@ -296,8 +297,14 @@ LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& host) {
     };
 
     // 1. The checked launch: the timed variant, from freshly uploaded (or poisoned) arrays. Each
-    // stage also says how many of its blocks an SM holds at once.
+    // stage also says how many of its blocks an SM holds at once. Inputs filled on the device
+    // are filled first, once: no launch writes an input.
     upload_all();
+    std::vector<DType> types(narrays);
+    for (std::size_t k = 0; k < narrays; ++k) types[k] = spec.storage(static_cast<int>(k), plan.dtype);
+    for (std::size_t k = 0; k < narrays; ++k)
+        if (host[k].device_fill.kind != HostArray::DeviceFill::Kind::None)
+            fill_on_device(host[k].device_fill, pointers[k], types[k], pointers.data(), types.data(), plan.heads, stream.s);
     std::vector<int> residency(static_cast<size_t>(nstages), 0);
     for (int s = 0; s < nstages; ++s) {
         args.resident_blocks = &residency[static_cast<size_t>(s)];

@@ -39,10 +39,9 @@ of a forward output with a given dO (torch.autograd.grad of the output, the forw
 outside the timing), against toysim's fa2_backward.toy through --kernel fa2_backward_mma (its
 stages: D = rowsum(dO∘O), then the gradient pass) and, with --programs bwd, fa2_backward on the
 CUDA cores; TFLOP/s = 10·n²·d·BH / time, the seeds' backward count (S, dP, dV, dK, dQ: five
-n²·d products, 2.5 times the forward's 4·n²·d). No naive column. BH is capped for the backward:
-toysim computes the program's inputs O and L on the CPU (about 2·n²·d multiply-adds a head for
-O) and refuses more than 2e10 (gpu/runtime/run.cpp: ten times its check budget), so BH ≤ 2e10 / (2·n²·d):
-9 at n = 4096, d = 64, and 4 at d = 128, where the forward uses 64. SDPA runs at the same BH.
+n²·d products, 2.5 times the forward's 4·n²·d). No naive column. BH is the forward's: toysim
+fills the program's inputs O and L on the GPU past its CPU budget (gpu/runtime/reference_fill.cu,
+checked at sampled rows; before, the CPU filled them and BH was capped at 9 for n = 4096, d = 64).
 
 It prints a markdown table like the anchor (sdpa_h100.md) with the toysim columns added,
 each with its ratio to SDPA flash, and with --json-out writes every figure, the toysim CLI's
@@ -59,13 +58,11 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # gpu/tools/ -> the root
 TOKENS = 262144  # BH·n, the anchor's 16 × 16384
-FILL_LIMIT = 2e10  # multiply-adds toysim gpu run spends at most filling one input on the CPU (gpu/runtime/run.cpp)
 
 
 def batch_heads(n, d, backward):
-    """BH = TOKENS // n; for the backward no more than toysim can fill O = attention(Q, K, V) for."""
-    heads = max(1, TOKENS // n)
-    return max(1, min(heads, int(FILL_LIMIT // (2 * n * n * d)))) if backward else heads
+    """BH = TOKENS // n, forward and backward alike (the backward's O and L filled on the GPU)."""
+    return max(1, TOKENS // n)
 
 # toysim columns: (key, heading, program). The CUDA-core kernels take --Br and --Bc.
 TOYSIM = [

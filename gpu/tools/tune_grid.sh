@@ -17,8 +17,8 @@
 # all (both), v3 (fa2_v3_mma alone), generated (generated fa2 alone), backward (fa2_backward's three cells), backward4096 (fa2_backward at n = 4096, d = 64), fwd16384 (generated fa2 at n = 16384, d = 128).
 # Heads: the forward programs at heads·n = 65,536 (64, 16 and 4 heads); flash_decoding (one query
 # a head) at 262,144; fa2_backward at n = 1024 with 16 heads and at n = 4096, d = 64 with 4: its
-# inputs O and L are computed on the CPU (gpu run refuses past 2·10^10 multiply-adds: n = 16384
-# at one head), a minute a point at n = 4096, d = 128.
+# inputs O and L were computed on the CPU (gpu run refused past 2·10^10 multiply-adds: n = 16384
+# at one head), a minute a point at n = 4096, d = 128; the GPU fills them now (gpu/runtime/reference_fill.cu).
 set -euo pipefail
 mode=${1:-table}
 machine=${MACHINE:-h100}
