@@ -460,9 +460,11 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
         if (a.fill.kind == ast::Fill::Kind::Reference) {
             std::vector<int> args = kernel_arrays(p, kernel, a.fill_args);
             double work = reference_work(a.fill.function, shapes_of(info, args)) * double(heads);
-            // Past the CPU's budget, attention's O and L are the device's (checked at sampled rows
-            // after the launch): poisoned here, filled there before the kernel runs.
-            if (work > options.check_budget) h.device_fill = device_fill_for(a.fill.function, args, shapes_of(info, args));
+            // Past the CPU's budget, an input's attention O and L are the device's (checked at
+            // sampled rows after the launch): poisoned here, filled there once before the kernel
+            // runs. Only an input: nothing writes it, so no launch needs it restored.
+            if (work > options.check_budget && a.role == ast::Role::Input)
+                h.device_fill = device_fill_for(a.fill.function, args, shapes_of(info, args));
             if (h.device_fill.kind != HostArray::DeviceFill::Kind::None) {
                 h.upload = false;
                 continue;
