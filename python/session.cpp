@@ -49,6 +49,7 @@ public:
     virtual std::string mem_text(const std::string& array, std::int64_t first_row) const = 0;
     virtual std::string counters_text() const = 0;
     virtual std::string list_text(std::optional<int> line) const = 0;
+    virtual std::string workers_text() const = 0;
 };
 
 template <class Domain>
@@ -161,6 +162,7 @@ public:
     }
     std::string counters_text() const override { return format_session_counters(this->session_); }
     std::string list_text(std::optional<int> line) const override { return format_listing(this->session_, line); }
+    std::string workers_text() const override { return format_workers(this->session_); }
 
 private:
     py::object value(const typename Domain::Value& v) const {
@@ -199,7 +201,8 @@ void bind_session(py::module_& m) {
         .def("regs_text", &SessionBase::regs_text)
         .def("mem_text", &SessionBase::mem_text, py::arg("array"), py::arg("first_row") = 0)
         .def("counters_text", &SessionBase::counters_text)
-        .def("list_text", &SessionBase::list_text, py::arg("line") = py::none());
+        .def("list_text", &SessionBase::list_text, py::arg("line") = py::none())
+        .def("workers_text", &SessionBase::workers_text);
 }
 
 }  // namespace toysim::python

@@ -441,7 +441,8 @@ class Session:
     step, once known), ``fault``, ``registers`` (R0 -> value), ``tiles`` (name -> array),
     ``counters`` (by name, as ``Result.counters``). Displays, as the stepper prints them:
     ``where()``, ``print(what)``, ``regs()``, ``mem(array, first_row=0)``, ``list(line=None)``,
-    ``counters_text()``.
+    ``counters_text()``, ``workers()`` (``info workers``: each worker or device side by side, its
+    clock, next line and state, and the messages on the links).
     """
 
     def __init__(self, program, values="auto", max_steps=None):
@@ -547,6 +548,9 @@ class Session:
 
     def counters_text(self):
         return self._s.counters_text()
+
+    def workers(self):
+        return self._s.workers_text()
 
     def __repr__(self):
         return f"<toysim.Session {self.program.path} at step {self.position}>"

@@ -34,10 +34,12 @@ export function loadPlaywright(build) {
   }
 }
 
-// Runs BUILD_DIR/toysim ARGS in the repository root; returns {code, stdout, stderr}.
-export function toysim(build, args, { allowFail = false } = {}) {
+// Runs BUILD_DIR/toysim ARGS in the repository root (`input` on its standard input); returns
+// {code, stdout, stderr}.
+export function toysim(build, args, { allowFail = false, input = undefined } = {}) {
   try {
-    const stdout = execFileSync(path.join(build, "toysim"), args, { cwd: repo, encoding: "utf8", maxBuffer: 1 << 30, stdio: ["ignore", "pipe", "pipe"] });
+    const stdout = execFileSync(path.join(build, "toysim"), args, { cwd: repo, encoding: "utf8", maxBuffer: 1 << 30, input,
+                                                                    stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
     return { code: 0, stdout, stderr: "" };
   } catch (err) {
     if (!allowFail || typeof err.status !== "number") throw new Error(`toysim ${args.join(" ")} failed (${err.status}): ${err.stderr || err.message}`);

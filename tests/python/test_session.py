@@ -93,3 +93,12 @@ def test_tiles_are_numbers_and_a_fault_is_a_stop():
     stop = f.continue_()
     assert stop.reason == "fault" and f.fault.startswith("tests/bad/index_out_of_bounds_1d.toy:8:10: error: x[4] is out of bounds")
     assert stop.text.endswith("^\n")
+
+
+def test_workers_prints_what_info_devices_prints():
+    path = "programs/devices/ring_attention.toy"
+    expected = cli_step(path, ["step 40", "info devices"])
+    s = toysim.Session(toysim.load(path))
+    s.step(40)
+    assert s.workers() == expected[1]
+    assert s.workers().startswith("device  clock  next line  state\n")

@@ -269,6 +269,16 @@ try {
   check(faultLine === '5' && faultMarks[0] === '[5]' && faultMarks[1] === '[4]',
         'a run that faults at line 5 ends at step 1 (line 4), with line 5 marked as the error\'s', faultMarks.join(' '));
 
+  // ---- several devices: the stepper shows each side by side, as `info devices` prints them ----
+  await choose('program:programs/devices/ring_attention.toy');
+  await press('step');
+  await move('step-forward', 40, 40);
+  const session = toysim(build, ['step', 'programs/devices/ring_attention.toy'], { input: 'step 40\ninfo devices\nq\n' }).stdout;
+  const devices = session.split('(toysim) ')[2].replace(/^info devices\n/, '');
+  check(!(await page.locator('#machine-workers').isHidden()) && (await text('#workers')) === devices &&
+        (await text('#workers-title')).startsWith('Devices'),
+        'ring attention at step 40: the Devices panel is `info devices`, byte for byte', await text('#workers'));
+
   // ---- FA2 at n = 256: the counters equal the CLI's ----
   await choose('program:programs/attention/fa2.toy');
   await page.fill('#param-n', '256');

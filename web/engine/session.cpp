@@ -82,6 +82,8 @@ public:
         out["where"] = format_stop(this->session_, Stop{}, this->style_);
         out["regs_text"] = format_registers(this->session_, this->style_);
         out["counters_text"] = format_session_counters(this->session_);
+        // Several workers or devices: `info workers`, each side by side.
+        if (this->owned_.program().workers > 1) out["workers_text"] = format_workers(this->session_);
         out["machine"] = view_state_json(this->session_, this->style_);
         return out;
     }

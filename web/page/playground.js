@@ -251,6 +251,10 @@ function drawMachine(m) {
 function showStep(s) {
   $('output').textContent = s.text ?? s.where;
   drawMachine(s.machine);
+  // Several workers or devices: each one's clock, next line and state (and the links' messages).
+  $('machine-workers').hidden = s.workers_text == null;
+  $('workers').textContent = s.workers_text ?? '';
+  if (s.workers_text != null) $('workers-title').firstChild.textContent = s.workers_text.startsWith('device') ? 'Devices ' : 'Workers ';
   markLine('step', s.machine.line, s.machine.next ? 'toy-next' : 'toy-step');
   // At the end of a run that faults, the instruction that faults is the error's line.
   const fault = s.machine.fault;
