@@ -102,7 +102,10 @@ json build(const Program& p, const Recording<Value>& r, bool symbolic, const Tex
         }
     j["tiles"] = json::array();
     for (const auto& t : p.tiles) j["tiles"].push_back({{"name", t.name}, {"rows", t.rows}, {"cols", t.cols}});
-    if (p.workers > 1) j["workers"] = p.workers;
+    if (p.workers > 1) {
+        j["workers"] = p.workers;
+        j["worker_word"] = worker_word(p);  // "device" where they are a program's devices
+    }
     j["arrays"] = json::array();
     for (const auto& a : p.arrays) j["arrays"].push_back(array_json(a));
     std::vector<CounterRef> counters = counters_of(p);

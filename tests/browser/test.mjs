@@ -25,6 +25,8 @@ const cases = [
   // Four workers: cycles is the makespan, and the register panel shows any worker's tiles.
   { name: "flash_decoding_p4", args: ["programs/attention/flash_decoding.toy", "--set", "S=8", "--set", "P=4"], full: true, at: 80,
     worker: { select: "1", tile: "m", value: "0.078107", note: "worker 1's registers and tiles, as its last step left them" } },
+  // Four devices on a ring: the Devices panel shows each one's clock, steps and last line.
+  { name: "ring_attention", args: ["programs/devices/ring_attention.toy"], full: true, at: 40, devices: true },
   { name: "fa2_n4096", args: ["programs/attention/fa2.toy", "--set", "n=4096", "--set", "d=64", "--set", "Br=64", "--set", "Bc=64"], full: false, timed: true },
 ];
 
@@ -58,6 +60,11 @@ function counterMap(c) {
   }
   m.set("registers", c.registers);
   m.set("compute", c.compute);
+  // Several devices: the elements the links moved, in all and per array.
+  if (c.links) {
+    m.set("sent", c.links.sent);
+    for (const [a, s] of Object.entries(c.links.arrays || {})) m.set(`sent(${a})`, s.sent);
+  }
   m.set("arithmetic_intensity", c.arithmetic_intensity);
   if (c.workers) {
     m.set("work", c.workers.work);
@@ -200,7 +207,13 @@ try {
     state = await pageState(page);
     const t5 = trace.steps[at - 1];
     check(state.step === String(at), `shows step ${at} after → ${at} times (shows ${state.step})`);
-    check(state.cycle.replace(/,/g, "") === String(t5.cycle), `cycle ${state.cycle}, the trace says ${t5.cycle}`);
+    // On devices the trace's cycle is the step's device clock; the header counts the work.
+    if (c.devices) {
+      const clock = await page.evaluate(() => document.querySelector("#worker b:last-of-type").textContent);
+      check(clock.replace(/,/g, "") === String(t5.cycle), `device ${t5.worker}'s clock ${clock}, the trace says ${t5.cycle}`);
+    } else {
+      check(state.cycle.replace(/,/g, "") === String(t5.cycle), `cycle ${state.cycle}, the trace says ${t5.cycle}`);
+    }
 
     // Registers (scalar programs): the trace's row after step `at`; a register not yet written is empty.
     if (t5.registers) {
@@ -212,7 +225,8 @@ try {
 
     // Tiles small enough to be shown whole: the values of their last write.
     const lastTile = {};
-    for (const s of trace.steps.slice(0, at)) for (const w of s.writes || []) if (w.tile) lastTile[w.tile] = w;
+    // (Each device has tiles of its own: the page shows those of the device that ran the step.)
+    for (const s of trace.steps.slice(0, at)) for (const w of s.writes || []) if (w.tile && (!c.devices || s.worker === t5.worker)) lastTile[w.tile] = w;
     let tileCells = 0;
     for (const [name, w] of Object.entries(lastTile)) {
       const shown = state.tiles[name];
@@ -262,6 +276,23 @@ try {
       check(note === c.worker.note, `worker note "${note}"`);
       await page.selectOption("#worker-select", "-1");
       check((await page.textContent("#worker-note")) === "", "back to this step's worker: no note");
+    }
+
+    // Several devices side by side: each one's clock, steps run and last line after step `at`,
+    // as the trace's steps say.
+    if (c.devices) {
+      const rows = await page.evaluate(() => Array.from(document.querySelectorAll("#workers-table tr[data-worker]"),
+        (r) => ({ worker: +r.dataset.worker, now: r.classList.contains("now"), cells: Array.from(r.children, (td) => td.textContent) })));
+      const title = await page.textContent("#workers-title");
+      check(title === "Devices" && rows.length === 4, `the Devices panel: "${title}", ${rows.length} rows`);
+      for (const r of rows) {
+        const mine = trace.steps.slice(0, at).filter((s) => s.worker === r.worker), last = mine[mine.length - 1];
+        const want = [String(r.worker), String(last ? last.cycle : 0), String(mine.length), last ? String(last.line) : "—"];
+        check(JSON.stringify(r.cells.slice(0, 4).map((x) => x.replace(/,/g, ""))) === JSON.stringify(want),
+              `device ${r.worker}: ${r.cells.slice(0, 4).join(" ")}, the trace says ${want.join(" ")}`);
+        check(r.now === (r.worker === t5.worker), `device ${r.worker}'s row is bold only if it ran step ${at}`);
+      }
+      console.log(`  step ${at}: ${rows.map((r) => `device ${r.worker} at ${r.cells[1]} (${r.cells[2]} steps)`).join(", ")}`);
     }
 
     // The buttons.
