@@ -208,3 +208,16 @@ TEST_CASE("toysim step: info devices shows each device's clock, next line and wa
                           "  device 0 → 1: 1 message in flight, 4 elements (the first arrives at cycle 26)\n"));
     CHECK(contains(r.out, "step 11, cycle 26 on device 0, work 8  tests/fuzz/corpus/devices_ring_swap.toy:14\n"));
 }
+
+TEST_CASE("toysim step: a deadlock found as the last ready device finishes ends the run after that step", "[devices][step]") {
+    using toysim::testing::contains;
+    // Device 0 waits from the start; device 1 runs its LOAD and finishes, and only then is the
+    // deadlock known. Landing on that step once faulted again on every try (a stack overflow).
+    auto r = toysim::testing::run_cli_input({"step", "tests/bad/devices_deadlock_after_finish.toy"}, "continue\nback 1\nstep 3\nq\n");
+    REQUIRE(r.code == 0);
+    const std::string at_end = "step 1, cycle 4 on device 1, work 4  tests/bad/devices_deadlock_after_finish.toy:14\n";
+    CHECK(contains(r.out, "(toysim) continue\n" + at_end));
+    CHECK(contains(r.out, "the next instruction faults:\ntests/bad/devices_deadlock_after_finish.toy:12:9: error: deadlock: "));
+    CHECK(contains(r.out, "(toysim) back 1\nat the start\nstep 0, cycle 0: nothing has run yet\n"));
+    CHECK(contains(r.out, "(toysim) step 3\n" + at_end));
+}

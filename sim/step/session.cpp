@@ -177,7 +177,11 @@ void Session<Domain>::land(std::uint64_t step) {
         if (machine_.halted()) end_ = position();
     } catch (const ToyError& e) {
         settle_after_fault(e);
-        land(*end_);
+        // A fault in the step's instruction ends the run before it: land on the step before.
+        // One in the loop control behind it (the last ready device finishing while another
+        // waits: a deadlock) ends the run after it, and the capture holds the step.
+        if (*end_ < step) land(*end_);
+        else has_last_ = true;
     }
 }
 
