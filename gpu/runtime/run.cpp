@@ -80,6 +80,17 @@ constexpr double kRelativeFloor = 1e-2;
 
 // A reference fill the device can compute (gpu/runtime/reference_fill.cu): attention's O and L,
 // plain or causal, on matrices whose rows fit a warp's lanes. None: the CPU's.
+// The rows a sampled check takes of `rows`: `wanted` of them (at least the first and the last,
+// where there are two; at most `most`), the first and the last and evenly between.
+std::vector<std::int64_t> evenly_spaced_rows(double wanted, std::int64_t rows, std::int64_t most) {
+    const std::int64_t low = std::min<std::int64_t>(2, rows), high = std::min(most, rows);
+    const auto r = static_cast<std::int64_t>(std::clamp(wanted, double(low), double(high)));
+    std::vector<std::int64_t> out;
+    for (std::int64_t i = 0; i < r; ++i) out.push_back(r == 1 ? 0 : i * (rows - 1) / (r - 1));
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
 // Compares one head's results with its reference into `out`: its largest errors and its
 // mismatches, the first described by `where` (the element's index among the head's).
 void compare_head(ArrayCheckResult& out, const std::vector<double>& expected, const double* got, const std::function<std::string(std::size_t)>& where) {
@@ -222,10 +233,7 @@ CheckSampling plan_checks(const Program& p, const KernelSpec& kernel, const GpuR
         const double share = options.check_budget / ((work_per_row > 0 ? 1 : 0) + (work_per_head > 0 ? 1 : 0));
         if (work_per_row > 0) {
             // At least the first and the last row, where there are two.
-            const std::int64_t wanted = static_cast<std::int64_t>(share / (double(heads) * work_per_row));
-            const std::int64_t r = std::clamp<std::int64_t>(wanted, std::min<std::int64_t>(2, rows), rows);
-            for (std::int64_t i = 0; i < r; ++i) sample_rows.push_back(r == 1 ? 0 : i * (rows - 1) / (r - 1));
-            sample_rows.erase(std::unique(sample_rows.begin(), sample_rows.end()), sample_rows.end());
+            sample_rows = evenly_spaced_rows(share / (double(heads) * work_per_row), rows, rows);
         }
         if (work_per_head > 0) out.heads_checked = static_cast<std::size_t>(std::clamp(share / work_per_head, 1.0, double(heads)));
     } else {
@@ -665,20 +673,17 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
         out.heads = out.heads_checked = options.heads;
         out.rows = f.n;
         out.tolerance = tolerance_floor;
-        // The first and last row and evenly between, 2 to 8 a head within the CPU's budget.
+        // 2 to 8 rows a head within the CPU's budget.
         const double per_row = double(f.m) * double(f.d + f.dv);
-        const std::int64_t r = std::clamp<std::int64_t>(static_cast<std::int64_t>(options.check_budget / (per_row * double(heads))),
-                                                        std::min<std::int64_t>(2, f.n), std::min<std::int64_t>(8, f.n));
-        std::vector<std::int64_t> rows;
-        for (std::int64_t i = 0; i < r; ++i) rows.push_back(r == 1 ? 0 : i * (f.n - 1) / (r - 1));
-        out.rows_checked = r;
+        const std::vector<std::int64_t> rows = evenly_spaced_rows(options.check_budget / (per_row * double(heads)), f.n, 8);
+        out.rows_checked = static_cast<std::int64_t>(rows.size());
         const std::size_t width = f.kind == HostArray::DeviceFill::Kind::Attention ? static_cast<std::size_t>(f.dv) : 1;
         const std::vector<std::size_t> row_args{0};
         std::vector<std::vector<double>> expected_of(heads);
         for_each_index(heads, [&](std::size_t hd) {
             std::vector<Tensor> tensors;
             for (int arg : args) tensors.push_back(head_tensor(static_cast<size_t>(arg), hd));
-            Tensor q{{r, f.d}, {}};
+            Tensor q{{static_cast<std::int64_t>(rows.size()), f.d}, {}};
             for (std::int64_t row : rows)
                 q.data.insert(q.data.end(), tensors[0].data.begin() + row * f.d, tensors[0].data.begin() + (row + 1) * f.d);
             tensors[0] = std::move(q);

@@ -154,10 +154,14 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
     };
     Split sync, compute, copies;
     std::array<Split, kChainPartCount> split{};
-    auto phase = [&](int op, double executions, double units, double shared, double product_shared, double sums, bool async, bool writes_shared,
-                     double lanes, double product_steps, double scalar_steps, bool stored, bool by_element, double active_warps,
-                     int thread_rows, int thread_cols) {
+    // An instruction's totals (scaled to the blocks that run it) and what it is (`facts`: whether
+    // it is an asynchronous copy, writes shared memory, loads a tile kept as stored, reads an
+    // element at a time, and a thread's results).
+    auto phase = [&](int op, double executions, double units, double shared, double product_shared, double sums, double lanes,
+                     double product_steps, double scalar_steps, double active_warps, const InstructionWork& facts) {
         if (executions <= 0) return;
+        const bool async = facts.async, writes_shared = facts.writes_shared, stored = facts.stored, by_element = facts.by_element;
+        const int thread_rows = facts.thread_rows, thread_cols = facts.thread_cols;
         const double w = units / executions, sh = shared / executions, psh = product_shared / executions, lw = lanes / executions;
         const GpuUnit unit = kOpGpuUnit[op];
         // A product on the CUDA cores in the course's kernels issues from the warps it gives
@@ -271,14 +275,13 @@ double chain_seconds(const MachineSpec& m, const LaunchWork& work, const CacheCo
             i.in_grid || work.grids == 0 ? 1.0 : blocks / static_cast<double>(work.grids) / static_cast<double>(std::max<std::int64_t>(work.heads, 1));
         phase(op, copies_of * static_cast<double>(i.executions), copies_of * static_cast<double>(i.work),
               copies_of * static_cast<double>(i.shared_elements), copies_of * static_cast<double>(i.product_shared_elements),
-              copies_of * static_cast<double>(i.shared_sum_elements), i.async, i.writes_shared, copies_of * i.lane_work,
-              copies_of * i.product_steps, copies_of * i.scalar_product_steps, i.stored, i.by_element, copies_of * i.active_warps, i.thread_rows,
-              i.thread_cols);
+              copies_of * static_cast<double>(i.shared_sum_elements), copies_of * i.lane_work, copies_of * i.product_steps,
+              copies_of * i.scalar_product_steps, copies_of * i.active_warps, i);
     }
     // The scalar instructions counted in runs: one instruction, one unit each.
     for (int op = 0; op < kOpCount; ++op) {
         const double rest = static_cast<double>(work.instructions[static_cast<size_t>(op)] - executions[static_cast<size_t>(op)]);
-        if (rest > 0) phase(op, rest, rest, 0, 0, 0, false, false, rest, 0, 0, false, false, 0, 0, 0);
+        if (rest > 0) phase(op, rest, rest, 0, 0, 0, rest, 0, 0, 0, InstructionWork{});
     }
     // The busiest SM runs ⌈B/S⌉ average blocks, `together` at a time: its units are busy for
     // ⌈B/S⌉/R rounds' work, and it waits ⌈⌈B/S⌉/R⌉ rounds' latencies (a last, partial round
