@@ -65,7 +65,7 @@ TEST_CASE("the gpu line names a kernel once and must match the program", "[gpu]"
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_onlin\n")) ==
           "3:5: no GPU kernel is named 'softmax_onlin'; did you mean 'softmax_online'? (kernels: matmul_inner, matmul_outer, softmax_3pass, "
           "softmax_online, attention_standard, fa1_forward, fa2_forward, fa2_backward, fa2_backward_no_d_trick, fa2_backward_mma, fa2_v1_wmma, fa2_v2_mma, "
-          "fa2_v3_mma, fa2_causal, fa2_causal_heaviest_first, fa2_causal_v3_mma, fa2_v4_wgmma, fa2_causal_v4_wgmma)");
+          "fa2_v3_mma, fa2_causal, fa2_causal_heaviest_first, fa2_causal_v3_mma, fa2_v4_wgmma, fa2_causal_v4_wgmma, fa2_fp8_wgmma, fa2_causal_fp8_wgmma)");
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu matmul_inner\n")) == "3:5: kernel matmul_inner reads or writes an array a, which this program does not declare");
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_3pass\nscratch t[n]\n")) ==
           "3:5: this program declares array 't', which kernel softmax_3pass does not take (it takes x, out)");
@@ -82,7 +82,8 @@ TEST_CASE("the --kernel option runs a version of the program's kernel, and only 
     CHECK(gpu::program_kernel(fa2, "fa2_forward").name == "fa2_forward");
     CHECK_THROWS_WITH(gpu::program_kernel(fa2, "fa2_v2_mm"), Catch::Contains("--kernel: no GPU kernel is named 'fa2_v2_mm'; did you mean 'fa2_v2_mma'?"));
     CHECK_THROWS_WITH(gpu::program_kernel(fa2, "fa1_forward"),
-                      "--kernel fa1_forward: this program runs fa2_forward, whose other versions are fa2_v1_wmma, fa2_v2_mma, fa2_v3_mma, fa2_v4_wgmma");
+                      "--kernel fa1_forward: this program runs fa2_forward, whose other versions are fa2_v1_wmma, fa2_v2_mma, fa2_v3_mma, fa2_v4_wgmma, "
+                      "fa2_fp8_wgmma");
     Program fa1 = build_file("programs/attention/fa1.toy");
     CHECK_THROWS_WITH(gpu::program_kernel(fa1, "fa2_v2_mma"), "--kernel fa2_v2_mma: this program runs fa1_forward, which has no other versions");
     for (const auto& k : gpu::kernel_catalog())
@@ -108,6 +109,13 @@ TEST_CASE("the tensor-core versions refuse the shapes they were not built for", 
           "fa2_v4_wgmma takes d = 64 or 128 (a row of Q, K, V is 4 or 8 fragments of 16), not d = 32");
     CHECK(refusal("fa2_causal_v4_wgmma", {100, 128, 128}) == "");
     CHECK(refusal("fa2_causal_v4_wgmma", {100, 128, 64}) == "fa2_causal_v4_wgmma takes B = 128 (2 warpgroups of 64 rows), not B = 64");
+    CHECK(refusal("fa2_fp8_wgmma", {100, 128, 128, 128}) == "");
+    CHECK(refusal("fa2_fp8_wgmma", {100, 64, 128, 128}) ==
+          "fa2_fp8_wgmma takes d = 128 (a row of e4m3 is one 128-byte swizzled row), not d = 64");
+    CHECK(refusal("fa2_fp8_wgmma", {100, 128, 64, 128}) ==
+          "fa2_fp8_wgmma takes Br = 128 (2 warpgroups of 64 rows) and Bc = 128, not Br = 64, Bc = 128");
+    CHECK(refusal("fa2_causal_fp8_wgmma", {100, 128, 128}) == "");
+    CHECK(refusal("fa2_causal_fp8_wgmma", {100, 128, 64}) == "fa2_causal_fp8_wgmma takes B = 128 (2 warpgroups of 64 rows), not B = 64");
     CHECK(refusal("fa2_backward_mma", {100, 64, 128, 128}) == "");
     CHECK(refusal("fa2_backward_mma", {100, 128, 64, 128}) == "");
     CHECK(refusal("fa2_backward_mma", {100, 128, 128, 64}) ==
@@ -118,7 +126,7 @@ TEST_CASE("the tensor-core versions refuse the shapes they were not built for", 
           "are 16 keys × Br queries in registers), not Br = 64, Bc = 32 at d = 64");
 }
 
-TEST_CASE("values are rounded to fp16 and bf16 as the device stores them", "[gpu]") {
+TEST_CASE("values are rounded to fp16, bf16 and e4m3 as the device stores them", "[gpu]") {
     using gpu::DType;
     CHECK(gpu::round_to(DType::F16, 1.0) == 1.0);
     CHECK(gpu::round_to(DType::F16, 1.0 + 1.0 / 4096) == 1.0);            // below half an ulp (2^-10)
@@ -131,6 +139,21 @@ TEST_CASE("values are rounded to fp16 and bf16 as the device stores them", "[gpu
     CHECK(gpu::round_to(DType::BF16, 3.0 + 1.0 / 64) == 3.0 + 1.0 / 64);
     CHECK(gpu::round_to(DType::BF16, -0.1) == -0.10009765625);
     CHECK(gpu::round_to(DType::F32, 0.1) == double(0.1f));
+    // e4m3: 3 stored mantissa bits, normals from 2^-6, subnormals down to 2^-9, no infinity.
+    CHECK(gpu::round_to(DType::E4M3, 0.1) == 0.1015625);                        // 13·2^-7
+    CHECK(gpu::round_to(DType::E4M3, 1.0 + 1.0 / 16) == 1.0);                   // half an ulp (2^-3), ties to even
+    CHECK(gpu::round_to(DType::E4M3, 448.0) == 448.0);
+    CHECK(gpu::round_to(DType::E4M3, -1000.0) == -448.0);                      // saturates, as satfinite does
+    CHECK(gpu::round_to(DType::E4M3, std::ldexp(1.0, -9)) == std::ldexp(1.0, -9));  // the smallest subnormal
+    CHECK(gpu::round_to(DType::E4M3, std::ldexp(3.0, -11)) == std::ldexp(1.0, -9));
+    CHECK(gpu::round_to(DType::E4M3, std::ldexp(1.0, -11)) == 0.0);
+    // An e4m3 array's scale: the power of two that puts its largest |value| in (224, 448].
+    CHECK(gpu::e4m3_scale({0.5, -1.0, 0.25}) == 256.0);
+    CHECK(gpu::e4m3_scale({448.0}) == 1.0);
+    CHECK(gpu::e4m3_scale({449.0}) == 0.5);
+    CHECK(gpu::e4m3_scale({0.0, 0.0}) == 1.0);
+    CHECK(gpu::dtype_bytes(DType::E4M3) == 1);
+    CHECK(gpu::parse_dtype("e4m3") == DType::E4M3);
 }
 
 TEST_CASE("toysim gpu run refuses what no kernel runs, before looking for a GPU", "[gpu]") {
@@ -147,17 +170,32 @@ TEST_CASE("toysim gpu run refuses what no kernel runs, before looking for a GPU"
     CHECK(r.err.find("matmul_outer needs n to be a multiple of t (n = 10, t = 4)") != std::string::npos);
     r = run_cli({"gpu", "run", "programs/p4_softmax_3pass.toy", "--dtype", "fp16"});
     CHECK(r.code == 2);
-    CHECK(r.err == "programs/p4_softmax_3pass.toy: error: kernel softmax_3pass runs in fp32 only; fp16 and bf16 are for the attention kernels\n");
+    CHECK(r.err == "programs/p4_softmax_3pass.toy: error: kernel softmax_3pass runs in fp32 only; fp16 and bf16 are for the attention kernels, e4m3 "
+                   "for the FP8 ones (fa2_fp8_wgmma, fa2_causal_fp8_wgmma)\n");
     r = run_cli({"gpu", "run", "programs/p4_softmax_3pass.toy", "--dtype", "fp8"});
     CHECK(r.code == 2);
-    CHECK(r.err.find("--dtype: fp8 not in {fp32,fp16,bf16}") != std::string::npos);
+    CHECK(r.err.find("--dtype: fp8 not in {fp32,fp16,bf16,e4m3}") != std::string::npos);
+    r = run_cli({"gpu", "run", "programs/p4_softmax_3pass.toy", "--dtype", "e4m3"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("kernel softmax_3pass runs in fp32 only") != std::string::npos);
+    r = run_cli({"gpu", "run", "programs/attention/fa2.toy", "--dtype", "e4m3"});
+    CHECK(r.code == 2);
+    CHECK(r.err == "programs/attention/fa2.toy: error: kernel fa2_forward runs in fp32, fp16, bf16 only; e4m3 is for the FP8 kernels (fa2_fp8_wgmma, "
+                   "fa2_causal_fp8_wgmma)\n");
+    r = run_cli({"gpu", "run", "programs/p1_c00.toy", "--dtype", "e4m3"});
+    CHECK(r.code == 2);
+    CHECK(r.err == "programs/p1_c00.toy: error: generated CUDA runs in fp32, fp16 or bf16; e4m3 is for the FP8 kernels (fa2_fp8_wgmma, "
+                   "fa2_causal_fp8_wgmma)\n");
+    r = run_cli({"gpu", "run", "programs/attention/fa2.toy", "--kernel", "fa2_fp8_wgmma", "--dtype", "e4m3", "--set", "d=64"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("fa2_fp8_wgmma takes d = 128 (a row of e4m3 is one 128-byte swizzled row), not d = 64") != std::string::npos);
 }
 
 TEST_CASE("toysim gpu run --kernel runs a version of the program's kernel, refused before looking for a GPU", "[gpu]") {
     auto r = run_cli({"gpu", "run", "programs/attention/fa2.toy", "--kernel", "fa1_forward"});
     CHECK(r.code == 2);
     CHECK(r.err == "programs/attention/fa2.toy: error: --kernel fa1_forward: this program runs fa2_forward, whose other versions are "
-                   "fa2_v1_wmma, fa2_v2_mma, fa2_v3_mma, fa2_v4_wgmma\n");
+                   "fa2_v1_wmma, fa2_v2_mma, fa2_v3_mma, fa2_v4_wgmma, fa2_fp8_wgmma\n");
     r = run_cli({"gpu", "run", "programs/attention/fa2.toy", "--kernel", "fa2_v2_mma", "--set", "d=64"});  // fp32 by default
     CHECK(r.code == 2);
     CHECK(r.err == "programs/attention/fa2.toy: error: kernel fa2_v2_mma runs on the tensor cores in fp16, bf16 only (--dtype)\n");

@@ -190,7 +190,7 @@ TEST_CASE("tune refuses a space it cannot rank, by name", "[tune][errors]") {
     bad.vary = {"Br=8,16"};
     bad.dtype = "fp64";
     auto tree = std::make_shared<const ast::Program>(parse(SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/fa2.toy")));
-    CHECK_THROWS_WITH(app::tune_space(tree, "fa2.toy", bad, Format::Table, app::Spelling::cli()), "tune: dtype 'fp64': fp32, fp16 or bf16");
+    CHECK_THROWS_WITH(app::tune_space(tree, "fa2.toy", bad, Format::Table, app::Spelling::cli()), "tune: dtype 'fp64': fp32, fp16, bf16 or e4m3");
 }
 
 TEST_CASE("tune --vary --plot: the objective against the first parameter, a curve per value of the others", "[tune][plot]") {

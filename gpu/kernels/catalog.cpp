@@ -16,6 +16,7 @@ std::string_view dtype_name(DType t) {
         case DType::F32: return "fp32";
         case DType::F16: return "fp16";
         case DType::BF16: return "bf16";
+        case DType::E4M3: return "e4m3";
     }
     return "?";
 }
@@ -29,10 +30,10 @@ std::string_view l2_state_name(L2State s) {
     return "?";
 }
 
-int dtype_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
+int dtype_bytes(DType t) { return t == DType::F32 ? 4 : t == DType::E4M3 ? 1 : 2; }
 
 std::optional<DType> parse_dtype(std::string_view text) {
-    for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::E4M3})
         if (text == dtype_name(t)) return t;
     return std::nullopt;
 }
@@ -110,6 +111,19 @@ std::string refuse_fa2_v4(const std::vector<std::int64_t>& p) {
 std::string refuse_causal_v4(const std::vector<std::int64_t>& p) {
     if (auto why = refuse_head_dim("fa2_causal_v4_wgmma", p); !why.empty()) return why;
     if (p[2] != 128) return fmt::format("fa2_causal_v4_wgmma takes B = 128 (2 warpgroups of 64 rows), not B = {}", p[2]);
+    return "";
+}
+
+// The FP8 forward: a row of Q, K or V at d = 128 is one 128-byte swizzled row of e4m3.
+std::string refuse_fa2_fp8(const std::vector<std::int64_t>& p) {
+    if (p[1] != 128) return fmt::format("fa2_fp8_wgmma takes d = 128 (a row of e4m3 is one 128-byte swizzled row), not d = {}", p[1]);
+    if (p[2] != 128 || p[3] != 128)
+        return fmt::format("fa2_fp8_wgmma takes Br = 128 (2 warpgroups of 64 rows) and Bc = 128, not Br = {}, Bc = {}", p[2], p[3]);
+    return "";
+}
+std::string refuse_causal_fp8(const std::vector<std::int64_t>& p) {
+    if (p[1] != 128) return fmt::format("fa2_causal_fp8_wgmma takes d = 128 (a row of e4m3 is one 128-byte swizzled row), not d = {}", p[1]);
+    if (p[2] != 128) return fmt::format("fa2_causal_fp8_wgmma takes B = 128 (2 warpgroups of 64 rows), not B = {}", p[2]);
     return "";
 }
 
@@ -197,6 +211,12 @@ const std::vector<KernelSpec>& kernel_catalog() {
          attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_v4_wgmma"}, kHalf, refuse_fa2_v4, forward_flops, "fa2_forward", Products::Wgmma},
         {"fa2_causal_v4_wgmma", "gpu/kernels/attention_hopper.cu", "fa2_v4_wgmma with a causal mask, the longest Q tiles first (B = 128)",
          causal_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_causal_v4_wgmma"}, kHalf, refuse_causal_v4, causal_flops,
+         "fa2_causal_heaviest_first", Products::Wgmma},
+        {"fa2_fp8_wgmma", "gpu/kernels/attention_fp8.cu", "fa2_v4_wgmma in FP8: e4m3 Q, K, V and P̃ (V transposed in shared memory), fp16 O",
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"O", false, true}, {"L", true}}, {"fa2_fp8_wgmma"}, {DType::E4M3}, refuse_fa2_fp8, forward_flops,
+         "fa2_forward", Products::Wgmma},
+        {"fa2_causal_fp8_wgmma", "gpu/kernels/attention_fp8.cu", "fa2_fp8_wgmma with a causal mask, the longest Q tiles first (B = 128)",
+         causal_params(), {{"Q"}, {"K"}, {"V"}, {"O", false, true}, {"L", true}}, {"fa2_causal_fp8_wgmma"}, {DType::E4M3}, refuse_causal_fp8, causal_flops,
          "fa2_causal_heaviest_first", Products::Wgmma},
     };
     return catalog;

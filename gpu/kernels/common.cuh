@@ -36,6 +36,7 @@ struct StageArgs {
     cudaStream_t stream;
     int shared_memory_limit;     // bytes a block may opt in to on this device
     bool plan_only;              // check what the launch needs (shared memory) and launch nothing
+    const float* descale;        // per array: 1 / HostArray::scale (an e4m3 array's value is its stored one times this)
     int* resident_blocks = nullptr;  // where a timed launch says how many of its blocks one SM holds at once
     StagePlan* plan = nullptr;       // where a planned launch (plan_only) says what it asks of an SM
 };
@@ -100,6 +101,7 @@ void with_dtype(DType t, F&& f) {
         case DType::F32: f(float{}); break;
         case DType::F16: f(__half{}); break;
         case DType::BF16: f(__nv_bfloat16{}); break;
+        case DType::E4M3: throw GpuError("with_dtype: e4m3 runs only in the FP8 kernels (the catalog says which)");
     }
 }
 

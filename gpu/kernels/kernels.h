@@ -22,9 +22,12 @@
 
 namespace toysim::gpu {
 
-// Storage type of the arrays on the device. Arithmetic is fp32 in every case.
-enum class DType : std::uint8_t { F32, F16, BF16 };
-std::string_view dtype_name(DType t);  // "fp32", "fp16", "bf16"
+// Storage type of the arrays on the device. Arithmetic is fp32 in every case, but for the FP8
+// kernel's products (e4m3 in, fp32 sums). An e4m3 array is stored scaled by a power of two
+// chosen for it (HostArray::scale), as FP8 training and FlashAttention-3's FP8 forward scale a
+// tensor: its largest value near e4m3's largest, 448.
+enum class DType : std::uint8_t { F32, F16, BF16, E4M3 };
+std::string_view dtype_name(DType t);  // "fp32", "fp16", "bf16", "e4m3"
 int dtype_bytes(DType t);
 std::optional<DType> parse_dtype(std::string_view text);
 
@@ -34,6 +37,9 @@ struct KernelArray {
     // Kept in fp32 whatever the run's dtype: row statistics (m, ℓ, L, D) and dQ, which the
     // backward pass accumulates with atomic adds from every column block, as FlashAttention-2 does.
     bool always_f32 = false;
+    // fp16 in an e4m3 run: an output an FP8 kernel writes in 16 bits (FlashAttention-3's FP8
+    // forward writes O so), where e4m3's 3-bit mantissa would lose what its products kept.
+    bool f16_when_fp8 = false;
 };
 
 // A parameter the kernel takes from the program, with the largest value it supports.
@@ -72,7 +78,10 @@ struct KernelSpec {
     int find_array(std::string_view array) const;
     bool runs_in(DType t) const { return std::find(dtypes.begin(), dtypes.end(), t) != dtypes.end(); }
     std::string dtypes_text() const;  // "fp32, fp16, bf16"
-    DType storage(int array, DType run) const { return arrays[static_cast<size_t>(array)].always_f32 ? DType::F32 : run; }
+    DType storage(int array, DType run) const {
+        const KernelArray& a = arrays[static_cast<size_t>(array)];
+        return a.always_f32 ? DType::F32 : run == DType::E4M3 && a.f16_when_fp8 ? DType::F16 : run;
+    }
 };
 
 const std::vector<KernelSpec>& kernel_catalog();
@@ -113,6 +122,7 @@ struct HostArray {
     bool upload = false;          // false: poisoned with NaN before the launch
     bool download = false;        // copy back after the checked launch
     bool restore = false;         // uploaded and written by the kernel: reset before every launch
+    double scale = 1;             // e4m3: stored as value · scale (a power of two), values already rounded so
     // Download only these spans (elements, concatenated into values), not the whole array:
     // the rows a sampled check reads, when the array is too large to bring back.
     struct Span {

@@ -195,7 +195,9 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
             // row) is in neither the modeled L2 nor the time (on the H200, tests/gpu/
             // matvec_wide_tile.toy's would have been predicted 76% short).
             std::string why_not;
-            if (const Untimed why = untimed(work); why != Untimed::Timed)
+            if (gpu.dtype == DType::E4M3)
+                why_not = "the time model has no rate measured for e4m3 products (isa/machine.h has fp16's): its bytes are predicted, its time is not";
+            else if (const Untimed why = untimed(work); why != Untimed::Timed)
                 why_not = fmt::format("launch {} of the program {}", stage.stage, untimed_reason(why));
             else if (stage.scratch)
                 why_not = fmt::format("launch {} keeps tiles in global memory (shared memory cannot hold them): the model times neither "
@@ -225,6 +227,8 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
 }  // namespace
 
 ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuRunOptions& options, const KernelChoice& choice) {
+    if (options.dtype == DType::E4M3)
+        throw ToyError("the time model has no rate measured for e4m3 products (isa/machine.h has fp16's): rank by --objective dram or cycles");
     Program on_machine = on_machine_cache(choice.generated ? as_generated(p, *choice.generated) : p, machine);
     on_machine.cache->element_bytes = dtype_bytes(options.dtype);
     if (!choice.generated) {

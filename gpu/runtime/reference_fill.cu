@@ -94,6 +94,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) attention_fill(FillArgs a
 void fill_on_device(const HostArray::DeviceFill& fill, void* out, DType tout, const void* const* arrays, const DType* types, long long heads,
                     cudaStream_t stream) {
     const bool lse = fill.kind == HostArray::DeviceFill::Kind::AttentionLse;
+    // Its loads read fp32, fp16 and bf16 (no kernel that runs in e4m3 takes an input filled so).
+    for (DType t : {tout, types[fill.q], types[fill.k], lse ? DType::F32 : types[fill.v]})
+        if (t == DType::E4M3) throw GpuError("an input filled on the device is fp32, fp16 or bf16, not e4m3");
     FillArgs a{arrays[fill.q], arrays[fill.k], lse ? nullptr : arrays[fill.v], out, types[fill.q], types[fill.k],
                lse ? DType::F32 : types[fill.v], tout, static_cast<int>(fill.n), static_cast<int>(fill.m), static_cast<int>(fill.d),
                static_cast<int>(fill.dv), fill.causal, lse};

@@ -128,6 +128,10 @@ double tolerance_for(DType t) {
         case DType::F32: return 1e-4;
         case DType::F16: return 2e-2;
         case DType::BF16: return 6e-2;
+        // Rounding P̃ to e4m3 moves each of O's terms by at most 2⁻⁴ of itself, so O by at most
+        // 2⁻⁴ of the largest |V| (the reference holds Q, K and V rounded as the device does);
+        // O's fp16 adds 2⁻¹¹: 0.0630 for |V| ≤ 1.
+        case DType::E4M3: return 0.0630;
     }
     return 1e-4;
 }
@@ -246,15 +250,27 @@ CheckSampling plan_checks(const Program& p, const KernelSpec& kernel, const GpuR
 double round_to(DType t, double value) {
     if (!std::isfinite(value) || value == 0) return value;
     if (t == DType::F32) return static_cast<float>(value);
-    const int bits = t == DType::F16 ? 11 : 8;         // significant bits, the implicit one included
-    const int min_exponent = t == DType::F16 ? -14 : -126;  // of the smallest normal
-    const double largest = t == DType::F16 ? 65504.0 : 3.3895313892515355e38;
+    struct Format {
+        int bits;          // significant bits, the implicit one included
+        int min_exponent;  // of the smallest normal
+        double largest;
+    };
+    const Format f = t == DType::F16 ? Format{11, -14, 65504.0} : t == DType::BF16 ? Format{8, -126, 3.3895313892515355e38} : Format{4, -6, 448.0};
     int e = 0;
     std::frexp(value, &e);  // value = m·2^e, 0.5 <= |m| < 1
-    int quantum = std::max(e, min_exponent + 1) - bits;  // subnormals keep the smallest normal's quantum
+    int quantum = std::max(e, f.min_exponent + 1) - f.bits;  // subnormals keep the smallest normal's quantum
     double rounded = std::ldexp(std::nearbyint(std::ldexp(value, -quantum)), quantum);
-    if (std::fabs(rounded) > largest) return std::copysign(std::numeric_limits<double>::infinity(), value);
+    // e4m3 has no infinity: the device's conversion saturates (satfinite) to ±448.
+    if (std::fabs(rounded) > f.largest) return std::copysign(t == DType::E4M3 ? f.largest : std::numeric_limits<double>::infinity(), value);
     return rounded;
+}
+
+double e4m3_scale(const std::vector<double>& values) {
+    double largest = 0;
+    for (double v : values)
+        if (std::isfinite(v)) largest = std::max(largest, std::fabs(v));
+    if (largest == 0) return 1;
+    return std::ldexp(1.0, static_cast<int>(std::floor(std::log2(448.0 / largest))));
 }
 
 const KernelSpec& program_kernel(const Program& p, std::string_view version) {
@@ -343,9 +359,20 @@ void refuse_races(const Program& p, bool force) {
     if (checked.fault && checked.fault->kind() == ErrorKind::Race) throw *checked.fault;
 }
 
+// The kernels that run in e4m3, for a message: "fa2_fp8_wgmma, fa2_causal_fp8_wgmma".
+std::string fp8_kernels() {
+    std::string names;
+    for (const auto& k : kernel_catalog())
+        if (k.runs_in(DType::E4M3)) names += (names.empty() ? "" : ", ") + std::string(k.name);
+    return names;
+}
+
 KernelChoice choose_kernel(const Program& p, const GpuRunOptions& options) {
     KernelChoice choice;
-    if (runs_generated(p, options.kernel))
+    const bool generated = runs_generated(p, options.kernel);
+    if (generated && options.dtype == DType::E4M3)
+        throw ToyError(ErrorKind::Input, Loc{}, fmt::format("generated CUDA runs in fp32, fp16 or bf16; e4m3 is for the FP8 kernels ({})", fp8_kernels()));
+    if (generated)
         choice.generated = options.generated ? options.generated : generate_cuda(p, options.dtype, options.tensor_cores);
     const KernelSpec& kernel = choice.generated ? choice.generated->spec : program_kernel(p, options.kernel);
     const Loc at = p.tree->gpu_kernel ? p.tree->gpu_kernel->loc : Loc{};
@@ -355,7 +382,10 @@ KernelChoice choose_kernel(const Program& p, const GpuRunOptions& options) {
     if (!kernel.runs_in(options.dtype))
         throw ToyError(ErrorKind::Input, Loc{},
                        kernel.runs_in(DType::F32) && kernel.dtypes.size() == 1
-                           ? fmt::format("kernel {} runs in fp32 only; fp16 and bf16 are for the attention kernels", kernel.name)
+                           ? fmt::format("kernel {} runs in fp32 only; fp16 and bf16 are for the attention kernels, e4m3 for the FP8 ones ({})",
+                                         kernel.name, fp8_kernels())
+                       : options.dtype == DType::E4M3
+                           ? fmt::format("kernel {} runs in {} only; e4m3 is for the FP8 kernels ({})", kernel.name, kernel.dtypes_text(), fp8_kernels())
                            : fmt::format("kernel {} runs on the tensor cores in {} only (--dtype)", kernel.name, kernel.dtypes_text()));
 
     if (choice.generated)  // compile-time constants of the module: shown, not passed
@@ -499,8 +529,10 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
                 }
             }
         }
-        // The reference sees exactly what the device holds.
-        for (double& v : h.values) v = round_to(storage, v);
+        // The reference sees exactly what the device holds: an e4m3 array's values times its
+        // scale, rounded, over the scale.
+        if (storage == DType::E4M3) h.scale = e4m3_scale(h.values);
+        for (double& v : h.values) v = round_to(storage, v * h.scale) / h.scale;
     }
 
     // ---- what to check, and on how much ----

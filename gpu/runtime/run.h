@@ -175,7 +175,11 @@ KernelChoice choose_kernel(const Program& program, const GpuRunOptions& options)
 // device cannot do.
 GpuRunResult gpu_run(const Program& program, const GpuRunOptions& options);
 
-// Rounds a double to what a value stored as `t` holds (round to nearest even), on the host.
+// Rounds a double to what a value stored as `t` holds (round to nearest even), on the host;
+// e4m3 saturates at ±448, as the device's conversion does.
 double round_to(DType t, double value);
+// The power of two an e4m3 array is stored times: its largest |value| times it is at most 448
+// and over 224 (1 for an array of zeros).
+double e4m3_scale(const std::vector<double>& values);
 
 }  // namespace toysim::gpu

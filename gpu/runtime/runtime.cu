@@ -3,6 +3,7 @@
 // name (KernelEntry tables) and runs their stages.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -35,6 +36,8 @@ extern const KernelEntry kAttentionBackwardTensorCoreKernels[];
 extern const int kAttentionBackwardTensorCoreKernelCount;
 extern const KernelEntry kAttentionHopperKernels[];
 extern const int kAttentionHopperKernelCount;
+extern const KernelEntry kAttentionFp8Kernels[];
+extern const int kAttentionFp8KernelCount;
 
 namespace {
 
@@ -49,7 +52,8 @@ StageLauncher find_launcher(std::string_view name) {
                             {kAttentionBackwardKernels, kAttentionBackwardKernelCount},
                             {kAttentionTensorCoreKernels, kAttentionTensorCoreKernelCount},
                             {kAttentionBackwardTensorCoreKernels, kAttentionBackwardTensorCoreKernelCount},
-                            {kAttentionHopperKernels, kAttentionHopperKernelCount}};
+                            {kAttentionHopperKernels, kAttentionHopperKernelCount},
+                            {kAttentionFp8Kernels, kAttentionFp8KernelCount}};
     for (const auto& t : tables)
         for (int k = 0; k < t.count; ++k)
             if (name == t.entries[k].name) return t.entries[k].launch;
@@ -93,8 +97,8 @@ struct Stream {
     }
 };
 
-// Host values (doubles) to the storage type, and back.
-std::vector<unsigned char> encode(const std::vector<double>& values, DType t, bool poison, std::size_t elements) {
+// Host values (doubles) to the storage type, and back; an e4m3 array is stored times its scale.
+std::vector<unsigned char> encode(const std::vector<double>& values, DType t, bool poison, std::size_t elements, double scale) {
     std::vector<unsigned char> out(elements * static_cast<std::size_t>(dtype_bytes(t)));
     for (std::size_t i = 0; i < elements; ++i) {
         float v = poison ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(values[i]);
@@ -102,17 +106,19 @@ std::vector<unsigned char> encode(const std::vector<double>& values, DType t, bo
             case DType::F32: reinterpret_cast<float*>(out.data())[i] = v; break;
             case DType::F16: reinterpret_cast<__half*>(out.data())[i] = __float2half_rn(v); break;
             case DType::BF16: reinterpret_cast<__nv_bfloat16*>(out.data())[i] = __float2bfloat16_rn(v); break;
+            case DType::E4M3: out[i] = __nv_cvt_float_to_fp8(static_cast<float>(poison ? v : values[i] * scale), __NV_SATFINITE, __NV_E4M3); break;
         }
     }
     return out;
 }
 
-void decode(const unsigned char* in, DType t, std::size_t elements, double* out) {
+void decode(const unsigned char* in, DType t, std::size_t elements, double* out, double scale) {
     for (std::size_t i = 0; i < elements; ++i) {
         switch (t) {
             case DType::F32: out[i] = reinterpret_cast<const float*>(in)[i]; break;
             case DType::F16: out[i] = __half2float(reinterpret_cast<const __half*>(in)[i]); break;
             case DType::BF16: out[i] = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(in)[i]); break;
+            case DType::E4M3: out[i] = double(__half2float(__half(__nv_cvt_fp8_to_halfraw(in[i], __NV_E4M3)))) / scale; break;
         }
     }
 }
@@ -266,8 +272,10 @@ LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& host) {
     }
     DeviceBuffer counts(2 * narrays * sizeof(unsigned long long));
 
+    std::vector<float> descale(narrays);
+    for (std::size_t k = 0; k < narrays; ++k) descale[k] = static_cast<float>(1.0 / host[k].scale);
     StageArgs args{pointers.data(), plan.params.data(), plan.heads, plan.dtype, nullptr, stream.s,
-                   static_cast<int>(device.shared_memory_per_block), true};
+                   static_cast<int>(device.shared_memory_per_block), true, descale.data()};
     const int nstages = static_cast<int>(spec.stages.size());
     for (int s = 0; s < nstages; ++s) launcher(s, args);  // plan only: refuse before any launch
     args.plan_only = false;
@@ -275,7 +283,7 @@ LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& host) {
     auto upload_all = [&] {
         for (std::size_t k = 0; k < narrays; ++k) {
             DType t = spec.storage(static_cast<int>(k), plan.dtype);
-            auto data = encode(host[k].values, t, !host[k].upload, host[k].elements);
+            auto data = encode(host[k].values, t, !host[k].upload, host[k].elements, host[k].scale);
             cuda_check(cudaMemcpy(pointers[k], data.data(), bytes[k], cudaMemcpyHostToDevice), "uploading an array");
             if (host[k].restore) {
                 pristine[k] = DeviceBuffer(bytes[k]);
@@ -322,7 +330,7 @@ LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& host) {
             host[k].values.assign(host[k].elements, 0.0);
             staging.resize(bytes[k]);
             cuda_check(cudaMemcpy(staging.data(), pointers[k], bytes[k], cudaMemcpyDeviceToHost), "downloading an array");
-            decode(staging.data(), t, host[k].elements, host[k].values.data());
+            decode(staging.data(), t, host[k].elements, host[k].values.data(), host[k].scale);
         } else {
             std::size_t total = 0;
             for (const auto& span : host[k].sample) total += span.count;
@@ -333,7 +341,7 @@ LaunchResult launch(const LaunchPlan& plan, std::vector<HostArray>& host) {
                 cuda_check(cudaMemcpy(staging.data(), static_cast<unsigned char*>(pointers[k]) + span.offset * width, span.count * width,
                                       cudaMemcpyDeviceToHost),
                            "downloading rows of an array");
-                decode(staging.data(), t, span.count, host[k].values.data() + at);
+                decode(staging.data(), t, span.count, host[k].values.data() + at, host[k].scale);
                 at += span.count;
             }
         }

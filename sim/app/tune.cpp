@@ -238,8 +238,11 @@ ParamSettings point_settings(const RankedSpace& space, const TunePoint& point) {
 }
 
 int tune_element_bytes(const std::string& dtype) {
-    if (dtype != "fp32" && dtype != "fp16" && dtype != "bf16") throw ToyError(fmt::format("tune: dtype '{}': fp32, fp16 or bf16", dtype));
-    return dtype == "fp32" ? 4 : 2;
+    // The playground's build has no GPU catalog (gpu::dtype_bytes): the same sizes, spelled here.
+    if (dtype == "fp32") return 4;
+    if (dtype == "fp16" || dtype == "bf16") return 2;
+    if (dtype == "e4m3") return 1;
+    throw ToyError(fmt::format("tune: dtype '{}': fp32, fp16, bf16 or e4m3", dtype));
 }
 
 RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request,

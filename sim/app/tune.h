@@ -74,7 +74,7 @@ struct RankedSpace {
     std::string device;             // the GPU the measured points ran on ("": none ran)
     std::string kernel;             // what ran there, or what the model predicted ("": the program's schedule)
 };
-// The bytes an element of `dtype` takes (fp32 4, fp16 and bf16 2); ToyError for another name.
+// The bytes an element of `dtype` takes (fp32 4, fp16 and bf16 2, e4m3 1); ToyError for another name.
 int tune_element_bytes(const std::string& dtype);
 using PointPredictor = std::function<ProgramTime(const Program& program, const MachineSpec& machine)>;
 RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const std::string& path, const SpaceTuneRequest& request,

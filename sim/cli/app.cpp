@@ -105,8 +105,8 @@ Commands define_commands(CLI::App& app, Args& a) {
     // The modeled cache (sim/exec/cache.h): a preset or settings, and the element size it sees.
     auto add_cache = [&](CLI::App* command, CacheArgs& o) {
         command->add_option("--cache", o.cache, std::string("model a cache between the workers and DRAM: ") + kCacheSpec);
-        command->add_option("--dtype", o.dtype, "with a cache: the element size it sees, fp32 (4 bytes, the default), fp16 or bf16 (2)")
-            ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+        command->add_option("--dtype", o.dtype, "with a cache: the element size it sees, fp32 (4 bytes, the default), fp16 or bf16 (2), e4m3 (1)")
+            ->check(CLI::IsMember({"fp32", "fp16", "bf16", "e4m3"}));
     };
     // The GPU commands check a program that is not proven race-free on the simulator first.
     auto add_race_force = [&](CLI::App* command, bool& force) {
@@ -235,7 +235,8 @@ Commands define_commands(CLI::App& app, Args& a) {
     c.tune->add_option("--machine", a.tune.machine, "the named machine whose time and L2 rank the points (default: with --gpu the GPU's own, h100 or h200; else h100)");
     c.tune->add_option("--heads", a.tune.heads, "independent copies of the problem, as a GPU's grid runs them (default 1)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
-    c.tune->add_option("--dtype", a.tune.dtype, "the element size the L2 sees: fp32 (the default), fp16 or bf16")->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    c.tune->add_option("--dtype", a.tune.dtype, "the element size the L2 sees: fp32 (the default), fp16, bf16 or e4m3")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16", "e4m3"}));
     c.tune->add_option("--top", a.tune.top, "points printed, best first (default 10)")->check(CLI::Range(1, 10000));
     c.tune->add_option("--plot", a.tune.plot, "with --vary: draw the objective against the first --vary parameter, a curve per value of the others, into FILE (.svg, .png or .html)");
     c.tune->add_flag("--schedule", a.tune.schedule,
@@ -290,8 +291,9 @@ Commands define_commands(CLI::App& app, Args& a) {
                           "CUDA generated from the program (toysim gpu cuda)");
     c.gpu_run->add_option("--heads", a.gpu_run.heads, "batch × heads: independent copies of the problem, the grid's extra dimension (default 1)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
-    c.gpu_run->add_option("--dtype", a.gpu_run.dtype, "storage type: fp32, or fp16 or bf16 for attention (fp32 arithmetic in every case)")
-        ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    c.gpu_run->add_option("--dtype", a.gpu_run.dtype,
+                          "storage type: fp32, or fp16 or bf16 for attention (fp32 arithmetic in every case), or e4m3 for the FP8 kernels (fp8 products, fp16 O)")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16", "e4m3"}));
     c.gpu_run->add_option("--warmups", a.gpu_run.warmups, "launches before timing (default 3)")->check(CLI::Range(0, 1000));
     c.gpu_run->add_option("--repeats", a.gpu_run.repeats, "timed launches; the median is reported (default 20)")->check(CLI::Range(1, 10000));
     c.gpu_run->add_option("--measure", a.gpu_run.measure,
@@ -334,7 +336,7 @@ Commands define_commands(CLI::App& app, Args& a) {
     c.diff->add_option("--kernel", a.diff.kernel, "live: run another version of the program's kernel, e.g. fa2_v2_mma for fa2.toy");
     c.diff->add_option("--gpu", a.diff.gpu_source, "live (run the kernel on this machine's GPU) or a saved 'toysim gpu run --format json' file");
     c.diff->add_option("--heads", a.diff.heads, "live: batch × heads (default 1)")->check(CLI::Range(std::int64_t{1}, std::int64_t{65535}));
-    c.diff->add_option("--dtype", a.diff.dtype, "live: fp32, fp16 or bf16")->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    c.diff->add_option("--dtype", a.diff.dtype, "live: fp32, fp16, bf16 or e4m3")->check(CLI::IsMember({"fp32", "fp16", "bf16", "e4m3"}));
     c.diff->add_flag("--no-tensor-cores", a.diff.no_tensor_cores, "generated CUDA: every product on the CUDA cores (in fp16 and bf16, products of whole 16×16 fragments run on the tensor cores, in tf32)");
     c.diff->add_option("--measure", a.diff.measure, "live: L2 cold (flushed first, the default) or warm")->check(CLI::IsMember({"cold", "warm"}));
     c.diff->add_option("--sweep", a.diff.sweep, "live: NAME=V1,V2,... runs the kernel at each value (n=1024,4096,16384)");

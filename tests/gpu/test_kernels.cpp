@@ -67,12 +67,14 @@ void run_all(const std::string& path, const std::vector<ParamSettings>& shapes, 
 }
 
 // A tensor-core version of fa2_forward (gpu/kernels/attention_tensor_core.cu) on fa2.toy at its tile
-// shapes: n ragged at both ends (1, 7, 100, 1000, 4097), d = 64 and 128, fp16 and bf16.
-void run_version(const std::string& kernel, const std::vector<std::pair<int, int>>& tiles) {
+// shapes: n ragged at both ends (1, 7, 100, 1000, 4097), d = 64 and 128, fp16 and bf16 (or the
+// FP8 kernel's d and type).
+void run_version(const std::string& kernel, const std::vector<std::pair<int, int>>& tiles, const std::vector<int>& dims = {64, 128},
+                 const std::vector<gpu::DType>& types = {gpu::DType::F16, gpu::DType::BF16}) {
     for (int n : {1, 7, 100, 1000, 4097})
-        for (int d : {64, 128})
+        for (int d : dims)
             for (auto [br, bc] : tiles)
-                for (gpu::DType t : {gpu::DType::F16, gpu::DType::BF16}) {
+                for (gpu::DType t : types) {
                     const ParamSettings shape = {{"n", n}, {"d", d}, {"Br", br}, {"Bc", bc}};
                     gpu::GpuRunResult r = run_once("programs/attention/fa2.toy", shape, t, 3, gpu::GpuRunOptions{}.check_budget, kernel);
                     INFO(kernel << " n=" << n << " d=" << d << " Br=" << br << " Bc=" << bc << " " << gpu::dtype_name(t) << "\n" << describe(r));
@@ -147,11 +149,12 @@ TEST_CASE("fa2_causal_heaviest_first on the GPU", "[fa2_causal_heaviest_first]")
 }
 namespace {
 // A causal tensor-core version on fa2_causal_heaviest_first.toy at B = 128: n ragged at both
-// ends, d = 64 and 128, fp16 and bf16.
-void run_causal_version(const std::string& kernel) {
+// ends, d = 64 and 128, fp16 and bf16 (or the FP8 kernel's d and type).
+void run_causal_version(const std::string& kernel, const std::vector<int>& dims = {64, 128},
+                        const std::vector<gpu::DType>& types = {gpu::DType::F16, gpu::DType::BF16}) {
     for (int n : {1, 7, 100, 1000, 4097})
-        for (int d : {64, 128})
-            for (gpu::DType t : {gpu::DType::F16, gpu::DType::BF16}) {
+        for (int d : dims)
+            for (gpu::DType t : types) {
                 const ParamSettings shape = {{"n", n}, {"d", d}, {"B", 128}};
                 gpu::GpuRunResult r =
                     run_once("programs/attention/fa2_causal_heaviest_first.toy", shape, t, 3, gpu::GpuRunOptions{}.check_budget, kernel);
@@ -168,8 +171,8 @@ bool on_hopper() {
     const gpu::DeviceInfo d = gpu::query_device();
     return d.compute_major == 9 && d.compute_minor == 0;
 }
-void check_refused_off_hopper(const std::string& program, const ParamSettings& shape, const std::string& kernel) {
-    CHECK_THROWS_WITH(run_once(program, shape, DType::F16, 1, gpu::GpuRunOptions{}.check_budget, kernel),
+void check_refused_off_hopper(const std::string& program, const ParamSettings& shape, const std::string& kernel, DType type = DType::F16) {
+    CHECK_THROWS_WITH(run_once(program, shape, type, 1, gpu::GpuRunOptions{}.check_budget, kernel),
                       Catch::Contains(kernel + " runs on Hopper (sm_90: wgmma, TMA, setmaxnreg)"));
 }
 }  // namespace
@@ -186,6 +189,20 @@ TEST_CASE("fa2_v4_wgmma (wgmma, TMA, a producer warpgroup) on the GPU", "[fa2_v4
 TEST_CASE("fa2_causal_v4_wgmma (wgmma, TMA, the longest Q tiles first) on the GPU", "[fa2_causal_v4_wgmma]") {
     if (on_hopper()) run_causal_version("fa2_causal_v4_wgmma");
     else check_refused_off_hopper("programs/attention/fa2_causal_heaviest_first.toy", {{"n", 256}, {"d", 64}, {"B", 128}}, "fa2_causal_v4_wgmma");
+}
+
+// e4m3 Q, K, V and P̃: within the e4m3 tolerance (gpu/runtime/run.cpp's tolerance_for, 0.063,
+// a bound on what rounding P̃ can do), against a reference that holds the inputs as rounded.
+TEST_CASE("fa2_fp8_wgmma (e4m3 wgmma, V transposed in shared memory) on the GPU", "[fa2_fp8_wgmma]") {
+    if (on_hopper()) run_version("fa2_fp8_wgmma", {{128, 128}}, {128}, {DType::E4M3});
+    else check_refused_off_hopper("programs/attention/fa2.toy", {{"n", 256}, {"d", 128}, {"Br", 128}, {"Bc", 128}}, "fa2_fp8_wgmma", DType::E4M3);
+}
+
+TEST_CASE("fa2_causal_fp8_wgmma (e4m3 wgmma, the longest Q tiles first) on the GPU", "[fa2_causal_fp8_wgmma]") {
+    if (on_hopper()) run_causal_version("fa2_causal_fp8_wgmma", {128}, {DType::E4M3});
+    else
+        check_refused_off_hopper("programs/attention/fa2_causal_heaviest_first.toy", {{"n", 256}, {"d", 128}, {"B", 128}}, "fa2_causal_fp8_wgmma",
+                                 DType::E4M3);
 }
 
 TEST_CASE("a tensor-core version refuses what it was not built for", "[fa2_v2_mma]") {
