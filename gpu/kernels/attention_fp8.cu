@@ -44,6 +44,11 @@ constexpr int kRows = 128, kCols = 128, kD = 128;  // Br, Bc, d: a row of e4m3 i
 constexpr int kThreads = 384;                       // producer + 2 consumers
 constexpr int kMinBlocks = 1;
 constexpr int kStages = 2;
+// setmaxnreg: the producer gives registers back, the consumers take them. The block launches
+// with 168 a thread (65536 / 384, in units of 8) and the consumers' increase waits until the
+// block's own registers cover it: asking for more would wait forever (it did, at 64 + 2·224).
+constexpr int kProducerRegisters = 64, kConsumerRegisters = 216;
+static_assert(kProducerRegisters + 2 * kConsumerRegisters <= 3 * (65536 / kThreads / 8 * 8), "setmaxnreg.inc would wait forever");
 constexpr int kTileBytes = kRows * kD;              // 16 KiB: a Q, K, V or Vᵀ tile
 constexpr float kPScale = 8.f;                      // P̃ is e^(S − m)·2⁸ (log2 of it)
 // Shared memory, every tile 1024-byte aligned: Q, then per stage K, V (as TMA wrote it) and Vᵀ.
@@ -85,15 +90,21 @@ __device__ __forceinline__ void softmax_tile_e4m3(float (&s)[64], RowState& st, 
                                                   uint32_t (&p)[kCols / 32][4]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        float mx = st.m[h];
+        // The row's maximum over 4 partial results: chains of 8 dependent instructions, not one
+        // of 32 (a consumer warp has no other warp to hide them behind; P̃ waits for it).
+        float part[4];
 #pragma unroll
-        for (int c = 0; c < kCols / 8; ++c) mx = fmaxf(mx, fmaxf(s[4 * c + 2 * h], s[4 * c + 2 * h + 1]));
+        for (int e = 0; e < 4; ++e) part[e] = fmaxf(s[4 * e + 2 * h], s[4 * e + 2 * h + 1]);
+#pragma unroll
+        for (int c = 4; c < kCols / 8; ++c) part[c % 4] = fmaxf(part[c % 4], fmaxf(s[4 * c + 2 * h], s[4 * c + 2 * h + 1]));
+        part[0] = fmaxf(fmaxf(part[0], part[1]), fmaxf(part[2], part[3]));
+        float mx = fmaxf(st.m[h], part[0]);
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         scale[h] = fast_exp2((st.m[h] - mx) * to_log2);
         st.m[h] = mx;
-        sum[h] = 0.f;
         const float bias = kPScale - mx * to_log2;
+        sum[h] = 0.f;  // one chain: off the path to the next products, which wait for P̃, not ℓ
 #pragma unroll
         for (int c = 0; c < kCols / 8; ++c) {
             s[4 * c + 2 * h] = fast_exp2(fmaf(s[4 * c + 2 * h], to_log2, bias));
@@ -117,33 +128,36 @@ __device__ __forceinline__ uint32_t gather_byte(uint32_t a, uint32_t b, uint32_t
 }
 
 // Vᵀ from V, one stage, by the producer warpgroup's 128 threads: both tiles 128 rows of 128
-// bytes, 128-byte swizzled (16-byte chunk q of row r at chunk q ^ (r mod 8)). A thread takes 16
-// keys × 4 columns at a time: 16 conflict-free 4-byte reads (a warp reads whole key rows), then
-// 4 rows of Vᵀ, 16 bytes each, in the permuted key order. Lane b writes its rows starting from
-// row 4b + ⌊b/2⌋ mod 4, so the 8 lanes of a 16-byte store phase hit 8 distinct chunks.
-__device__ __forceinline__ void transpose_v(const unsigned char* v, unsigned char* vt, int tid) {
+// bytes, 128-byte swizzled (16-byte chunk q of row r at chunk q ^ (r mod 8)); v and vt are
+// shared-memory addresses (ld.shared and st.shared: generic ones cost 64-bit arithmetic and the
+// generic path's latency). A thread takes 16 keys × 4 columns at a time: 16 conflict-free 4-byte
+// reads (a warp reads whole key rows), then 4 rows of Vᵀ, 16 bytes each, in the permuted key
+// order. Lane b writes its rows starting from row 4b + ⌊b/2⌋ mod 4, so the 8 lanes of a 16-byte
+// store phase hit 8 distinct chunks.
+__device__ __forceinline__ void transpose_v(uint32_t v, uint32_t vt, int tid) {
     const int lane = tid % 32, warp = tid / 32;
     const int b = lane;  // columns 4b..4b+3 of V: rows 4b..4b+3 of Vᵀ
-#pragma unroll 1  // one unit's 16 words at a time, in the producer's 64 registers
+    // Row r's columns 4b..4b+3 are at r·128 + ((b/4) ^ (r mod 8))·16 + (b mod 4)·4; r mod 8 is
+    // k mod 8 for key 16a + k.
+    uint32_t column[8];
+#pragma unroll
+    for (int c = 0; c < 8; ++c) column[c] = v + (((b / 4) ^ c) * 16) + (b % 4) * 4;
+#pragma unroll 1  // one unit's 16 words at a time, in the producer's registers
     for (int u = 0; u < 2; ++u) {
         const int a = 2 * warp + u;  // keys 16a..16a+15
         uint32_t w[16];
 #pragma unroll
-        for (int k = 0; k < 16; ++k) {
-            const int r = 16 * a + k;
-            w[k] = *reinterpret_cast<const uint32_t*>(v + r * 128 + ((((4 * b) / 16) ^ (r % 8)) * 16) + (4 * b) % 16);
-        }
+        for (int k = 0; k < 16; ++k)
+            asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(w[k]) : "r"(column[k % 8] + (16 * a + k) * 128) : "memory");
 #pragma unroll
         for (int step = 0; step < 4; ++step) {
             const uint32_t i = uint32_t(step + b / 2) % 4;  // this lane's row of the four, this step
             // Position 4t + e (t = 0..3) of the 16 holds key 8⌊e/2⌋ + 2t + (e mod 2).
-            uint4 out;
-            out.x = gather_byte(w[0], w[1], w[8], w[9], i);
-            out.y = gather_byte(w[2], w[3], w[10], w[11], i);
-            out.z = gather_byte(w[4], w[5], w[12], w[13], i);
-            out.w = gather_byte(w[6], w[7], w[14], w[15], i);
+            const uint32_t x = gather_byte(w[0], w[1], w[8], w[9], i), y = gather_byte(w[2], w[3], w[10], w[11], i);
+            const uint32_t z = gather_byte(w[4], w[5], w[12], w[13], i), q = gather_byte(w[6], w[7], w[14], w[15], i);
             const int row = 4 * b + int(i);
-            *reinterpret_cast<uint4*>(vt + row * 128 + ((a ^ (row % 8)) * 16)) = out;
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(vt + row * 128 + ((a ^ (row % 8)) * 16)), "r"(x), "r"(y), "r"(z), "r"(q)
+                         : "memory");
         }
     }
 }
@@ -188,7 +202,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
     if (warpgroup == 0) {
         // The producer: thread 0 issues the copies; all 128 threads transpose V.
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 64;\n");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
         const int tid = threadIdx.x;
         // K_j and V_j into stage j mod kStages: K once S_{j−2} is computed; V (as TMA writes it)
         // once this warpgroup has transposed V_{j−2}, which the loop's named barrier says.
@@ -213,7 +227,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
             if (tid == 0 && j + 1 < Tc) load(j + 1);  // in flight while this tile is transposed
             mbarrier_wait(v_full(s), (j / kStages) & 1);
             if (j >= kStages) mbarrier_wait(vt_empty(s), (j / kStages - 1) & 1);  // P̃_{j−2}·V_{j−2} is done
-            transpose_v(shared + Layout::v + s * kTileBytes, shared + Layout::vt + s * kTileBytes, tid);
+            transpose_v(base + Layout::v + s * kTileBytes, base + Layout::vt + s * kTileBytes, tid);
             // Written through the generic proxy, read by wgmma through the async one.
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
             mbarrier_arrive(vt_full(s));
@@ -227,7 +241,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         return;
     }
 
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
     const int consumer = warpgroup - 1, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int my_row = 64 * consumer + 16 * warp + g;
     const float to_log2 = kLog2e * q_descale * k_descale;
