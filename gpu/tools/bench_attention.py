@@ -9,6 +9,7 @@
     python3 gpu/tools/bench_attention.py --programs v4 --dtype bf16         # v4 (Hopper) in bf16
     python3 gpu/tools/bench_attention.py --causal --sizes 4096,16384        # causal: fa2_causal, v3, v4
     python3 gpu/tools/bench_attention.py --backward --sizes 4096            # backward: fa2_backward_mma
+    python3 gpu/tools/bench_attention.py --programs v4,fp8 --dims 128       # FP8 (e4m3) beside v4 in fp16
 
 For each n and d (fp16, or --dtype bf16; non-causal, batch·heads BH = 262144 // n so that BH·n ≈ 262k tokens
 at every n), it times
@@ -20,7 +21,9 @@ at every n), it times
              the tensor-core versions of fa2 (v1 WMMA, v2 and v3 mma.sync, v4 wgmma) on fa2.toy through
              --kernel, each at its own Br, Bc (VERSIONS below), and CUDA generated from the
              schedule programs (`gen`: schedules/fa2_v3_mma.toy; `genc`, causal:
-             schedules/fa2_causal_v3_mma.toy) through --kernel generated;
+             schedules/fa2_causal_v3_mma.toy) through --kernel generated, and the FP8 forward
+             (`fp8`, `fp8c` causal: fa2_fp8_wgmma, --dtype e4m3 whatever --dtype says, d = 128)
+             with its output's largest error against the reference under the table;
   PyTorch    scaled_dot_product_attention with the flash and the cuDNN backends, and the naive
              version that materializes S = Q·Kᵀ and P = softmax(S) (softmax in fp32, as
              the anchor measurements in ../shared/anchors/ did);
@@ -73,15 +76,17 @@ TOYSIM = [
     ("v2", "toysim FA2 v2 (mma.sync)", "programs/attention/fa2.toy"),
     ("v3", "toysim FA2 v3 (mma.sync, 32 rows a warp)", "programs/attention/fa2.toy"),
     ("v4", "toysim FA2 v4 (wgmma, TMA)", "programs/attention/fa2.toy"),
+    ("fp8", "toysim FA2 FP8 (e4m3 wgmma)", "programs/attention/fa2.toy"),
     ("gen", "toysim FA2 generated (v3's schedule)", "programs/attention/schedules/fa2_v3_mma.toy"),
     ("fa2c", "toysim FA2 causal", "programs/attention/fa2_causal_heaviest_first.toy"),
     ("v3c", "toysim FA2 causal v3 (mma.sync)", "programs/attention/fa2_causal_heaviest_first.toy"),
     ("v4c", "toysim FA2 causal v4 (wgmma, TMA)", "programs/attention/fa2_causal_heaviest_first.toy"),
+    ("fp8c", "toysim FA2 causal FP8 (e4m3 wgmma)", "programs/attention/fa2_causal_heaviest_first.toy"),
     ("genc", "toysim FA2 causal generated (v3's schedule)", "programs/attention/schedules/fa2_causal_v3_mma.toy"),
     ("bwd", "toysim FA2 backward (CUDA cores)", "programs/attention/fa2_backward.toy"),
     ("bwd_mma", "toysim FA2 backward (mma.sync)", "programs/attention/fa2_backward.toy"),
 ]
-CAUSAL = ("fa2c", "v3c", "v4c", "genc")  # the columns of --causal (square tiles: --set B)
+CAUSAL = ("fa2c", "v3c", "v4c", "fp8c", "genc")  # the columns of --causal (square tiles: --set B)
 BACKWARD = ("bwd", "bwd_mma")  # the columns of --backward
 BACKWARD_DEFAULT = ("bwd_mma",)  # the CUDA-core backward only when asked for (--programs bwd,bwd_mma)
 # The tensor-core versions of fa2_forward (gpu/kernels/attention_tensor_core.cu) run fa2.toy through
@@ -93,6 +98,8 @@ VERSIONS = {
     "v3c": ("fa2_causal_v3_mma", {64: (128, 128), 128: (128, 128)}),
     "v4": ("fa2_v4_wgmma", {64: (128, 128), 128: (128, 128)}),
     "v4c": ("fa2_causal_v4_wgmma", {64: (128, 128), 128: (128, 128)}),
+    "fp8": ("fa2_fp8_wgmma", {128: (128, 128)}),  # d = 128 only
+    "fp8c": ("fa2_causal_fp8_wgmma", {128: (128, 128)}),
     "bwd_mma": ("fa2_backward_mma", {64: (128, 128), 128: (64, 128)}),
     # CUDA generated from the schedule programs (toysim gpu cuda), at the Bc each was fastest at
     # (gpu/results/bench_generated_v3_h200.md).
@@ -103,6 +110,7 @@ VERSIONS = {
 # more than a block's shared memory at d = 128 with Br = Bc = 64.
 OWN_TILES = {"bwd": {64: (64, 64), 128: (64, 32)}}
 TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}  # --dtype: torch's name of each
+OWN_DTYPE = {"fp8": "e4m3", "fp8c": "e4m3"}  # columns whose storage type is their own
 # PyTorch columns: (key, heading)
 TORCH = [("flash", "SDPA flash"), ("cudnn", "cuDNN"), ("naive", "naive PyTorch (S, P materialized)")]
 
@@ -120,7 +128,7 @@ def parse_args():
     p.add_argument("--causal", action="store_true", help="causal attention (the toysim columns fa2c, v3c, v4c, genc)")
     p.add_argument("--backward", action="store_true", help="the backward pass (the toysim columns bwd_mma, bwd)")
     p.add_argument("--programs", default=None,
-                   help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3, v4, gen, or with --causal fa2c, v3c, v4c, genc, or with "
+                   help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3, v4, fp8, gen, or with --causal fa2c, v3c, v4c, fp8c, genc, or with "
                         "--backward bwd_mma, bwd "
                         "(default: all of them; 'none' for PyTorch only)")
     p.add_argument("--dtype", choices=("fp16", "bf16"), default="fp16", help="the inputs' type, of every column (default fp16)")
@@ -167,13 +175,15 @@ def run_toysim(args, key, program, n, d, heads):
     kernel = []
     if key in VERSIONS:
         name, tiles = VERSIONS[key]
+        if d not in tiles:
+            return {"label": f"{name} at n = {n}, d = {d}", "error": f"{name} takes d = {', '.join(map(str, tiles))}"}
         br, bc = tiles[d]
         kernel = ["--kernel", name]
     elif key in OWN_TILES:
         br, bc = OWN_TILES[key][d]
     tiles = ["--set", f"B={br}"] if key in CAUSAL else ["--set", f"Br={br}", "--set", f"Bc={bc}"]  # causal: square tiles
     settings = kernel + ["--set", f"n={n}", "--set", f"d={d}"] + tiles + ["--heads", str(heads),
-                         "--dtype", args.dtype, "--warmups", str(args.warmups), "--repeats", str(args.repeats), "--format", "json"]
+                         "--dtype", OWN_DTYPE.get(key, args.dtype), "--warmups", str(args.warmups), "--repeats", str(args.repeats), "--format", "json"]
     cmd = [args.toysim, "gpu", "run", program] + settings  # relative: results carry no machine path (cwd is the repository)
     label = f"{os.path.basename(program)}{' ' + kernel[1] if kernel else ''} at n = {n}, d = {d}"
     cell = {"command": " ".join(["toysim gpu run", program] + settings), "label": label, "Br": br, "Bc": bc}
@@ -346,6 +356,12 @@ def table(rows, args):
                     "2·n·(n+1)·d·BH (causal)" if args.causal else "10·n²·d·BH (backward)" if args.backward else "4·n²·d·BH") +
                 "Tiles: FA2 Br = {}, Bc = {}; ".format(args.Br, args.Bc) +
                 "; ".join(f"{k} {name} (Br, Bc) by d {tiles}" for k, (name, tiles) in VERSIONS.items() if k in args.programs) + ".")
+    for r in rows:  # the FP8 columns' error against the reference (the checks' bound: their tolerance)
+        for key in ("fp8", "fp8c"):
+            checks = ((r["toysim"].get(key) or {}).get("cli") or {}).get("check", {}).get("arrays", [])
+            if checks:
+                out += (f"\n\n{key} at n = {r['n']}, d = {r['d']}, largest error against the reference: " +
+                        ", ".join(f"{c['array']} {c['max_abs_error']:.3g} (tolerance {c['tolerance']:.3g})" for c in checks) + ".")
     if notes:
         out += "\n\n" + "\n".join(f"[{i + 1}] {t}" for i, t in enumerate(notes))
     return out
