@@ -65,7 +65,8 @@ TEST_CASE("the gpu line names a kernel once and must match the program", "[gpu]"
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_onlin\n")) ==
           "3:5: no GPU kernel is named 'softmax_onlin'; did you mean 'softmax_online'? (kernels: matmul_inner, matmul_outer, softmax_3pass, "
           "softmax_online, attention_standard, fa1_forward, fa2_forward, fa2_backward, fa2_backward_no_d_trick, fa2_backward_mma, fa2_v1_wmma, fa2_v2_mma, "
-          "fa2_v3_mma, fa2_causal, fa2_causal_heaviest_first, fa2_causal_v3_mma, fa2_v4_wgmma, fa2_causal_v4_wgmma, fa2_fp8_wgmma, fa2_causal_fp8_wgmma)");
+          "fa2_v3_mma, fa2_causal, fa2_causal_heaviest_first, fa2_causal_v3_mma, fa2_v4_wgmma, fa2_causal_v4_wgmma, fa2_v5_wgmma, fa2_causal_v5_wgmma, fa2_fp8_wgmma, "
+          "fa2_causal_fp8_wgmma)");
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu matmul_inner\n")) == "3:5: kernel matmul_inner reads or writes an array a, which this program does not declare");
     CHECK(error_of(fmt::format(fmt::runtime(kSoftmax), "gpu softmax_3pass\nscratch t[n]\n")) ==
           "3:5: this program declares array 't', which kernel softmax_3pass does not take (it takes x, out)");
@@ -83,7 +84,7 @@ TEST_CASE("the --kernel option runs a version of the program's kernel, and only 
     CHECK_THROWS_WITH(gpu::program_kernel(fa2, "fa2_v2_mm"), Catch::Contains("--kernel: no GPU kernel is named 'fa2_v2_mm'; did you mean 'fa2_v2_mma'?"));
     CHECK_THROWS_WITH(gpu::program_kernel(fa2, "fa1_forward"),
                       "--kernel fa1_forward: this program runs fa2_forward, whose other versions are fa2_v1_wmma, fa2_v2_mma, fa2_v3_mma, fa2_v4_wgmma, "
-                      "fa2_fp8_wgmma");
+                      "fa2_v5_wgmma, fa2_fp8_wgmma");
     Program fa1 = build_file("programs/attention/fa1.toy");
     CHECK_THROWS_WITH(gpu::program_kernel(fa1, "fa2_v2_mma"), "--kernel fa2_v2_mma: this program runs fa1_forward, which has no other versions");
     for (const auto& k : gpu::kernel_catalog())
@@ -109,6 +110,9 @@ TEST_CASE("the tensor-core versions refuse the shapes they were not built for", 
           "fa2_v4_wgmma takes d = 64 or 128 (a row of Q, K, V is 4 or 8 fragments of 16), not d = 32");
     CHECK(refusal("fa2_causal_v4_wgmma", {100, 128, 128}) == "");
     CHECK(refusal("fa2_causal_v4_wgmma", {100, 128, 64}) == "fa2_causal_v4_wgmma takes B = 128 (2 warpgroups of 64 rows), not B = 64");
+    CHECK(refusal("fa2_v5_wgmma", {100, 128, 128, 128}) == "");
+    CHECK(refusal("fa2_v5_wgmma", {100, 64, 64, 128}) == "fa2_v5_wgmma takes Br = 128 (2 warpgroups of 64 rows) and Bc = 128, not Br = 64, Bc = 128");
+    CHECK(refusal("fa2_causal_v5_wgmma", {100, 64, 64}) == "fa2_causal_v5_wgmma takes B = 128 (2 warpgroups of 64 rows), not B = 64");
     CHECK(refusal("fa2_fp8_wgmma", {100, 128, 128, 128}) == "");
     CHECK(refusal("fa2_fp8_wgmma", {100, 64, 128, 128}) ==
           "fa2_fp8_wgmma takes d = 128 (a row of e4m3 is one 128-byte swizzled row), not d = 64");
@@ -195,7 +199,7 @@ TEST_CASE("toysim gpu run --kernel runs a version of the program's kernel, refus
     auto r = run_cli({"gpu", "run", "programs/attention/fa2.toy", "--kernel", "fa1_forward"});
     CHECK(r.code == 2);
     CHECK(r.err == "programs/attention/fa2.toy: error: --kernel fa1_forward: this program runs fa2_forward, whose other versions are "
-                   "fa2_v1_wmma, fa2_v2_mma, fa2_v3_mma, fa2_v4_wgmma, fa2_fp8_wgmma\n");
+                   "fa2_v1_wmma, fa2_v2_mma, fa2_v3_mma, fa2_v4_wgmma, fa2_v5_wgmma, fa2_fp8_wgmma\n");
     r = run_cli({"gpu", "run", "programs/attention/fa2.toy", "--kernel", "fa2_v2_mma", "--set", "d=64"});  // fp32 by default
     CHECK(r.code == 2);
     CHECK(r.err == "programs/attention/fa2.toy: error: kernel fa2_v2_mma runs on the tensor cores in fp16, bf16 only (--dtype)\n");

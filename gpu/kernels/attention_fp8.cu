@@ -90,15 +90,7 @@ __device__ __forceinline__ void softmax_tile_e4m3(float (&s)[64], RowState& st, 
                                                   uint32_t (&p)[kCols / 32][4]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        // The row's maximum over 4 partial results: chains of 8 dependent instructions, not one
-        // of 32 (a consumer warp has no other warp to hide them behind; P̃ waits for it).
-        float part[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) part[e] = fmaxf(s[4 * e + 2 * h], s[4 * e + 2 * h + 1]);
-#pragma unroll
-        for (int c = 4; c < kCols / 8; ++c) part[c % 4] = fmaxf(part[c % 4], fmaxf(s[4 * c + 2 * h], s[4 * c + 2 * h + 1]));
-        part[0] = fmaxf(fmaxf(part[0], part[1]), fmaxf(part[2], part[3]));
-        float mx = fmaxf(st.m[h], part[0]);
+        float mx = fmaxf(st.m[h], row_max(s, h));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         scale[h] = fast_exp2((st.m[h] - mx) * to_log2);

@@ -81,7 +81,7 @@ constexpr int kSwizzleBytes = 128;            // a swizzled row: 64 elements of 
 
 // Shared memory, every tile 1024-byte aligned (the 128-byte swizzle repeats every 8 rows):
 // each tile is stored as d/64 column halves of [rows][64], the layout TMA writes and wgmma reads.
-template <int kD>
+template <int kD, bool kV5 = false>
 struct V4Layout {
     static constexpr int kHalves = kD / 64;
     static constexpr int q_bytes = kHalves * kV4Rows * kSwizzleBytes;
@@ -90,8 +90,8 @@ struct V4Layout {
     static constexpr int k = q + q_bytes;
     static constexpr int v = k + kV4Stages * kv_bytes;
     static constexpr int barriers = v + kV4Stages * kv_bytes;
-    // q_full, k_full[2], v_full[2], empty[2]: 8 bytes each
-    static constexpr int bytes = barriers + 8 * (1 + 3 * kV4Stages) + 1024;  // + slack to align the base
+    // q_full, k_full[2], v_full[2], empty[2] (v5: V's, and k_empty[2]): 8 bytes each
+    static constexpr int bytes = barriers + 8 * (1 + (kV5 ? 4 : 3) * kV4Stages) + 1024;  // + slack to align the base
 };
 
 #ifdef TOYSIM_SM90A
@@ -122,13 +122,18 @@ __device__ __forceinline__ void wgmma_values(float (&o)[kD / 2], const uint32_t 
 // The online softmax of one S tile, in registers: the new row maxima, P̃ = e^(S − m_new) as the
 // A fragments of P̃·V (8 of 16 columns), ℓ's new terms; returns e^(m_old − m_new) per row in
 // `scale` for O and ℓ, which the caller applies once the previous P̃·V is done.
-template <typename T>
+// kV5: the row maximum over 4 partial chains (row_max), v4's one chain of 32 otherwise.
+template <typename T, bool kV5>
 __device__ __forceinline__ void softmax_tile(const float (&s)[64], RowState& st, float (&scale)[2], float (&sum)[2], uint32_t (&p)[kV4Cols / 16][4]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         float mx = st.m[h];
+        if constexpr (kV5) {
+            mx = fmaxf(mx, row_max(s, h));
+        } else {
 #pragma unroll
-        for (int c = 0; c < kV4Cols / 8; ++c) mx = fmaxf(mx, fmaxf(s[4 * c + 2 * h], s[4 * c + 2 * h + 1]));
+            for (int c = 0; c < kV4Cols / 8; ++c) mx = fmaxf(mx, fmaxf(s[4 * c + 2 * h], s[4 * c + 2 * h + 1]));
+        }
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         scale[h] = fast_exp2((st.m[h] - mx) * kLog2e);
@@ -150,12 +155,13 @@ __device__ __forceinline__ void softmax_tile(const float (&s)[64], RowState& st,
 
 // kCausal: block x takes Q tile Tr − 1 − x (the longest first, as fa2_causal_heaviest_first.toy
 // hands them out) and reads K/V tiles 0..i only, the diagonal one masked.
-template <typename T, bool kCount, int kD, bool kCausal>
+// kV5: fa2_v5_wgmma, v4 with K's and V's stages released apart and the row maximum in 4 chains.
+template <typename T, bool kCount, int kD, bool kCausal, bool kV5>
 __global__ void __launch_bounds__(kV4Threads, kV4MinBlocks)
     fa2_v4_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
                   T* __restrict__ O, float* __restrict__ L, int n, unsigned long long* counts) {
 #ifdef TOYSIM_SM90A
-    using Layout = V4Layout<kD>;
+    using Layout = V4Layout<kD, kV5>;
     constexpr int kHalves = Layout::kHalves;
     extern __shared__ unsigned char shared_raw[];
     // The 128-byte swizzle is a function of the address bits: tiles start on 1024 bytes.
@@ -166,6 +172,7 @@ __global__ void __launch_bounds__(kV4Threads, kV4MinBlocks)
     auto k_full = [&](int s) { return q_full + 8 * (1 + s); };
     auto v_full = [&](int s) { return q_full + 8 * (1 + kV4Stages + s); };
     auto empty = [&](int s) { return q_full + 8 * (1 + 2 * kV4Stages + s); };
+    auto k_empty = [&](int s) { return q_full + 8 * (1 + 3 * kV4Stages + s); };  // v5 only
 
     const int i = kCausal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x), head = blockIdx.y;
     const int row0 = i * kV4Rows, br = min(kV4Rows, n - row0);
@@ -178,6 +185,7 @@ __global__ void __launch_bounds__(kV4Threads, kV4MinBlocks)
             mbarrier_init(k_full(s), 1);
             mbarrier_init(v_full(s), 1);
             mbarrier_init(empty(s), 8);  // the 8 consumer warps
+            if constexpr (kV5) mbarrier_init(k_empty(s), 8);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -193,11 +201,14 @@ __global__ void __launch_bounds__(kV4Threads, kV4MinBlocks)
             count_tile<kCount>(counts, kQ, kRead, (long long)br * kD);
             for (int j = 0; j < Tc; ++j) {
                 const int s = j % kV4Stages, bc = min(kV4Cols, n - j * kV4Cols);
-                if (j >= kV4Stages) mbarrier_wait(empty(s), (j / kV4Stages - 1) & 1);
+                // v4: K_j and V_j once P̃_{j−2}·V_{j−2} is done, both in one stage. v5: K_j once
+                // S_{j−2} is, early in tile j − 1, so that it is there when tile j starts; V_j then.
+                if (j >= kV4Stages) mbarrier_wait(kV5 ? k_empty(s) : empty(s), (j / kV4Stages - 1) & 1);
                 const uint32_t k_at = k_tiles + s * Layout::kv_bytes, v_at = v_tiles + s * Layout::kv_bytes;
                 mbarrier_expect_bytes(k_full(s), kTileBytes);
                 for (int h = 0; h < kHalves; ++h) tma_load(k_at + h * kV4Cols * kSwizzleBytes, &k_map, 64 * h, j * kV4Cols, head, k_full(s));
                 count_tile<kCount>(counts, kK, kRead, (long long)bc * kD);
+                if (kV5 && j >= kV4Stages) mbarrier_wait(empty(s), (j / kV4Stages - 1) & 1);
                 mbarrier_expect_bytes(v_full(s), kTileBytes);
                 for (int h = 0; h < kHalves; ++h) tma_load(v_at + h * kV4Cols * kSwizzleBytes, &v_map, 64 * h, j * kV4Cols, head, v_full(s));
                 count_tile<kCount>(counts, kV, kRead, (long long)bc * kD);
@@ -247,7 +258,7 @@ __global__ void __launch_bounds__(kV4Threads, kV4MinBlocks)
         const int col0 = j * kV4Cols, bc = min(kV4Cols, n - col0);
         if (bc < kV4Cols || (kCausal && col0 + kV4Cols - 1 > row0 + 64 * consumer + 16 * warp))
             mask_scores<kCausal>(s, kCausal ? col0 - row0 : 0, bc, my_row, t);
-        softmax_tile<T>(s, st, to_scale, to_sum, to_p);
+        softmax_tile<T, kV5>(s, st, to_scale, to_sum, to_p);
     };
     auto release = [&](int j) {
         if (lane == 0) mbarrier_arrive(empty(j % kV4Stages));
@@ -266,7 +277,12 @@ __global__ void __launch_bounds__(kV4Threads, kV4MinBlocks)
     mbarrier_wait(q_full, 0);
     uint32_t p_other[kV4Cols / 16][4];
     consume_tiles(
-        Tc, p, p_other, my_turn, their_turn, issue_scores, issue_values, [&](int) { hold(s); },
+        Tc, p, p_other, my_turn, their_turn, issue_scores, issue_values,
+        [&](int j) {
+            hold(s);
+            if constexpr (kV5)
+                if (lane == 0) mbarrier_arrive(k_empty(j % kV4Stages));
+        },
         [&](int j, uint32_t (&to_p)[kV4Cols / 16][4]) { masked_softmax(j, scale, sum, to_p); },
         [&](int j) {
             hold(o);
@@ -285,7 +301,7 @@ __global__ void __launch_bounds__(kV4Threads, kV4MinBlocks)
 
 // ---- host: tensor maps and the launch ----
 
-template <bool kCausal>
+template <bool kCausal, bool kV5>
 void launch_v4(const StageArgs& args, const char* name) {
     require_tensor_core_launch(args, name);
     const int n = int(args.params[0]);
@@ -295,8 +311,8 @@ void launch_v4(const StageArgs& args, const char* name) {
             constexpr bool kCount = decltype(counting)::value;
             with_head_dim(int(args.params[1]), [&](auto dim) {
                 constexpr int kD = decltype(dim)::value;
-                auto* kernel = fa2_v4_kernel<T, kCount, kD, kCausal>;
-                const long long bytes = V4Layout<kD>::bytes;
+                auto* kernel = fa2_v4_kernel<T, kCount, kD, kCausal, kV5>;
+                const long long bytes = V4Layout<kD, kV5>::bytes;
                 require_shared_memory(reinterpret_cast<const void*>(kernel), bytes, args, name, "no smaller tile");
                 note_launch(args, kernel, kV4Threads, bytes, kV4MinBlocks);
                 if (args.plan_only) return;
@@ -313,14 +329,18 @@ void launch_v4(const StageArgs& args, const char* name) {
     });
 }
 
-void launch_fa2_v4(int, const StageArgs& args) { launch_v4<false>(args, "fa2_v4_wgmma"); }
-void launch_fa2_causal_v4(int, const StageArgs& args) { launch_v4<true>(args, "fa2_causal_v4_wgmma"); }
+void launch_fa2_v4(int, const StageArgs& args) { launch_v4<false, false>(args, "fa2_v4_wgmma"); }
+void launch_fa2_causal_v4(int, const StageArgs& args) { launch_v4<true, false>(args, "fa2_causal_v4_wgmma"); }
+void launch_fa2_v5(int, const StageArgs& args) { launch_v4<false, true>(args, "fa2_v5_wgmma"); }
+void launch_fa2_causal_v5(int, const StageArgs& args) { launch_v4<true, true>(args, "fa2_causal_v5_wgmma"); }
 
 }  // namespace
 
 extern const KernelEntry kAttentionHopperKernels[] = {
     {"fa2_v4_wgmma", launch_fa2_v4},
     {"fa2_causal_v4_wgmma", launch_fa2_causal_v4},
+    {"fa2_v5_wgmma", launch_fa2_v5},
+    {"fa2_causal_v5_wgmma", launch_fa2_causal_v5},
 };
 extern const int kAttentionHopperKernelCount = sizeof(kAttentionHopperKernels) / sizeof(kAttentionHopperKernels[0]);
 

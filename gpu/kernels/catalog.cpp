@@ -102,17 +102,22 @@ std::string refuse_fa2_v3(const std::vector<std::int64_t>& p) {
     return "";
 }
 
-std::string refuse_fa2_v4(const std::vector<std::int64_t>& p) {
-    if (auto why = refuse_head_dim("fa2_v4_wgmma", p); !why.empty()) return why;
+// v4 and v5 (gpu/kernels/attention_hopper.cu): 128 × 128 tiles, d = 64 or 128.
+std::string refuse_wgmma(const char* name, const std::vector<std::int64_t>& p) {
+    if (auto why = refuse_head_dim(name, p); !why.empty()) return why;
     if (p[2] != 128 || p[3] != 128)
-        return fmt::format("fa2_v4_wgmma takes Br = 128 (2 warpgroups of 64 rows) and Bc = 128, not Br = {}, Bc = {}", p[2], p[3]);
+        return fmt::format("{} takes Br = 128 (2 warpgroups of 64 rows) and Bc = 128, not Br = {}, Bc = {}", name, p[2], p[3]);
     return "";
 }
-std::string refuse_causal_v4(const std::vector<std::int64_t>& p) {
-    if (auto why = refuse_head_dim("fa2_causal_v4_wgmma", p); !why.empty()) return why;
-    if (p[2] != 128) return fmt::format("fa2_causal_v4_wgmma takes B = 128 (2 warpgroups of 64 rows), not B = {}", p[2]);
+std::string refuse_causal_wgmma(const char* name, const std::vector<std::int64_t>& p) {
+    if (auto why = refuse_head_dim(name, p); !why.empty()) return why;
+    if (p[2] != 128) return fmt::format("{} takes B = 128 (2 warpgroups of 64 rows), not B = {}", name, p[2]);
     return "";
 }
+std::string refuse_fa2_v4(const std::vector<std::int64_t>& p) { return refuse_wgmma("fa2_v4_wgmma", p); }
+std::string refuse_causal_v4(const std::vector<std::int64_t>& p) { return refuse_causal_wgmma("fa2_causal_v4_wgmma", p); }
+std::string refuse_fa2_v5(const std::vector<std::int64_t>& p) { return refuse_wgmma("fa2_v5_wgmma", p); }
+std::string refuse_causal_v5(const std::vector<std::int64_t>& p) { return refuse_causal_wgmma("fa2_causal_v5_wgmma", p); }
 
 // The FP8 forward: a row of Q, K or V at d = 128 is one 128-byte swizzled row of e4m3.
 std::string refuse_fa2_fp8(const std::vector<std::int64_t>& p) {
@@ -211,6 +216,11 @@ const std::vector<KernelSpec>& kernel_catalog() {
          attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_v4_wgmma"}, kHalf, refuse_fa2_v4, forward_flops, "fa2_forward", Products::Wgmma},
         {"fa2_causal_v4_wgmma", "gpu/kernels/attention_hopper.cu", "fa2_v4_wgmma with a causal mask, the longest Q tiles first (B = 128)",
          causal_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_causal_v4_wgmma"}, kHalf, refuse_causal_v4, causal_flops,
+         "fa2_causal_heaviest_first", Products::Wgmma},
+        {"fa2_v5_wgmma", "gpu/kernels/attention_hopper.cu", "v4 with K's and V's stages released apart (K_{j+1} loads a tile earlier) and the row maximum in 4 chains",
+         attention_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_v5_wgmma"}, kHalf, refuse_fa2_v5, forward_flops, "fa2_forward", Products::Wgmma},
+        {"fa2_causal_v5_wgmma", "gpu/kernels/attention_hopper.cu", "fa2_v5_wgmma with a causal mask, the longest Q tiles first (B = 128)",
+         causal_params(), {{"Q"}, {"K"}, {"V"}, {"O"}, {"L", true}}, {"fa2_causal_v5_wgmma"}, kHalf, refuse_causal_v5, causal_flops,
          "fa2_causal_heaviest_first", Products::Wgmma},
         {"fa2_fp8_wgmma", "gpu/kernels/attention_fp8.cu", "fa2_v4_wgmma in FP8: e4m3 Q, K, V and P̃ (V transposed in shared memory), fp16 O",
          attention_params(), {{"Q"}, {"K"}, {"V"}, {"O", false, true}, {"L", true}}, {"fa2_fp8_wgmma"}, {DType::E4M3}, refuse_fa2_fp8, forward_flops,

@@ -127,6 +127,18 @@ __device__ __forceinline__ void rescale(float (&o)[kD / 2], RowState& st, const 
     }
 }
 
+// The largest of this thread's 32 scores of row h of a 64×128 accumulator (s[4c + 2h] and
+// s[4c + 2h + 1]), over 4 partial maxima: chains of 8 dependent instructions, not one of 32. A
+// consumer warp has no other warp of its warpgroup to hide the chain behind, and P̃ waits for it.
+__device__ __forceinline__ float row_max(const float (&s)[64], int h) {
+    float part[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) part[e] = fmaxf(s[4 * e + 2 * h], s[4 * e + 2 * h + 1]);
+#pragma unroll
+    for (int c = 4; c < 16; ++c) part[c % 4] = fmaxf(part[c % 4], fmaxf(s[4 * c + 2 * h], s[4 * c + 2 * h + 1]));
+    return fmaxf(fmaxf(part[0], part[1]), fmaxf(part[2], part[3]));
+}
+
 // The consumers' schedule over a Q tile's Tc K/V tiles, which v4 and the FP8 kernel share; each
 // kernel says what a step does in its own types:
 //   my_turn(), their_turn(last)   ping-pong: named barrier 1 + c is consumer c's turn, the other

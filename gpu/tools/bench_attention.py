@@ -76,17 +76,19 @@ TOYSIM = [
     ("v2", "toysim FA2 v2 (mma.sync)", "programs/attention/fa2.toy"),
     ("v3", "toysim FA2 v3 (mma.sync, 32 rows a warp)", "programs/attention/fa2.toy"),
     ("v4", "toysim FA2 v4 (wgmma, TMA)", "programs/attention/fa2.toy"),
+    ("v5", "toysim FA2 v5 (v4, K and V released apart)", "programs/attention/fa2.toy"),
     ("fp8", "toysim FA2 FP8 (e4m3 wgmma)", "programs/attention/fa2.toy"),
     ("gen", "toysim FA2 generated (v3's schedule)", "programs/attention/schedules/fa2_v3_mma.toy"),
     ("fa2c", "toysim FA2 causal", "programs/attention/fa2_causal_heaviest_first.toy"),
     ("v3c", "toysim FA2 causal v3 (mma.sync)", "programs/attention/fa2_causal_heaviest_first.toy"),
     ("v4c", "toysim FA2 causal v4 (wgmma, TMA)", "programs/attention/fa2_causal_heaviest_first.toy"),
+    ("v5c", "toysim FA2 causal v5", "programs/attention/fa2_causal_heaviest_first.toy"),
     ("fp8c", "toysim FA2 causal FP8 (e4m3 wgmma)", "programs/attention/fa2_causal_heaviest_first.toy"),
     ("genc", "toysim FA2 causal generated (v3's schedule)", "programs/attention/schedules/fa2_causal_v3_mma.toy"),
     ("bwd", "toysim FA2 backward (CUDA cores)", "programs/attention/fa2_backward.toy"),
     ("bwd_mma", "toysim FA2 backward (mma.sync)", "programs/attention/fa2_backward.toy"),
 ]
-CAUSAL = ("fa2c", "v3c", "v4c", "fp8c", "genc")  # the columns of --causal (square tiles: --set B)
+CAUSAL = ("fa2c", "v3c", "v4c", "v5c", "fp8c", "genc")  # the columns of --causal (square tiles: --set B)
 BACKWARD = ("bwd", "bwd_mma")  # the columns of --backward
 BACKWARD_DEFAULT = ("bwd_mma",)  # the CUDA-core backward only when asked for (--programs bwd,bwd_mma)
 # The tensor-core versions of fa2_forward (gpu/kernels/attention_tensor_core.cu) run fa2.toy through
@@ -98,6 +100,8 @@ VERSIONS = {
     "v3c": ("fa2_causal_v3_mma", {64: (128, 128), 128: (128, 128)}),
     "v4": ("fa2_v4_wgmma", {64: (128, 128), 128: (128, 128)}),
     "v4c": ("fa2_causal_v4_wgmma", {64: (128, 128), 128: (128, 128)}),
+    "v5": ("fa2_v5_wgmma", {64: (128, 128), 128: (128, 128)}),
+    "v5c": ("fa2_causal_v5_wgmma", {64: (128, 128), 128: (128, 128)}),
     "fp8": ("fa2_fp8_wgmma", {128: (128, 128)}),  # d = 128 only
     "fp8c": ("fa2_causal_fp8_wgmma", {128: (128, 128)}),
     "bwd_mma": ("fa2_backward_mma", {64: (128, 128), 128: (64, 128)}),
@@ -128,7 +132,7 @@ def parse_args():
     p.add_argument("--causal", action="store_true", help="causal attention (the toysim columns fa2c, v3c, v4c, genc)")
     p.add_argument("--backward", action="store_true", help="the backward pass (the toysim columns bwd_mma, bwd)")
     p.add_argument("--programs", default=None,
-                   help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3, v4, fp8, gen, or with --causal fa2c, v3c, v4c, fp8c, genc, or with "
+                   help="toysim columns to run, of standard, fa1, fa2, v1, v2, v3, v4, v5, fp8, gen, or with --causal fa2c, v3c, v4c, v5c, fp8c, genc, or with "
                         "--backward bwd_mma, bwd "
                         "(default: all of them; 'none' for PyTorch only)")
     p.add_argument("--dtype", choices=("fp16", "bf16"), default="fp16", help="the inputs' type, of every column (default fp16)")

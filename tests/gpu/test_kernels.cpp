@@ -191,6 +191,16 @@ TEST_CASE("fa2_causal_v4_wgmma (wgmma, TMA, the longest Q tiles first) on the GP
     else check_refused_off_hopper("programs/attention/fa2_causal_heaviest_first.toy", {{"n", 256}, {"d", 64}, {"B", 128}}, "fa2_causal_v4_wgmma");
 }
 
+TEST_CASE("fa2_v5_wgmma (v4, K and V released apart) on the GPU", "[fa2_v5_wgmma]") {
+    if (on_hopper()) run_version("fa2_v5_wgmma", {{128, 128}});
+    else check_refused_off_hopper("programs/attention/fa2.toy", {{"n", 256}, {"d", 64}, {"Br", 128}, {"Bc", 128}}, "fa2_v5_wgmma");
+}
+
+TEST_CASE("fa2_causal_v5_wgmma (v5, the longest Q tiles first) on the GPU", "[fa2_causal_v5_wgmma]") {
+    if (on_hopper()) run_causal_version("fa2_causal_v5_wgmma");
+    else check_refused_off_hopper("programs/attention/fa2_causal_heaviest_first.toy", {{"n", 256}, {"d", 64}, {"B", 128}}, "fa2_causal_v5_wgmma");
+}
+
 // e4m3 Q, K, V and P̃: within the e4m3 tolerance (gpu/runtime/run.cpp's tolerance_for, 0.063,
 // a bound on what rounding P̃ can do), against a reference that holds the inputs as rounded.
 TEST_CASE("fa2_fp8_wgmma (e4m3 wgmma, V transposed in shared memory) on the GPU", "[fa2_fp8_wgmma]") {
