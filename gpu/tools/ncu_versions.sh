@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Nsight Compute figures of the tensor-core progression (v0 to v4 of fa2's forward, the causal
-# versions and the backward): one timed launch of each at n = 4096, fp16, 16 heads, through
+# Nsight Compute figures of the tensor-core progression (v0 to v5 of fa2's forward and the FP8
+# one, the causal versions and the backward): one timed launch of each at n = 4096, fp16 (FP8:
+# e4m3), 16 heads, through
 # `toysim gpu run`. Writes each launch's report to OUT/<name>.txt and the table of the README
 # (gpu/README.md) to OUT/ncu_versions.md.
 #
@@ -34,6 +35,9 @@ runs=(
   "v4.d64|$fa2|--kernel fa2_v4_wgmma --set d=64 --set Br=128 --set Bc=128 --heads 16"
   "v3.d128|$fa2|--kernel fa2_v3_mma --set d=128 --set Br=128 --set Bc=32 --heads 16"
   "v4.d128|$fa2|--kernel fa2_v4_wgmma --set d=128 --set Br=128 --set Bc=128 --heads 16"
+  "v5.d64|$fa2|--kernel fa2_v5_wgmma --set d=64 --set Br=128 --set Bc=128 --heads 16"
+  "v5.d128|$fa2|--kernel fa2_v5_wgmma --set d=128 --set Br=128 --set Bc=128 --heads 16"
+  "fp8.d128|$fa2|--kernel fa2_fp8_wgmma --set d=128 --set Br=128 --set Bc=128 --heads 16 --dtype e4m3"
   "causal_v3.d64|$causal|--kernel fa2_causal_v3_mma --set d=64 --set B=128 --heads 16"
   "causal_v4.d64|$causal|--kernel fa2_causal_v4_wgmma --set d=64 --set B=128 --heads 16"
   "backward_mma.d64|$backward|--kernel fa2_backward_mma --set d=64 --set Br=128 --set Bc=128 --heads 8"
@@ -46,7 +50,7 @@ for run in "${runs[@]}"; do
   selected+=("$run")
   # shellcheck disable=SC2086 # options are words
   timeout 300 ncu --launch-count 1 --kernel-name regex:'fa2|backward' --csv --print-units base --metrics "$metrics" \
-    "$toysim" gpu run "$program" $options --set n=4096 --dtype fp16 --warmups 0 --repeats 1 >"$out/$name.txt" 2>&1 ||
+    "$toysim" gpu run "$program" $options --set n=4096 $([[ $options == *--dtype* ]] || echo --dtype fp16) --warmups 0 --repeats 1 >"$out/$name.txt" 2>&1 ||
     echo "ncu_versions: $name failed (see $out/$name.txt)"
   sed -i "s|$PWD/||g" "$out/$name.txt"  # ncu names the binary by its absolute path: keep the report machine-free
 done
