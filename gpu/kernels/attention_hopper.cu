@@ -49,8 +49,14 @@
 //    reading: the main loop now takes tiles two at a time and alternates two P̃ register sets.
 //  - Ping-pong lost 17–25% while the wgmmas were serialized, and gained up to 8% once they were
 //    not: see kV4PingPong.
-// What is left to cuDNN (0.75–0.85×): d = 64 at 192-row tiles (three consumers), a persistent
-// grid with the epilogue's stores overlapped, and more than two K/V stages.
+// What was left to cuDNN (0.75–0.85×) was mostly in the loads: v5 (kV5, fa2_v5_wgmma) releases
+// K's stage once S_j is computed and V's once P̃_j·V_j is, so K_{j+2} is in flight a whole tile
+// before it is needed (v4 loaded K and V together after P̃_j·V_j, and every tile's first product
+// waited for the copy), and takes each row's maximum over 4 chains. H200, one run
+// (gpu/results/bench_attention_v5_h200.md), v4 → v5 TFLOP/s: 343.3 → 427.5 and 374.7 → 454.5 at
+// d = 64 (n = 4096, 16384), 511.5 → 623.9 and 550.4 → 607.3 at d = 128: 0.96–1.03× cuDNN.
+// Still open: 192-row tiles at d = 64 (three consumers), a persistent grid with the epilogue's
+// stores overlapped.
 //
 #include <cmath>
 #include <cstdint>
