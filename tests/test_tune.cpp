@@ -191,6 +191,16 @@ TEST_CASE("tune refuses a space it cannot rank, by name", "[tune][errors]") {
     bad.dtype = "fp64";
     auto tree = std::make_shared<const ast::Program>(parse(SourceFile::read(std::string(TOYSIM_SOURCE_DIR) + "/programs/attention/fa2.toy")));
     CHECK_THROWS_WITH(app::tune_space(tree, "fa2.toy", bad, Format::Table, app::Spelling::cli()), "tune: dtype 'fp64': fp32, fp16, bf16 or e4m3");
+    // e4m3 ranks by bytes (1 an element) or cycles; the machines have no e4m3 product rate.
+    bad.dtype = "e4m3";
+    CHECK_THROWS_WITH(app::tune_space(tree, "fa2.toy", bad, Format::Table, app::Spelling::cli()),
+                      "tune: the time model has no rate measured for e4m3 products: rank by --objective dram or cycles");
+    bad.objective = "dram";
+    bad.sets = {"n=256", "d=16", "Bc=8"};
+    const std::string e4m3 = app::tune_space(tree, "fa2.toy", bad, Format::Json, app::Spelling::cli()).text;
+    bad.dtype = "fp16";
+    const std::string fp16 = app::tune_space(tree, "fa2.toy", bad, Format::Json, app::Spelling::cli()).text;
+    CHECK(nlohmann::json::parse(e4m3)["ranked"][0]["dram_bytes"].get<double>() * 2 == nlohmann::json::parse(fp16)["ranked"][0]["dram_bytes"].get<double>());
 }
 
 TEST_CASE("tune --vary --plot: the objective against the first parameter, a curve per value of the others", "[tune][plot]") {

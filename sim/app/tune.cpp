@@ -252,6 +252,10 @@ RankedSpace rank_space(const std::shared_ptr<const ast::Program>& tree, const st
     if (request.vary.empty()) throw ToyError("tune: give --vary NAME=V1,V2,... (the space), or --schedule");
     const MachineSpec& machine = named_machine(request.machine.empty() ? "h100" : request.machine, spelling);
     const int element_bytes = tune_element_bytes(request.dtype);
+    // The machines' product rates are fp16's and fp32's (isa/machine.h): an e4m3 time would be
+    // a guess. Its bytes (1 an element) and the toy's cycles are ranked.
+    if (request.dtype == "e4m3" && request.objective == "time")
+        throw ToyError("tune: the time model has no rate measured for e4m3 products: rank by --objective dram or cycles");
     RankedSpace r;
     r.path = path;
     r.machine = std::string(machine.name);

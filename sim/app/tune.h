@@ -39,7 +39,7 @@ struct SpaceTuneRequest {
     std::string objective = "time";  // time (the machine's prediction), dram (bytes, its L2 walked), cycles (the toy machine's)
     std::string machine;  // "": the GPU's own machine where the points run on it (--gpu), else h100
     std::int64_t heads = 1;          // copies of the problem sharing the L2, as a GPU's grid runs them
-    std::string dtype = "fp32";      // what the L2 sees an element take: fp32 (4 bytes), fp16 or bf16 (2)
+    std::string dtype = "fp32";      // what the L2 sees an element take: fp32 (4 bytes), fp16 or bf16 (2), e4m3 (1)
     int top = 10;                    // points printed, best first
 };
 inline constexpr std::size_t kMaxTunePoints = 10'000;
