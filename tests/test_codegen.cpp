@@ -90,6 +90,10 @@ size_t lines_of(const std::string& text, const std::string& line) {
 }
 }  // namespace
 
+TEST_CASE("codegen: generated CUDA refuses e4m3, which only the FP8 kernels take", "[codegen]") {
+    CHECK_THROWS_WITH(generated("programs/attention/fa2.toy", {}, gpu::DType::E4M3), "generated CUDA runs in fp32, fp16 or bf16, not e4m3");
+}
+
 TEST_CASE("codegen: row-by-row instructions wait for the warp, and the block meets twice per K/V tile of fa2", "[codegen]") {
     // Row i of every tile is warp i mod 8's: the online softmax between the two products reads
     // and writes only its own rows (a __syncwarp between them); K_j and V_j, which every warp

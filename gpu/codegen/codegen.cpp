@@ -210,6 +210,8 @@ std::string GeneratedProgram::compile_unit() const { return device_prelude(block
 
 std::shared_ptr<const GeneratedProgram> generate_cuda(const Program& p, DType dtype, bool tensor_cores) {
     refuse_devices(p, "generated CUDA");
+    // (gpu run refuses it first, naming the FP8 kernels; this keeps any other caller honest.)
+    if (dtype == DType::E4M3) throw ToyError(ErrorKind::Input, Loc{}, "generated CUDA runs in fp32, fp16 or bf16, not e4m3");
     auto out = std::make_shared<GeneratedProgram>();
     out->program_path = p.source ? p.source->path : "program";
     // Only the file's name: a module's text (and so its cache key) does not depend on where

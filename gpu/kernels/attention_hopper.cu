@@ -76,6 +76,11 @@ constexpr int kV4Rows = 128, kV4Cols = 128;   // Br, Bc: 2 consumer warpgroups o
 constexpr int kV4Threads = 384;               // producer + 2 consumers
 constexpr int kV4MinBlocks = 1;               // __launch_bounds__'s, which the time model reads (note_launch)
 constexpr int kV4Stages = 2;                  // K/V tiles in flight
+// setmaxnreg: the producer gives registers back, the consumers take them; the block launches
+// with 168 a thread (65536 / 384, in units of 8), and an increase the block's own registers do
+// not cover waits forever (the FP8 kernel hung so at 64 + 2·224).
+constexpr int kV4ProducerRegisters = 24, kV4ConsumerRegisters = 240;
+static_assert(kV4ProducerRegisters + 2 * kV4ConsumerRegisters <= 3 * (65536 / kV4Threads / 8 * 8), "setmaxnreg.inc would wait forever");
 // Whether the two consumers take turns on the tensor cores (FlashAttention-3's ping-pong: one
 // issues its products while the other runs its softmax, ordered by two named barriers). Measured
 // on an H200, v4 alone in fp16, one run after the other on one machine: while ptxas serialized
@@ -199,7 +204,7 @@ __global__ void __launch_bounds__(kV4Threads, kV4MinBlocks)
 
     if (warpgroup == 0) {
         // The producer: its registers go to the consumers; one thread issues every copy.
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kV4ProducerRegisters));
         if (threadIdx.x == 0) {
             constexpr uint32_t kTileBytes = kV4Cols * kD * sizeof(T);
             mbarrier_expect_bytes(q_full, kV4Rows * kD * sizeof(T));
@@ -226,7 +231,7 @@ __global__ void __launch_bounds__(kV4Threads, kV4MinBlocks)
         return;
     }
 
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kV4ConsumerRegisters));
     const int consumer = warpgroup - 1, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int my_row = 64 * consumer + 16 * warp + g;  // and my_row + 8, within the tile
     // Q's rows of this warpgroup; K_j; V_j: descriptors of k-step x (16 columns of d, or 16 keys).
