@@ -211,6 +211,20 @@ TEST_CASE("toysim gpu run --kernel runs a version of the program's kernel, refus
     CHECK(r.err.find("fa2_v3_mma takes Br = 128 (4 warps of 32 rows) and Bc = 32 or 64, not Br = 64, Bc = 4") != std::string::npos);
 }
 
+TEST_CASE("toysim diff reads a committed FP8 run: bytes at each array's own size, and no time the model cannot give", "[gpu]") {
+    // fa2_fp8_wgmma on the H200 (gpu/tools/bench_attention.py's cell at n = 4096, d = 128): Q, K
+    // and V are 1 byte an element, O 2 (fp16), L 4; the machines have no e4m3 product rate.
+    auto r = run_cli({"diff", "programs/attention/fa2.toy", "--gpu", "traces/gpu/fa2_fp8_wgmma.n4096.e4m3.json"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("fa2_fp8_wgmma; 64 heads; e4m3\n") != std::string::npos);
+    CHECK(r.out.find("reads(Q)     33554432            33554432         33.55 MB") != std::string::npos);
+    CHECK(r.out.find("writes(O)    33554432            33554432         67.11 MB") != std::string::npos);
+    CHECK(r.out.find("writes(L)      262144              262144          1.05 MB") != std::string::npos);
+    CHECK(r.out.find("no predicted time: the time model has no rate measured for e4m3 products (isa/machine.h has fp16's): its bytes are "
+                     "predicted, its time is not\n") != std::string::npos);
+}
+
 TEST_CASE("toysim diff reads a committed run of a tensor-core version against fa2.toy", "[gpu]") {
     const std::vector<std::string> shape = {"--set", "n=4096", "--set", "d=64", "--set", "Br=128", "--set", "Bc=64"};
     std::vector<std::string> args = {"diff", "programs/attention/fa2.toy", "--gpu", "traces/gpu/fa2_v3_mma.n4096.fp16.cold.json"};
