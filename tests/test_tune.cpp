@@ -389,7 +389,8 @@ TEST_CASE("tune --kernel generated: a product on the CUDA cores takes its loop's
         const gpu::GeneratedKernel& kernel = choice.generated->kernels.at(0);
         const auto line_of = [&](std::int32_t pc) { return p.origin.at(static_cast<size_t>(pc))->loc.line; };
         std::vector<int> lines;
-        for (std::int32_t pc : kernel.element_products) lines.push_back(line_of(pc));
+        for (const auto& b : kernel.thread_blockings)
+            if (b.by_element) lines.push_back(line_of(b.pc));
         CHECK(lines == std::vector<int>{89});  // MAC p, v, o, o
         // Each product's results a thread: one (256 threads, Bc or d results).
         std::vector<std::tuple<int, int, int>> blockings;
@@ -399,7 +400,9 @@ TEST_CASE("tune --kernel generated: a product on the CUDA cores takes its loop's
         // multiply-adds at 5.66 + 2 × 13.46 ps an SM rather than 2.74 + 0.5 × 43.98: counted as
         // read 16 bytes at a time, the same product costs less.
         const ProgramTime by_element = gpu::predict_run(p, h100, options, choice);
-        const ProgramTime by_16_bytes = predict_changed(p, h100, options, choice, [](gpu::GeneratedKernel& k) { k.element_products.clear(); });
+        const ProgramTime by_16_bytes = predict_changed(p, h100, options, choice, [](gpu::GeneratedKernel& k) {
+            for (auto& b : k.thread_blockings) b.by_element = false;
+        });
         const auto products = [](const ProgramTime& t) { return t.launches.at(0).chain[static_cast<size_t>(ChainPart::Products)]; };
         CHECK(products(by_element) > products(by_16_bytes));
         CHECK(by_element.seconds > by_16_bytes.seconds);

@@ -63,17 +63,16 @@ struct KernelLaunchFacts {
     // Per tile: kept in shared memory as the arrays' storage type (a product's b that only LOADs
     // fill: read 16 bytes at a time); empty where none is.
     std::vector<bool> tiles_stored;
-    // Products on the CUDA cores whose loop, at the shapes the tiles hold, reads its operands an
-    // element at a time (tile_product: b not transposed and a lane's columns not 4, or strides
-    // or shapes not multiples of 4), not 16 bytes at a time (tile_product4): their pcs.
-    std::vector<std::int32_t> element_products;
     // Products on the CUDA cores: the results each thread computes (rows × columns of the
     // result) at the tiles' full shapes, from which the time model counts the shared-memory
     // reads a multiply-add takes (an element of a read for each of a thread's rows, one of b for
-    // each of its columns).
+    // each of its columns), and whether its loop reads its operands an element at a time
+    // (tile_product: b not transposed and a lane's columns not 4, or strides or shapes not
+    // multiples of 4), not 16 bytes at a time (tile_product4).
     struct ThreadBlocking {
         std::int32_t pc = 0;
         int rows = 0, cols = 0;
+        bool by_element = false;
     };
     std::vector<ThreadBlocking> thread_blockings;
     // Per tile: the stages of its LOADs where they are asynchronous copies (the program's `stages

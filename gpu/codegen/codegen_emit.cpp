@@ -391,7 +391,6 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
     shared_a_.clear();
     fragment_notes_.clear();
     live_floats_ = 0;
-    element_products_.clear();
     thread_blockings_.clear();
     stages_.clear();
     staged_heads_.clear();
@@ -583,7 +582,6 @@ EmittedKernel KernelEmitter::emit(const Shape& shape, const Footprint& serial_wr
         head.replace(at, std::string(kSpillPerBlockMarker).size(), std::to_string(spilled));
     out.spill_floats = spilled;
     if (std::find(stored_.begin(), stored_.end(), true) != stored_.end()) out.tiles_stored = stored_;
-    out.element_products = element_products_;
     out.thread_blockings = thread_blockings_;
     if (!staged_heads_.empty()) out.tile_stages = stages_;
     // A block kernel asks for as many blocks an SM as leave a thread 128 registers (65,536 an

@@ -154,7 +154,6 @@ private:
     // Tiles that are only a register product's b and only filled by LOADs of arrays stored as
     // T: kept in shared memory as T (no rounding: the array's own values), read by ldmatrix.
     std::vector<bool> stored_;
-    std::vector<std::int32_t> element_products_;  // KernelLaunchFacts::element_products
     std::vector<KernelLaunchFacts::ThreadBlocking> thread_blockings_;  // KernelLaunchFacts::thread_blockings
     // Tiles whose LOADs are asynchronous copies (codegen_stages.cpp): per tile, its stages (0:
     // none); per loop (its index in p_.loops), the pcs of the staged LOADs at the head of its body.

@@ -381,8 +381,8 @@ void KernelEmitter::tile(std::int32_t pc) {
             if (in[0].tile >= 0 && in[1].tile >= 0) {
                 const auto [tm, tn] = thread_blocking(in_place == "false");
                 const std::int64_t inner = p_.tiles[static_cast<size_t>(in[0].tile)].cols;
-                if (!reads_16_bytes(tn) || inner % 4 != 0 || (!b_transposed && cap_cols % 4 != 0)) element_products_.push_back(pc);
-                thread_blockings_.push_back({pc, tm, tn});
+                const bool by_element = !reads_16_bytes(tn) || inner % 4 != 0 || (!b_transposed && cap_cols % 4 != 0);
+                thread_blockings_.push_back({pc, tm, tn, by_element});
             }
             if (in_place == "true" || in_place == "false") {
                 line(call(in_place == "false"));

@@ -33,7 +33,7 @@ struct CudaPluginError {
 };
 
 // Changed whenever a type that crosses changes meaning without changing size.
-inline constexpr int kCudaPluginVersion = 3;
+inline constexpr int kCudaPluginVersion = 4;
 
 struct CudaPluginLayout {
     int version = kCudaPluginVersion;

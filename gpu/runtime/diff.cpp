@@ -83,11 +83,11 @@ Program as_generated(const Program& p, const GeneratedProgram& g) {
         }
     }
     for (const GeneratedKernel& k : g.kernels) {
-        for (std::int32_t pc : k.element_products) q.tile_insts.at(static_cast<size_t>(q.code.at(static_cast<size_t>(pc)).mem)).by_element = true;
         for (const KernelLaunchFacts::ThreadBlocking& b : k.thread_blockings) {
             TileInst& t = q.tile_insts.at(static_cast<size_t>(q.code.at(static_cast<size_t>(b.pc)).mem));
             t.thread_rows = b.rows;
             t.thread_cols = b.cols;
+            t.by_element = b.by_element;
         }
     }
     return q;
