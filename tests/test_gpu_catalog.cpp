@@ -157,6 +157,9 @@ TEST_CASE("values are rounded to fp16, bf16 and e4m3 as the device stores them",
     CHECK(gpu::e4m3_scale({449.0}) == 0.5);
     CHECK(gpu::e4m3_scale({0.0, 0.0}) == 1.0);
     CHECK(gpu::dtype_bytes(DType::E4M3) == 1);
+    CHECK(gpu::tolerance_for(DType::E4M3, 0.5) == 0.0630);
+    CHECK(gpu::tolerance_for(DType::E4M3, 4.0) == 0.0630 * 4.0);
+    CHECK(gpu::tolerance_for(DType::F16, 4.0) == 2e-2);
     CHECK(gpu::parse_dtype("e4m3") == DType::E4M3);
 }
 

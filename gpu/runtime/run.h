@@ -181,5 +181,9 @@ double round_to(DType t, double value);
 // The power of two an e4m3 array is stored times: its largest |value| times it is at most 448
 // and over 224 (1 for an array of zeros).
 double e4m3_scale(const std::vector<double>& values);
+// The least tolerance of a check in a run stored as `t`: 10⁻⁴ in fp32, 2·10⁻² in fp16, 6·10⁻²
+// in bf16, and in e4m3 0.063 times the largest |value| an e4m3 array holds, where that is over 1
+// (the bound rounding P̃ to e4m3 allows, relative to V's values).
+double tolerance_for(DType t, double largest_e4m3 = 1);
 
 }  // namespace toysim::gpu
