@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 
 #include <fmt/format.h>
@@ -28,6 +29,21 @@ ProductUnit generated_products(const GeneratedProgram& g) { return g.tensor_core
 
 // Where the kernel's products run, as the time model names the units: a catalog kernel's as
 // its row says, generated CUDA's as generated_products says.
+// "" where the program's schedule lines (warps, products, where tiles live) are the kernel's;
+// else why its time is not predicted. A version run through --kernel on the program of the
+// kernel it is a version of (fa2_v3_mma on fa2.toy) has that kernel's lines: fa2.toy's tiles
+// and products are fa2_forward's, and timed so they said 0.951 ms for a v3 launch of 0.249.
+std::string schedule_of_another_kernel(const Program& p, const KernelSpec& kernel) {
+    if (!p.tree->gpu_kernel || p.tree->gpu_kernel->name == kernel.name || kernel.products == Products::CudaCores) return "";
+    const std::string own = p.tree->gpu_kernel->name;
+    std::string where = "no program gives its schedule yet";
+    if (p.source) {
+        const std::filesystem::path schedule = std::filesystem::path(p.source->path).parent_path() / "schedules" / (std::string(kernel.name) + ".toy");
+        if (std::filesystem::exists(schedule)) where = fmt::format("{} gives it", schedule.generic_string());
+    }
+    return fmt::format("this program's schedule lines are {}'s, not {}'s; {}", own, kernel.name, where);
+}
+
 ProductUnit product_unit(const KernelSpec& kernel, const GpuRunResult& gpu) {
     if (gpu.generated) return generated_products(*gpu.generated);
     switch (kernel.products) {
@@ -197,6 +213,8 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
             std::string why_not;
             if (gpu.dtype == DType::E4M3)
                 why_not = "the time model has no rate measured for e4m3 products (isa/machine.h has fp16's): its bytes are predicted, its time is not";
+            else if (const std::string other = schedule_of_another_kernel(p, kernel); !other.empty())
+                why_not = other;
             else if (const Untimed why = untimed(work); why != Untimed::Timed)
                 why_not = fmt::format("launch {} of the program {}", stage.stage, untimed_reason(why));
             else if (stage.scratch)
@@ -229,6 +247,8 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
 ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuRunOptions& options, const KernelChoice& choice) {
     if (options.dtype == DType::E4M3)
         throw ToyError("the time model has no rate measured for e4m3 products (isa/machine.h has fp16's): rank by --objective dram or cycles");
+    if (!choice.generated)
+        if (const std::string other = schedule_of_another_kernel(p, *choice.kernel); !other.empty()) throw ToyError(other);
     Program on_machine = on_machine_cache(choice.generated ? as_generated(p, *choice.generated) : p, machine);
     on_machine.cache->element_bytes = dtype_bytes(options.dtype);
     if (!choice.generated) {

@@ -147,9 +147,9 @@ def test_tune_is_the_cli_tune():
 
 def test_tune_as_a_kernel_runs_it_is_the_cli_tune():
     # kernel= is --kernel: each point as fa2_v3_mma runs it, the tiles it refuses dropped with its reason.
-    p = toysim.load("programs/attention/fa2.toy", n=512, d=64)
+    p = toysim.load("programs/attention/schedules/fa2_v3_mma.toy", n=512, d=64)
     t = p.tune(Br=[64, 128], Bc=[32, 64], dtype="fp16", kernel="fa2_v3_mma")
-    assert t == cli_json("tune", "programs/attention/fa2.toy", "--set", "n=512", "--set", "d=64", "--vary", "Br=64,128",
+    assert t == cli_json("tune", "programs/attention/schedules/fa2_v3_mma.toy", "--set", "n=512", "--set", "d=64", "--vary", "Br=64,128",
                          "--vary", "Bc=32,64", "--dtype", "fp16", "--kernel", "fa2_v3_mma", "--format", "json")
     assert t["kernel"] == "kernel fa2_v3_mma"
     assert [r["params"] for r in t["ranked"]] == [{"Br": 128, "Bc": 64}, {"Br": 128, "Bc": 32}]
