@@ -311,8 +311,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 template <bool kCausal>
 void launch_fp8(const StageArgs& args, const char* name) {
     if (args.dtype != DType::E4M3) throw GpuError(std::string(name) + " runs in e4m3 (--dtype e4m3)");
-    if (args.params[0] < 1 || args.params[0] > (1 << 30)) throw GpuError(std::string(name) + " takes 1 ≤ n ≤ 2^30");
-    if (args.heads < 1 || args.heads > 65535) throw GpuError(std::string(name) + " takes 1 to 65535 heads (the grid's y dimension)");
+    require_tensor_core_launch(args, name);
     const int n = int(args.params[0]);
     with_counting(args, [&](auto counting) {
         constexpr bool kCount = decltype(counting)::value;

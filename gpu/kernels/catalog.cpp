@@ -120,14 +120,18 @@ std::string refuse_fa2_v5(const std::vector<std::int64_t>& p) { return refuse_wg
 std::string refuse_causal_v5(const std::vector<std::int64_t>& p) { return refuse_causal_wgmma("fa2_causal_v5_wgmma", p); }
 
 // The FP8 forward: a row of Q, K or V at d = 128 is one 128-byte swizzled row of e4m3.
+std::string refuse_fp8_head_dim(const char* name, const std::vector<std::int64_t>& p) {
+    if (p[1] != 128) return fmt::format("{} takes d = 128 (a row of e4m3 is one 128-byte swizzled row), not d = {}", name, p[1]);
+    return "";
+}
 std::string refuse_fa2_fp8(const std::vector<std::int64_t>& p) {
-    if (p[1] != 128) return fmt::format("fa2_fp8_wgmma takes d = 128 (a row of e4m3 is one 128-byte swizzled row), not d = {}", p[1]);
+    if (auto why = refuse_fp8_head_dim("fa2_fp8_wgmma", p); !why.empty()) return why;
     if (p[2] != 128 || p[3] != 128)
         return fmt::format("fa2_fp8_wgmma takes Br = 128 (2 warpgroups of 64 rows) and Bc = 128, not Br = {}, Bc = {}", p[2], p[3]);
     return "";
 }
 std::string refuse_causal_fp8(const std::vector<std::int64_t>& p) {
-    if (p[1] != 128) return fmt::format("fa2_causal_fp8_wgmma takes d = 128 (a row of e4m3 is one 128-byte swizzled row), not d = {}", p[1]);
+    if (auto why = refuse_fp8_head_dim("fa2_causal_fp8_wgmma", p); !why.empty()) return why;
     if (p[2] != 128) return fmt::format("fa2_causal_fp8_wgmma takes B = 128 (2 warpgroups of 64 rows), not B = {}", p[2]);
     return "";
 }

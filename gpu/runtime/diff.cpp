@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -29,6 +30,9 @@ ProductUnit generated_products(const GeneratedProgram& g) { return g.tensor_core
 
 // Where the kernel's products run, as the time model names the units: a catalog kernel's as
 // its row says, generated CUDA's as generated_products says.
+// What the time model lacks for a run in e4m3: diff says it in place of a time, predict_run refuses.
+constexpr std::string_view kNoE4m3Rate = "the time model has no rate measured for e4m3 products (isa/machine.h has fp16's)";
+
 // "" where the program's schedule lines (warps, products, where tiles live) are the kernel's;
 // else why its time is not predicted. A version run through --kernel on the program of the
 // kernel it is a version of (fa2_v3_mma on fa2.toy) has that kernel's lines: fa2.toy's tiles
@@ -212,7 +216,7 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
             // matvec_wide_tile.toy's would have been predicted 76% short).
             std::string why_not;
             if (gpu.dtype == DType::E4M3)
-                why_not = "the time model has no rate measured for e4m3 products (isa/machine.h has fp16's): its bytes are predicted, its time is not";
+                why_not = fmt::format("{}: its bytes are predicted, its time is not", kNoE4m3Rate);
             else if (const std::string other = schedule_of_another_kernel(p, kernel); !other.empty())
                 why_not = other;
             else if (const Untimed why = untimed(work); why != Untimed::Timed)
@@ -246,7 +250,7 @@ void predict(const Program& p, const GpuRunResult& gpu, const KernelSpec& kernel
 
 ProgramTime predict_run(const Program& p, const MachineSpec& machine, const GpuRunOptions& options, const KernelChoice& choice) {
     if (options.dtype == DType::E4M3)
-        throw ToyError("the time model has no rate measured for e4m3 products (isa/machine.h has fp16's): rank by --objective dram or cycles");
+        throw ToyError(fmt::format("{}: rank by --objective dram or cycles", kNoE4m3Rate));
     if (!choice.generated)
         if (const std::string other = schedule_of_another_kernel(p, *choice.kernel); !other.empty()) throw ToyError(other);
     Program on_machine = on_machine_cache(choice.generated ? as_generated(p, *choice.generated) : p, machine);

@@ -269,10 +269,18 @@ double round_to(DType t, double value) {
     return rounded;
 }
 
-double e4m3_scale(const std::vector<double>& values) {
+namespace {
+// The largest finite |value| (0 for none): what sets an e4m3 array's scale and bounds its error.
+double largest_magnitude(const std::vector<double>& values) {
     double largest = 0;
     for (double v : values)
         if (std::isfinite(v)) largest = std::max(largest, std::fabs(v));
+    return largest;
+}
+}  // namespace
+
+double e4m3_scale(const std::vector<double>& values) {
+    const double largest = largest_magnitude(values);
     if (largest == 0) return 1;
     return std::ldexp(1.0, static_cast<int>(std::floor(std::log2(448.0 / largest))));
 }
@@ -637,9 +645,7 @@ GpuRunResult gpu_run(const Program& p, const GpuRunOptions& options) {
     // ---- checks ----
     double largest_e4m3 = 0;  // of the arrays stored as e4m3 (their values are the host's, as rounded)
     for (std::size_t k = 0; k < narrays; ++k)
-        if (kernel.storage(static_cast<int>(k), options.dtype) == DType::E4M3)
-            for (double v : host[k].values)
-                if (std::isfinite(v)) largest_e4m3 = std::max(largest_e4m3, std::fabs(v));
+        if (kernel.storage(static_cast<int>(k), options.dtype) == DType::E4M3) largest_e4m3 = std::max(largest_e4m3, largest_magnitude(host[k].values));
     const double tolerance_floor = tolerance_for(options.dtype, largest_e4m3);
     for (const auto& plan : plans) {
         const CheckSpec& c = *plan.spec;
